@@ -1,0 +1,103 @@
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+/**
+ * DynamoDB tables, declared once; `applyTables` creates the missing ones at start and never
+ * changes or deletes an existing table. Names are `${TABLE_PREFIX}${name}`.
+ */
+export interface TableDef {
+  name: string;
+  partitionKey: string;
+  sortKey?: string;
+  indexes?: { name: string; partitionKey: string; sortKey?: string }[];
+  /** Attribute holding an epoch-seconds expiry; DynamoDB deletes the item after it. */
+  ttlAttribute?: string;
+  description: string;
+}
+
+export const tableDefs = {
+  entities: {
+    name: 'entities',
+    partitionKey: 'pk',
+    sortKey: 'sk',
+    indexes: [
+      { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+      { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
+    ],
+    description:
+      'Apps, keys, notices, principals, transactions, records and their history (one table, typed keys)',
+  },
+  outbox: {
+    name: 'outbox',
+    partitionKey: 'id',
+    ttlAttribute: 'expiresAt',
+    description: 'Events written in the same transaction as their change, deleted once published',
+  },
+  processed: {
+    name: 'processed',
+    partitionKey: 'pk',
+    ttlAttribute: 'expiresAt',
+    description: 'Consumer idempotency: one item per (consumer, event id) already applied',
+  },
+  idempotency: {
+    name: 'idempotency',
+    partitionKey: 'pk',
+    ttlAttribute: 'expiresAt',
+    description: 'HTTP Idempotency-Key records: the first response of a request, kept 24 h',
+  },
+  ledger: {
+    name: 'ledger',
+    partitionKey: 'pk',
+    sortKey: 'sk',
+    indexes: [
+      { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+      { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
+    ],
+    description: 'Dispatches, attempts, postbacks and flag history (immutable entries)',
+  },
+  timers: {
+    name: 'timers',
+    partitionKey: 'pk',
+    sortKey: 'sk',
+    description: 'Due-index: pk = time bucket + shard, sk = due time + id',
+  },
+} as const satisfies Record<string, TableDef>;
+
+export type TableKey = keyof typeof tableDefs;
+export type TableNames = Record<TableKey, string>;
+
+export function tableNames(prefix: string): TableNames {
+  return Object.fromEntries(
+    Object.entries(tableDefs).map(([k, d]) => [k, `${prefix}${d.name}`]),
+  ) as TableNames;
+}
+
+export function createTableInput(prefix: string, def: TableDef): CreateTableCommandInput {
+  const attrs = new Set<string>([def.partitionKey]);
+  if (def.sortKey) attrs.add(def.sortKey);
+  for (const ix of def.indexes ?? []) {
+    attrs.add(ix.partitionKey);
+    if (ix.sortKey) attrs.add(ix.sortKey);
+  }
+  const keySchema = (pk: string, sk?: string) => [
+    { AttributeName: pk, KeyType: 'HASH' as const },
+    ...(sk ? [{ AttributeName: sk, KeyType: 'RANGE' as const }] : []),
+  ];
+  return {
+    TableName: `${prefix}${def.name}`,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...attrs].map((a) => ({
+      AttributeName: a,
+      AttributeType: 'S' as const,
+    })),
+    KeySchema: keySchema(def.partitionKey, def.sortKey),
+    ...(def.indexes?.length
+      ? {
+          GlobalSecondaryIndexes: def.indexes.map((ix) => ({
+            IndexName: ix.name,
+            KeySchema: keySchema(ix.partitionKey, ix.sortKey),
+            Projection: { ProjectionType: 'ALL' as const },
+          })),
+        }
+      : {}),
+  };
+}

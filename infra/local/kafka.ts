@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { Kafka, logLevel } from 'kafkajs';
+import { StackError } from './errors.js';
+import { spawnJava, waitReady, type JavaProcess } from './proc.js';
+
+export interface KafkaOptions {
+  jarsDir: string;
+  dataDir: string;
+  logFile: string;
+  port: number;
+  controllerPort: number;
+  heapMb?: number;
+}
+
+const log4j = `log4j.rootLogger=WARN, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.common.utils.AppInfoParser=INFO
+log4j.logger.kafka.server.KafkaRaftServer=INFO
+`;
+
+function serverProperties(o: KafkaOptions, logDir: string): string {
+  return [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${o.controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${o.port},CONTROLLER://127.0.0.1:${o.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${o.port}`,
+    'controller.listener.names=CONTROLLER',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'inter.broker.listener.name=PLAINTEXT',
+    `log.dirs=${logDir}`,
+    'num.partitions=1',
+    'auto.create.topics.enable=false',
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=4',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=4',
+    'group.initial.rebalance.delay.ms=0',
+    'num.network.threads=2',
+    'num.io.threads=4',
+    '',
+  ].join('\n');
+}
+
+/** A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints). */
+function clusterId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+function javaArgs(o: KafkaOptions, mainClass: string, rest: string[]): string[] {
+  return [
+    `-Xmx${o.heapMb ?? 512}m`,
+    '-Xms128m',
+    '-XX:+UseG1GC',
+    '-Djava.awt.headless=true',
+    `-Dlog4j.configuration=file:${path.join(o.dataDir, 'log4j.properties')}`,
+    '-cp',
+    `${o.jarsDir}/*`,
+    mainClass,
+    ...rest,
+  ];
+}
+
+/** Writes the config, formats storage on first use, and starts the single KRaft node. */
+export function launchKafka(o: KafkaOptions): JavaProcess {
+  const logDir = path.join(o.dataDir, 'log');
+  fs.mkdirSync(logDir, { recursive: true });
+  const props = path.join(o.dataDir, 'server.properties');
+  fs.writeFileSync(props, serverProperties(o, logDir));
+  fs.writeFileSync(path.join(o.dataDir, 'log4j.properties'), log4j);
+  if (!fs.existsSync(path.join(logDir, 'meta.properties'))) {
+    const r = spawnSync(
+      'java',
+      javaArgs({ ...o, heapMb: 256 }, 'kafka.tools.StorageTool', [
+        'format',
+        '-t',
+        clusterId(),
+        '-c',
+        props,
+      ]),
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) {
+      throw new StackError(
+        `formatting Kafka storage in ${logDir} failed: ${(r.stderr || r.stdout).trim().split('\n')[0]}`,
+      );
+    }
+  }
+  return spawnJava(javaArgs(o, 'kafka.Kafka', [props]), o.logFile, o.dataDir);
+}
+
+/** Ready means a kafkajs admin can describe the cluster. */
+export async function kafkaReady(brokers: string[]): Promise<boolean> {
+  const admin = new Kafka({
+    clientId: 'svc-probe',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 1000,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    const c = await admin.describeCluster();
+    return c.brokers.length > 0 && c.controller !== null;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+export async function waitKafka(
+  proc: JavaProcess | undefined,
+  brokers: string[],
+  timeoutMs: number,
+) {
+  await waitReady('Kafka', proc, () => kafkaReady(brokers), timeoutMs);
+}
+
+/** The version the running broker printed in its log ("Kafka version: 3.9.1"). */
+export function kafkaVersion(logFile: string): string | undefined {
+  try {
+    const m = [...fs.readFileSync(logFile, 'utf8').matchAll(/Kafka version: (\S+)/g)].at(-1);
+    return m?.[1];
+  } catch {
+    return undefined;
+  }
+}

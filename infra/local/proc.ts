@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { StackError } from './errors.js';
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True when nothing listens on host:port. */
+export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A port the kernel says is free right now (for test stacks). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() =>
+        addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export async function assertPortFree(port: number, what: string, envVar: string): Promise<void> {
+  if (!(await portFree(port))) {
+    throw new StackError(
+      `port ${port} (${what}) is taken by another process; stop it or set ${envVar} to a free port`,
+    );
+  }
+}
+
+export interface JavaProcess {
+  pid: number;
+  logFile: string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts a JVM in its own process group so a terminal Ctrl-C reaches our Node process first
+ * and the stack is stopped in order (services drain before the broker goes away).
+ */
+export function spawnJava(args: string[], logFile: string, cwd: string): JavaProcess {
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const fd = fs.openSync(logFile, 'a');
+  const child = spawn('java', args, { cwd, detached: true, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  child.unref();
+  if (child.pid === undefined) throw new StackError(`could not start java (${args.at(-1)})`);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.once('error', () => resolve(-1));
+  });
+  return { pid: child.pid, logFile, exited };
+}
+
+/** SIGTERM the process group, then SIGKILL after `graceMs` if it is still there. */
+export async function stopPid(pid: number, graceMs = 15_000): Promise<void> {
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+  if (!isAlive(pid)) return;
+  signal('SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await delay(100);
+  if (isAlive(pid)) {
+    signal('SIGKILL');
+    while (isAlive(pid)) await delay(50);
+  }
+}
+
+export function tail(file: string, lines = 5): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join(' | ');
+  } catch {
+    return '';
+  }
+}
+
+/** Polls `probe` until it returns true; fails fast when the process dies. */
+export async function waitReady(
+  what: string,
+  proc: JavaProcess | undefined,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  let dead = false;
+  void proc?.exited.then(() => {
+    dead = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (dead) {
+      throw new StackError(
+        `${what} exited during start-up; see ${proc?.logFile} (last lines: ${tail(proc?.logFile ?? '', 3).slice(0, 300)})`,
+      );
+    }
+    if (await probe().catch(() => false)) return;
+    await delay(200);
+  }
+  throw new StackError(
+    `${what} did not become ready within ${Math.round(timeoutMs / 1000)} s; see ${proc?.logFile ?? 'its log'}`,
+  );
+}

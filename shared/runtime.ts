@@ -1,0 +1,86 @@
+import type { Kafka } from 'kafkajs';
+import type { Registry } from 'prom-client';
+import { applyTables, applyTopics } from '../infra/definitions/apply.js';
+import { tableNames, type TableNames } from '../infra/definitions/tables.js';
+import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
+import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
+import { Producer } from './bus/producer.js';
+import type { BaseConfig } from './config.js';
+import type { Logger } from './logger.js';
+import { createRegistry } from './metrics.js';
+import { Processed } from './outbox/idempotency.js';
+import { Outbox } from './outbox/outbox.js';
+import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
+
+export type TopicNames = Record<TopicKey, string>;
+
+/** The clients one process needs, built once in its composition root and passed down. */
+export interface Runtime {
+  config: BaseConfig;
+  log: Logger;
+  registry: Registry;
+  kafka: Kafka;
+  producer: Producer;
+  dynamo: Dynamo;
+  tables: TableNames;
+  topics: TopicNames;
+  outbox: Outbox;
+  processed: Processed;
+  readiness: Record<string, () => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export function createRuntime(
+  config: BaseConfig,
+  log: Logger,
+  registry = createRegistry(),
+): Runtime {
+  if (!config.KAFKA_BROKERS) throw new Error('KAFKA_BROKERS is not set');
+  const kafka = createKafka(config, parseBrokers(config.KAFKA_BROKERS), log);
+  const producer = new Producer(kafka, log);
+  const dynamo = createDynamo(config);
+  const tables = tableNames(config.TABLE_PREFIX);
+  const topics = Object.fromEntries(
+    Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
+  ) as TopicNames;
+  const outbox = new Outbox({ doc: dynamo.doc, table: tables.outbox, producer, log, registry });
+  const processed = new Processed(dynamo.doc, tables.processed);
+  let closed: Promise<void> | undefined;
+  return {
+    config,
+    log,
+    registry,
+    kafka,
+    producer,
+    dynamo,
+    tables,
+    topics,
+    outbox,
+    processed,
+    readiness: {
+      dynamodb: () => pingDynamo(dynamo),
+      kafka: () => pingKafka(kafka),
+    },
+    close: () =>
+      (closed ??= (async () => {
+        await producer.close().catch(() => undefined);
+        dynamo.close();
+      })()),
+  };
+}
+
+/** Creates missing tables and topics (idempotent, never destructive). */
+export async function applyDefinitions(rt: Runtime): Promise<void> {
+  const admin = rt.kafka.admin();
+  await admin.connect();
+  try {
+    await Promise.all([
+      applyTopics(admin, rt.config.TOPIC_PREFIX, rt.config.KAFKA_REPLICATION_FACTOR, (m) =>
+        rt.log.info(m),
+      ),
+      applyTables(rt.dynamo.client, rt.config.TABLE_PREFIX, (m) => rt.log.info(m)),
+    ]);
+  } finally {
+    await admin.disconnect();
+  }
+}

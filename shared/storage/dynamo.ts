@@ -1,0 +1,48 @@
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Agent } from 'node:http';
+import type { BaseConfig } from '../config.js';
+
+export interface Dynamo {
+  client: DynamoDBClient;
+  doc: DynamoDBDocumentClient;
+  close(): void;
+}
+
+/**
+ * DynamoDB clients for either DynamoDB Local (endpoint set; dummy credentials) or AWS
+ * (region set; the default credential chain).
+ */
+export function createDynamo(c: Pick<BaseConfig, 'DYNAMODB_ENDPOINT' | 'AWS_REGION'>): Dynamo {
+  const local = c.DYNAMODB_ENDPOINT !== undefined;
+  const client = new DynamoDBClient({
+    region: c.AWS_REGION ?? 'local',
+    ...(local
+      ? {
+          endpoint: c.DYNAMODB_ENDPOINT,
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+          // keep-alive pool sized for a busy ingress against a local endpoint
+          requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 64 }) },
+        }
+      : {}),
+    maxAttempts: 3,
+  });
+  const doc = DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+  return { client, doc, close: () => client.destroy() };
+}
+
+export async function pingDynamo(d: Dynamo): Promise<void> {
+  await d.client.send(new ListTablesCommand({ Limit: 1 }));
+}
+
+/** True when a write failed because its condition did not hold (including inside a transaction). */
+export function isConditionFailure(err: unknown): boolean {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  if (e?.name === 'ConditionalCheckFailedException') return true;
+  return (
+    e?.name === 'TransactionCanceledException' &&
+    (e.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed')
+  );
+}

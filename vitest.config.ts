@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    globals: false,
+    include: [
+      'shared/**/*.test.ts',
+      'services/**/*.test.ts',
+      'workers/**/*.test.ts',
+      'infra/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    // Test files share one broker and one DynamoDB Local; two workers match the 2-core target.
+    maxWorkers: 2,
+    fileParallelism: true,
+  },
+});
