@@ -63,7 +63,8 @@ export async function applyTopics(
   );
   if (missing.length === 0) return;
   await admin.createTopics({
-    waitForLeaders: true,
+    // kafkajs' own wait gives up on UNKNOWN_TOPIC_OR_PARTITION right after creation; poll instead.
+    waitForLeaders: false,
     topics: missing.map((t) => ({
       topic: `${prefix}${t.name}`,
       numPartitions: t.partitions,
@@ -71,5 +72,19 @@ export async function applyTopics(
       configEntries: [{ name: 'retention.ms', value: String(t.retentionMs) }],
     })),
   });
+  const names = missing.map((t) => `${prefix}${t.name}`);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const ready = await admin
+      .fetchTopicMetadata({ topics: names })
+      .then((m) =>
+        m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+      )
+      .catch(() => false);
+    if (ready) break;
+    if (Date.now() > deadline)
+      throw new Error(`topics ${names.join(', ')} have no leaders after 30 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   for (const t of missing) log(`created topic ${prefix}${t.name} (${t.partitions} partitions)`);
 }

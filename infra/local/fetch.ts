@@ -5,6 +5,9 @@ import path from 'node:path';
 import { StackError } from './errors.js';
 import { projectRoot } from './paths.js';
 
+// eslint-disable-next-line no-control-regex -- strips ANSI colour codes from mvn output
+const ansi = /\x1b\[[0-9;]*m/g;
+
 export type Component = 'kafka' | 'dynamodb';
 
 const pomPath = path.join(projectRoot, 'infra', 'local', 'pom.xml');
@@ -64,7 +67,7 @@ export function ensureJars(component: Component, dir: string, log: (msg: string)
       : 'mvn failed';
     throw new StackError(
       `could not fetch ${component} jars: ${reason} (${(firstError ?? '')
-        .replace(/\x1b\[[0-9;]*m/g, '')
+        .replace(ansi, '')
         .trim()
         .slice(0, 200)}); check network access to Maven Central and rerun`,
     );

@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { loadConfig, type BaseConfig } from '../../shared/config.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { applyDefinitions, createRuntime, type Runtime } from '../../shared/runtime.js';
+import {
+  startProcess,
+  type RunningProcess,
+  type ServiceModule,
+  type WorkerModule,
+} from '../../shared/process.js';
+
+/** Config for one test file: the shared real stack, with topic and table names of its own. */
+export function testConfig(name: string, extra: Record<string, string> = {}): BaseConfig {
+  const id = `${name}-${randomBytes(3).toString('hex')}`;
+  return loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    KAFKA_BROKERS: inject('kafkaBrokers'),
+    DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
+    TOPIC_PREFIX: `t.${id}.`,
+    TABLE_PREFIX: `t_${id.replace(/-/g, '_')}_`,
+    KAFKA_CLIENT_ID: `test-${id}`,
+    PORT: '0',
+    OUTBOX_RELAY_INTERVAL_MS: '200',
+    OUTBOX_RELAY_MIN_AGE_MS: '500',
+    ...extra,
+  });
+}
+
+export function testLogger(config: BaseConfig): Logger {
+  return createLogger({ level: config.LOG_LEVEL });
+}
+
+/** A runtime (clients + definitions applied) against the shared real stack. */
+export async function testRuntime(
+  name: string,
+  extra: Record<string, string> = {},
+): Promise<Runtime> {
+  const config = testConfig(name, extra);
+  const rt = createRuntime(config, testLogger(config));
+  await applyDefinitions(rt);
+  return rt;
+}
+
+/** A whole process (HTTP on a free port + workers) against the shared real stack. */
+export async function testProcess(
+  name: string,
+  services: ServiceModule[],
+  workers: WorkerModule[] = [],
+  extra: Record<string, string> = {},
+): Promise<RunningProcess> {
+  const config = testConfig(name, extra);
+  return startProcess({ name, services, workers, config, log: testLogger(config) });
+}
