@@ -9,6 +9,7 @@ import {
   wantsEmbeddedStack,
   type BaseConfig,
 } from './config.js';
+import { mountDocs } from './http/openapi.js';
 import { closeServer, createHttpApp, finishHttpApp, listen } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
 import { applyDefinitions, createRuntime, type Runtime } from './runtime.js';
@@ -92,6 +93,7 @@ export async function startProcess(o: {
       readiness: rt.readiness,
     });
     for (const s of o.services) await s.mount(app, rt);
+    if (o.services.length > 0) mountDocs(app, rt.docs);
     finishHttpApp(app, log);
     const server = await listen(app, config.PORT, config.HOST).catch(
       (err: NodeJS.ErrnoException) => {

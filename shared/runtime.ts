@@ -4,6 +4,7 @@ import { applyTables, applyTopics } from '../infra/definitions/apply.js';
 import { tableNames, type TableNames } from '../infra/definitions/tables.js';
 import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
 import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
+import { ApiDocs } from './http/openapi.js';
 import { Producer } from './bus/producer.js';
 import type { BaseConfig } from './config.js';
 import type { Logger } from './logger.js';
@@ -27,6 +28,8 @@ export interface Runtime {
   outbox: Outbox;
   processed: Processed;
   readiness: Record<string, () => Promise<void>>;
+  /** Routes register their schemas here; served as /openapi.json and /docs. */
+  docs: ApiDocs;
   close(): Promise<void>;
 }
 
@@ -57,6 +60,7 @@ export function createRuntime(
     topics,
     outbox,
     processed,
+    docs: new ApiDocs(),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

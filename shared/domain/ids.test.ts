@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { newApiKey, newAppId, newReferenceId, newSecretKey, newSiteKey, patterns, uuidv7 } from './ids.js';
+
+describe('identifiers', () => {
+  it('match their formats (DESIGN §2)', () => {
+    for (let i = 0; i < 200; i++) {
+      expect(newAppId()).toMatch(patterns.appId);
+      expect(newSiteKey()).toMatch(patterns.siteKey);
+      expect(newSecretKey(false)).toMatch(/^svc_sk_[0-9A-Za-z]{40}$/);
+      expect(newSecretKey(true)).toMatch(/^svc_sk_test_[0-9A-Za-z]{40}$/);
+      expect(newApiKey()).toMatch(patterns.apiKey);
+      const ref = newReferenceId();
+      expect(ref).toMatch(patterns.referenceId);
+      expect(ref.slice(8)).not.toMatch(/[ILOU]/);
+    }
+  });
+  it('uuidv7 carries version 7, the RFC variant and a sortable time prefix', () => {
+    const a = uuidv7(1_700_000_000_000);
+    const b = uuidv7(1_700_000_000_001);
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a < b).toBe(true);
+  });
+});
