@@ -1,7 +1,11 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Express } from 'express';
 import type { Server } from 'node:http';
 import { StackError } from '../infra/local/errors.js';
+import { stackPaths } from '../infra/local/paths.js';
 import { upStack, type StackHandle } from '../infra/local/stack.js';
+import { base62 } from './domain/ids.js';
 import {
   ConfigError,
   loadConfig,

@@ -1,0 +1,98 @@
+/**
+ * Domain types shared across services and workers. The zod schemas for request bodies live
+ * beside the routes; these are the stored shapes.
+ */
+
+export type Environment = 'sandbox' | 'live';
+
+export interface App {
+  appId: string;
+  name: string;
+  environment: Environment;
+  webhookUrl: string;
+  allowedOrigins: string[];
+  contactEmail: string;
+  /** Custom portal URL with `{referenceId}`; the hosted portal when absent. */
+  portalUrlTemplate?: string;
+  /** Sandbox only (1 for live apps): SLA windows, grace, retries and expiry run this much faster. */
+  slaTimeScale: number;
+  siteKey: string;
+  /** Incremented at every secret rotation. */
+  secretVersion: number;
+  widgetVerifiedAt: string | null;
+  /** Grace after the SLA window, per event type, in ms; defaults to the window (DESIGN §6). */
+  graceMs?: Partial<Record<'consent.withdrawn' | 'consent.expired' | 'data.deleted', number>>;
+  goLiveAt?: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type ApiKeyScope = 'consents:read' | 'consents:write' | 'ledger:read';
+
+export interface ApiKey {
+  id: string;
+  appId: string;
+  name: string;
+  scopes: ApiKeyScope[];
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export type NoticeKind = 'data_collection' | 'cookie';
+
+export interface NoticePurpose {
+  name: string;
+  required: boolean;
+  dataItems: string[];
+}
+
+export interface NoticeTranslation {
+  title: string;
+  body: string;
+  purposes: Record<string, { label: string; description: string }>;
+}
+
+/** One immutable version of a notice. */
+export interface NoticeVersion {
+  appId: string;
+  noticeId: string;
+  version: number;
+  kind: NoticeKind;
+  triggerKey: string;
+  defaultLanguage: string;
+  purposes: NoticePurpose[];
+  translations: Record<string, NoticeTranslation>;
+  validityDays: number;
+  reminderDaysBefore: number;
+  /** SHA-256 (hex) of the canonical JSON of translations + purposes: proof of the text shown. */
+  textHash: string;
+  createdAt: string;
+}
+
+/** English plus the 22 languages of the Eighth Schedule (BCP-47 codes). */
+export const LANGUAGES = [
+  'en',
+  'as',
+  'bn',
+  'brx',
+  'doi',
+  'gu',
+  'hi',
+  'kn',
+  'ks',
+  'kok',
+  'mai',
+  'ml',
+  'mni',
+  'mr',
+  'ne',
+  'or',
+  'pa',
+  'sa',
+  'sat',
+  'sd',
+  'ta',
+  'te',
+  'ur',
+] as const;
+export type Language = (typeof LANGUAGES)[number];
