@@ -37,6 +37,11 @@ export const baseConfigSchema = z.object({
   /** Outbox items younger than this are left to the fast path. */
   OUTBOX_RELAY_MIN_AGE_MS: z.coerce.number().int().nonnegative().default(2_000),
   CONSUMER_MAX_RETRIES: z.coerce.number().int().nonnegative().default(5),
+  /** Per-app request budget (token bucket, per process): sustained rate and burst. */
+  RATE_LIMIT_RPS: z.coerce.number().positive().default(1000),
+  RATE_LIMIT_BURST: z.coerce.number().positive().default(2000),
+  /** Origin the service is reached at, for links in events and e-mails ({postback_url} etc.). */
+  PUBLIC_BASE_URL: z.string().url().default('http://localhost:8080'),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
   /** 32-byte key (base64 or hex) for encrypting secret keys at rest. */
   SVC_ENCRYPTION_KEY: z.string().optional(),

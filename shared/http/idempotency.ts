@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { RequestHandler, Response } from 'express';
+import { AppError } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import { isConditionFailure } from '../storage/dynamo.js';
+import { locals } from './locals.js';
+
+const TTL_S = 24 * 60 * 60;
+const KEY_RE = /^[\x21-\x7e]{1,255}$/;
+/** Headers worth replaying with the stored body. */
+const REPLAYED_HEADERS = ['content-type', 'location', 'retry-after'];
+
+interface Stored {
+  pk: string;
+  state: 'pending' | 'done';
+  requestHash: string;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  expiresAt: number;
+}
+
+function replay(res: Response, s: Stored) {
+  for (const [k, v] of Object.entries(s.headers ?? {})) res.setHeader(k, v);
+  res.setHeader('Idempotent-Replayed', 'true');
+  res.status(s.status ?? 200).send(s.body ?? '');
+}
+
+/**
+ * `Idempotency-Key` on POST/PUT/PATCH/DELETE (DESIGN §3): the first response to a key is
+ * stored for 24 h and a repeat gets it back unchanged, without applying the request again.
+ * Keys are scoped per app (or the admin); a repeat with a different method, path or body is
+ * 422, one while the first is still running is 409. A 5xx is not stored, so the client can
+ * retry with the same key. Goes after authentication.
+ */
+export function idempotency(rt: Runtime): RequestHandler {
+  const table = rt.tables.idempotency;
+  const doc = rt.dynamo.doc;
+  return async (req, res, next) => {
+    const key = req.get('idempotency-key');
+    if (key === undefined || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method))
+      return next();
+    if (!KEY_RE.test(key)) {
+      return next(
+        new AppError(
+          'SVC_VALIDATION_FAILED',
+          'Idempotency-Key must be 1-255 visible ASCII characters',
+          {
+            errors: [{ path: 'header:Idempotency-Key', message: 'invalid' }],
+          },
+        ),
+      );
+    }
+    const l = locals(res);
+    const scope = l.app?.appId ?? (l.admin ? 'admin' : `ip:${req.ip ?? ''}`);
+    const pk = `${scope}#${key}`;
+    const requestHash = createHash('sha256')
+      .update(`${req.method} ${req.originalUrl}\n${JSON.stringify(req.body ?? null)}`)
+      .digest('hex');
+    try {
+      await doc.send(
+        new PutCommand({
+          TableName: table,
+          Item: {
+            pk,
+            state: 'pending',
+            requestHash,
+            expiresAt: Math.floor(Date.now() / 1000) + TTL_S,
+          },
+          // An expired item may linger until DynamoDB's TTL sweep removes it: treat it as absent.
+          ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :now',
+          ExpressionAttributeValues: { ':now': Math.floor(Date.now() / 1000) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) return next(err);
+      const prior = (
+        await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))
+      ).Item as Stored | undefined;
+      if (!prior) return next(new AppError('SVC_CONFLICT', 'Retry the request'));
+      if (prior.requestHash !== requestHash) {
+        return next(
+          new AppError(
+            'SVC_VALIDATION_FAILED',
+            'This Idempotency-Key was used for a different request',
+            {
+              errors: [
+                { path: 'header:Idempotency-Key', message: 'reused with a different request' },
+              ],
+            },
+          ),
+        );
+      }
+      if (prior.state === 'pending') {
+        return next(
+          new AppError('SVC_CONFLICT', 'A request with this Idempotency-Key is still in progress', {
+            retryAfterS: 1,
+          }),
+        );
+      }
+      return replay(res, prior);
+    }
+
+    // Store the response before it leaves, so a repeat arriving right after sees it.
+    const send = res.send.bind(res);
+    let stored = false;
+    res.send = ((body?: unknown) => {
+      if (stored) return send(body as never);
+      stored = true;
+      if (
+        typeof body === 'object' &&
+        body !== null &&
+        !Buffer.isBuffer(body) &&
+        !res.get('content-type')
+      ) {
+        res.type('json');
+      }
+      const text =
+        typeof body === 'string' || Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body);
+      const write =
+        res.statusCode >= 500
+          ? doc.send(new DeleteCommand({ TableName: table, Key: { pk } }))
+          : doc.send(
+              new UpdateCommand({
+                TableName: table,
+                Key: { pk },
+                UpdateExpression: 'SET #s = :done, #st = :status, headers = :h, body = :b',
+                ExpressionAttributeNames: { '#s': 'state', '#st': 'status' },
+                ExpressionAttributeValues: {
+                  ':done': 'done',
+                  ':status': res.statusCode,
+                  ':h': Object.fromEntries(
+                    REPLAYED_HEADERS.flatMap((h) => {
+                      const v = res.getHeader(h);
+                      return v === undefined ? [] : [[h, String(v)]];
+                    }),
+                  ),
+                  ':b': text,
+                },
+              }),
+            );
+      write
+        .catch((err: unknown) =>
+          rt.log.warn({ err, pk }, 'could not store the idempotent response'),
+        )
+        .finally(() => send(body as never));
+      return res;
+    }) as typeof res.send;
+    next();
+  };
+}
