@@ -148,6 +148,8 @@ export async function startProcess(o: {
 export async function main(o: Parameters<typeof startProcess>[0]): Promise<void> {
   try {
     const p = await startProcess(o);
+    // A forced exit (second Ctrl-C, drain timeout) must not orphan the JVMs this process started.
+    process.on('exit', () => p.stack?.killSync());
     installShutdown(p.close, p.rt.log, p.rt.config.SHUTDOWN_TIMEOUT_MS + 20_000);
     process.stdout.write(`\n${o.name} ready at ${p.url}  (Ctrl-C to stop)\n\n`);
   } catch (err) {

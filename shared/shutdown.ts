@@ -29,12 +29,17 @@ export function makeCloser(steps: ShutdownStep[], log: Logger): () => Promise<vo
  */
 export function installShutdown(close: () => Promise<void>, log: Logger, timeoutMs: number) {
   let draining = false;
+  let firstAt = 0;
   const onSignal = (sig: NodeJS.Signals) => {
+    // One Ctrl-C reaches us twice (from the terminal's process group and relayed by npm/tsx);
+    // only a signal well after the first counts as "force".
+    if (draining && Date.now() - firstAt < 1000) return;
     if (draining) {
       log.warn({ sig }, 'second signal: forcing exit');
       process.exit(1);
     }
     draining = true;
+    firstAt = Date.now();
     log.info({ sig }, 'shutting down (send the signal again to force)');
     const force = setTimeout(() => {
       log.error({ timeoutMs }, 'shutdown timed out: forcing exit');

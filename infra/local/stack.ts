@@ -35,6 +35,8 @@ export interface StackHandle {
   dynamodb: ComponentInfo;
   /** Stops what this handle started; idempotent. */
   stop(): Promise<void>;
+  /** Last resort on a forced exit: SIGTERM what this handle started, synchronously. */
+  killSync(): void;
 }
 
 interface PidRecord {
@@ -173,6 +175,20 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
         if (stopped) return;
         stopped = true;
         await stopStarted();
+      },
+      killSync: () => {
+        for (const p of startedProcs) {
+          try {
+            process.kill(-p.pid, 'SIGTERM');
+          } catch {
+            /* gone */
+          }
+        }
+        for (const name of ['kafka', 'dynamodb'] as const) {
+          const rec = readPid(runDir, name);
+          if (rec && startedProcs.some((p) => p.pid === rec.pid))
+            fs.rmSync(pidFile(runDir, name), { force: true });
+        }
       },
     };
   } catch (err) {
