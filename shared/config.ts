@@ -40,6 +40,8 @@ export const baseConfigSchema = z.object({
   /** Per-app request budget (token bucket, per process): sustained rate and burst. */
   RATE_LIMIT_RPS: z.coerce.number().positive().default(1000),
   RATE_LIMIT_BURST: z.coerce.number().positive().default(2000),
+  /** In-process cache of credential lookups (site/secret/API keys); cleared at once on change. */
+  CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(1_000),
   /** Origin the service is reached at, for links in events and e-mails ({postback_url} etc.). */
   PUBLIC_BASE_URL: z.string().url().default('http://localhost:8080'),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { newApiKey, newAppId, newReferenceId, newSecretKey, newSiteKey, patterns, uuidv7 } from './ids.js';
+import {
+  newApiKey,
+  newAppId,
+  newReferenceId,
+  newSecretKey,
+  newSiteKey,
+  patterns,
+  uuidv7,
+} from './ids.js';
 
 describe('identifiers', () => {
   it('match their formats (DESIGN §2)', () => {

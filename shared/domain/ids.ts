@@ -16,7 +16,8 @@ export const base62 = (n: number) => randomString(BASE62, n);
 
 export const newAppId = () => `app_${base62(20)}`;
 export const newSiteKey = () => `APP_${base62(24)}`;
-export const newSecretKey = (sandbox: boolean) => `${sandbox ? 'svc_sk_test_' : 'svc_sk_'}${base62(40)}`;
+export const newSecretKey = (sandbox: boolean) =>
+  `${sandbox ? 'svc_sk_test_' : 'svc_sk_'}${base62(40)}`;
 export const newApiKey = () => `svc_ak_${base62(40)}`;
 export const newApiKeyId = () => `ak_${ulid()}`;
 export const newReferenceId = () => `SVC-REF-${randomString(REF_ALPHABET, 8)}`;

@@ -18,8 +18,18 @@ export interface RouteDoc {
 const securitySchemes = {
   admin: { type: 'http', scheme: 'bearer', description: 'SVC_ADMIN_TOKEN' },
   apiKey: { type: 'http', scheme: 'bearer', description: 'API key svc_ak_… with scopes' },
-  secretKey: { type: 'apiKey', in: 'header', name: 'x-secret-key', description: 'App secret key svc_sk_…' },
-  siteKey: { type: 'apiKey', in: 'header', name: 'X-Site-Key', description: 'Public site key APP_… plus origin allowlist' },
+  secretKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-secret-key',
+    description: 'App secret key svc_sk_…',
+  },
+  siteKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Site-Key',
+    description: 'Public site key APP_… plus origin allowlist',
+  },
 };
 
 const problem = {
@@ -32,16 +42,19 @@ const problem = {
     code: { type: 'string' },
     errors: {
       type: 'array',
-      items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } },
+      items: {
+        type: 'object',
+        properties: { path: { type: 'string' }, message: { type: 'string' } },
+      },
     },
   },
 };
 
 function schemaOf(s: z.ZodType): unknown {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(s, {
+    unrepresentable: 'any',
+    io: 'input',
+  }) as Record<string, unknown>;
   return rest;
 }
 
@@ -88,7 +101,11 @@ export class ApiDocs {
           ]),
         ),
       };
-      if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(r.body) } } };
+      if (r.body)
+        op.requestBody = {
+          required: true,
+          content: { 'application/json': { schema: schemaOf(r.body) } },
+        };
       if (r.security) op.security = r.security.map((s) => ({ [s]: [] }));
       (paths[r.path] ??= {})[r.method] = op;
     }
@@ -97,7 +114,8 @@ export class ApiDocs {
       info: {
         title: 'svc-consent',
         version: '1.0.0',
-        description: 'Consent management and webhook compliance (DPDP). Errors are RFC 9457 problem+json.',
+        description:
+          'Consent management and webhook compliance (DPDP). Errors are RFC 9457 problem+json.',
       },
       ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
       paths,
@@ -114,7 +132,9 @@ export function mountDocs(app: Express, docs: ApiDocs): void {
     res.json(docs.document(`${req.protocol}://${req.get('host') ?? 'localhost'}`));
   });
   app.get('/docs', (_req, res) => {
-    const doc = docs.document() as { paths: Record<string, Record<string, { summary: string; tags: string[] }>> };
+    const doc = docs.document() as {
+      paths: Record<string, Record<string, { summary: string; tags: string[] }>>;
+    };
     const rows = Object.entries(doc.paths)
       .flatMap(([path, ops]) =>
         Object.entries(ops).map(
@@ -123,7 +143,8 @@ export function mountDocs(app: Express, docs: ApiDocs): void {
         ),
       )
       .join('\n');
-    res.type('html').send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>svc-consent API</title>
+    res.type('html')
+      .send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>svc-consent API</title>
 <style>body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}td{padding:.3rem .6rem;border-bottom:1px solid #ddd}code{font-size:.9rem}</style></head>
 <body><h1>svc-consent API</h1><p>Machine-readable document: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1). Errors are <code>application/problem+json</code>.</p>
 <table><thead><tr><th>Area</th><th>Method</th><th>Path</th><th>Summary</th></tr></thead><tbody>

@@ -1,0 +1,173 @@
+import { z } from 'zod';
+import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
+import { patterns } from '../../shared/domain/ids.js';
+import { noticeRuleErrors } from '../../shared/domain/notices.js';
+import { LANGUAGES } from '../../shared/domain/types.js';
+
+/** Request bodies of the admin API (the single source for validation and OpenAPI). */
+
+function httpUrl(s: string): URL | undefined {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password
+      ? u
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Exactly what a browser sends as Origin: scheme, host, optional port; no path or slash. */
+export const isOrigin = (s: string) => httpUrl(s)?.origin === s;
+
+const origin = z
+  .string()
+  .max(300)
+  .refine(
+    isOrigin,
+    'must be an origin like https://shop.example (scheme, host and optional port, no path)',
+  );
+const url = z
+  .string()
+  .max(2000)
+  .refine((s) => httpUrl(s) !== undefined, 'must be an http(s) URL');
+const portalUrlTemplate = z
+  .string()
+  .max(2000)
+  .refine(
+    (s) =>
+      s.includes('{referenceId}') &&
+      httpUrl(s.replaceAll('{referenceId}', 'SVC-REF-X')) !== undefined,
+    'must be an http(s) URL containing {referenceId}',
+  );
+const text = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => s.trim().length > 0, 'must not be blank');
+
+const appFields = {
+  name: text(200),
+  webhookUrl: url,
+  allowedOrigins: z
+    .array(origin)
+    .max(100)
+    .transform((a) => [...new Set(a)]),
+  contactEmail: z.email().max(320),
+  slaTimeScale: z.number().min(1).max(1_000_000),
+};
+
+export const createAppBody = z.strictObject({
+  ...appFields,
+  environment: z.enum(['sandbox', 'live']),
+  portalUrlTemplate: portalUrlTemplate.optional(),
+  slaTimeScale: appFields.slaTimeScale.optional(),
+});
+
+export const patchAppBody = z.strictObject({
+  name: appFields.name.optional(),
+  webhookUrl: appFields.webhookUrl.optional(),
+  allowedOrigins: appFields.allowedOrigins.optional(),
+  contactEmail: appFields.contactEmail.optional(),
+  slaTimeScale: appFields.slaTimeScale.optional(),
+  /** null removes the custom template (the hosted portal is used again). */
+  portalUrlTemplate: portalUrlTemplate.nullable().optional(),
+  environment: z
+    .never({ error: 'cannot be changed here; a sandbox app goes live through go-live' })
+    .optional(),
+});
+
+export const createApiKeyBody = z.strictObject({
+  name: text(100),
+  scopes: z.array(z.enum(API_KEY_SCOPES)).min(1).max(API_KEY_SCOPES.length),
+});
+
+const purpose = z.strictObject({
+  name: z.string().regex(patterns.purpose, 'must match ^[a-z][a-z0-9_]{0,63}$'),
+  required: z.boolean().default(false),
+  dataItems: z.array(text(100)).max(50).default([]),
+});
+
+const translation = z.strictObject({
+  title: text(300),
+  body: text(20_000),
+  purposes: z.record(z.string(), z.strictObject({ label: text(200), description: text(2000) })),
+});
+
+const DEFAULT_REMINDER_DAYS = 30;
+
+/** A complete notice (POST creates version 1, PUT makes the next version). */
+export const noticeBody = z
+  .strictObject({
+    kind: z.enum(['data_collection', 'cookie']),
+    triggerKey: z
+      .string()
+      .max(100)
+      .regex(patterns.triggerKey, 'must be lowercase words joined by underscores'),
+    defaultLanguage: z.enum(LANGUAGES),
+    purposes: z.array(purpose).min(1).max(50),
+    translations: z.record(z.string(), translation),
+    validityDays: z.number().int().min(1).max(3650).default(365),
+    reminderDaysBefore: z.number().int().min(0).max(3649).optional(),
+  })
+  // A default of 30 days cannot hold for a window of 30 days or less: use the day before.
+  .transform((n) => ({
+    ...n,
+    reminderDaysBefore: n.reminderDaysBefore ?? Math.min(DEFAULT_REMINDER_DAYS, n.validityDays - 1),
+  }))
+  .superRefine((n, ctx) => {
+    for (const e of noticeRuleErrors(n))
+      ctx.addIssue({ code: 'custom', path: e.path.split('/').slice(1), message: e.message });
+  });
+
+export const noticeQuery = z.object({ version: z.coerce.number().int().min(1).optional() });
+
+/** Response shapes, for the OpenAPI document. */
+export const appSchema = z.object({
+  appId: z.string(),
+  name: z.string(),
+  environment: z.enum(['sandbox', 'live']),
+  webhookUrl: z.string(),
+  allowedOrigins: z.array(z.string()),
+  contactEmail: z.string(),
+  portalUrlTemplate: z.string().optional(),
+  slaTimeScale: z.number(),
+  siteKey: z.string(),
+  secretVersion: z.number(),
+  widgetVerifiedAt: z.string().nullable(),
+  goLiveAt: z.string().nullable().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const apiKeySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  scopes: z.array(z.enum(API_KEY_SCOPES)),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+});
+
+export const noticeSchema = z.object({
+  appId: z.string(),
+  noticeId: z.string(),
+  version: z.number(),
+  kind: z.enum(['data_collection', 'cookie']),
+  triggerKey: z.string(),
+  defaultLanguage: z.string(),
+  purposes: z.array(
+    z.object({ name: z.string(), required: z.boolean(), dataItems: z.array(z.string()) }),
+  ),
+  translations: z.record(
+    z.string(),
+    z.object({
+      title: z.string(),
+      body: z.string(),
+      purposes: z.record(z.string(), z.object({ label: z.string(), description: z.string() })),
+    }),
+  ),
+  validityDays: z.number(),
+  reminderDaysBefore: z.number(),
+  textHash: z.string(),
+  createdAt: z.string(),
+});

@@ -1,0 +1,305 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { AppError, type FieldError } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import { isConditionFailure } from '../storage/dynamo.js';
+import { cached, invalidateCache } from './cache.js';
+import { decrypt, encrypt, encryptionKey, safeEqual, sha256hex } from './crypto.js';
+import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
+import type { App, Environment } from './types.js';
+
+/**
+ * Apps in the `entities` table: pk `APP#{appId}`, sk `APP`; gsi1 finds an app by site key,
+ * gsi2 by the SHA-256 of its secret key. `secretKeyEnc` (AES-256-GCM, bound to the app id)
+ * is the only copy of the secret and never leaves this module except through
+ * `getAppSecretKey`.
+ */
+export interface CreateAppInput {
+  name: string;
+  environment: Environment;
+  webhookUrl: string;
+  allowedOrigins: string[];
+  contactEmail: string;
+  portalUrlTemplate?: string | undefined;
+  slaTimeScale?: number | undefined;
+}
+
+/** Settings an operator may change; `null` clears the portal template. */
+export interface AppPatch {
+  name?: string | undefined;
+  webhookUrl?: string | undefined;
+  allowedOrigins?: string[] | undefined;
+  contactEmail?: string | undefined;
+  portalUrlTemplate?: string | null | undefined;
+  slaTimeScale?: number | undefined;
+}
+
+type AppItem = App & Record<string, unknown>;
+
+const appPk = (appId: string) => `APP#${appId}`;
+const secretAad = (appId: string) => `app:${appId}`;
+const STORAGE_ATTRS = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
+
+/** The API shape: storage keys and every encrypted attribute (`…Enc`) removed. */
+export function toApp(item: Record<string, unknown>): App {
+  return Object.fromEntries(
+    Object.entries(item).filter(([k]) => !STORAGE_ATTRS.has(k) && !k.endsWith('Enc')),
+  ) as unknown as App;
+}
+
+/** Rules that span fields (the body schemas check each field alone). */
+export function appRuleErrors(s: {
+  environment: Environment;
+  webhookUrl: string;
+  slaTimeScale?: number | undefined;
+}): FieldError[] {
+  const errors: FieldError[] = [];
+  if (s.environment === 'live' && !s.webhookUrl.startsWith('https://'))
+    errors.push({ path: '/webhookUrl', message: 'must be an https URL for a live app' });
+  if (s.environment === 'live' && s.slaTimeScale !== undefined && s.slaTimeScale !== 1)
+    errors.push({ path: '/slaTimeScale', message: 'is for sandbox apps only' });
+  return errors;
+}
+
+function assertRules(errors: FieldError[]): void {
+  if (errors.length)
+    throw new AppError('SVC_VALIDATION_FAILED', 'The body is not valid', { errors });
+}
+
+export async function createApp(
+  rt: Runtime,
+  input: CreateAppInput,
+): Promise<{ app: App; secretKey: string }> {
+  assertRules(appRuleErrors(input));
+  const now = new Date().toISOString();
+  const appId = newAppId();
+  const siteKey = newSiteKey();
+  const secretKey = newSecretKey(input.environment === 'sandbox');
+  const app: App = {
+    appId,
+    name: input.name,
+    environment: input.environment,
+    webhookUrl: input.webhookUrl,
+    allowedOrigins: input.allowedOrigins,
+    contactEmail: input.contactEmail,
+    ...(input.portalUrlTemplate !== undefined
+      ? { portalUrlTemplate: input.portalUrlTemplate }
+      : {}),
+    slaTimeScale: input.environment === 'sandbox' ? (input.slaTimeScale ?? 1) : 1,
+    siteKey,
+    secretVersion: 1,
+    widgetVerifiedAt: null,
+    goLiveAt: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await rt.dynamo.doc.send(
+    new PutCommand({
+      TableName: rt.tables.entities,
+      Item: {
+        ...app,
+        pk: appPk(appId),
+        sk: 'APP',
+        gsi1pk: `SITEKEY#${siteKey}`,
+        gsi1sk: 'APP',
+        gsi2pk: `SECRET#${sha256hex(secretKey)}`,
+        gsi2sk: 'APP',
+        secretKeyEnc: encrypt(encryptionKey(rt.config), secretKey, secretAad(appId)),
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    }),
+  );
+  invalidateCache();
+  return { app, secretKey };
+}
+
+async function getAppItem(rt: Runtime, appId: string): Promise<AppItem | undefined> {
+  if (!patterns.appId.test(appId)) return undefined;
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({
+      TableName: rt.tables.entities,
+      Key: { pk: appPk(appId), sk: 'APP' },
+      ConsistentRead: true,
+    }),
+  );
+  return r.Item as AppItem | undefined;
+}
+
+/** A consistent read: what the admin API shows. */
+export async function getApp(rt: Runtime, appId: string): Promise<App | undefined> {
+  const item = await getAppItem(rt, appId);
+  return item && toApp(item);
+}
+
+/** The same through the in-process cache: for authentication on every request. */
+export function getAppCached(rt: Runtime, appId: string): Promise<App | undefined> {
+  return cached(rt, `app:${appId}`, () => getApp(rt, appId));
+}
+
+/** Resolves an index entry to the app id, then reads the item itself (indexes lag a little). */
+async function appItemByIndex(
+  rt: Runtime,
+  index: 'gsi1' | 'gsi2',
+  pk: string,
+): Promise<AppItem | undefined> {
+  const r = await rt.dynamo.doc.send(
+    new QueryCommand({
+      TableName: rt.tables.entities,
+      IndexName: index,
+      KeyConditionExpression: '#pk = :pk AND #sk = :sk',
+      ExpressionAttributeNames: { '#pk': `${index}pk`, '#sk': `${index}sk` },
+      ExpressionAttributeValues: { ':pk': pk, ':sk': 'APP' },
+      ProjectionExpression: 'appId',
+    }),
+  );
+  const appId = r.Items?.[0]?.appId as string | undefined;
+  return appId === undefined ? undefined : getAppItem(rt, appId);
+}
+
+export function getAppBySiteKey(rt: Runtime, siteKey: string): Promise<App | undefined> {
+  if (!patterns.siteKey.test(siteKey)) return Promise.resolve(undefined);
+  return cached(rt, `site:${siteKey}`, async () => {
+    const item = await appItemByIndex(rt, 'gsi1', `SITEKEY#${siteKey}`);
+    // The index may still point at an app whose site key changed; trust the item only.
+    return item && item.siteKey === siteKey ? toApp(item) : undefined;
+  });
+}
+
+/**
+ * The app whose current secret key this is. The index finds the candidate; the decrypted
+ * current secret decides (constant-time), so a key rotated away a moment ago never passes
+ * even while the index still lists it.
+ */
+export function getAppBySecretKey(rt: Runtime, secretKey: string): Promise<App | undefined> {
+  if (!patterns.secretKey.test(secretKey)) return Promise.resolve(undefined);
+  const hash = sha256hex(secretKey);
+  return cached(rt, `secret:${hash}`, async () => {
+    const item = await appItemByIndex(rt, 'gsi2', `SECRET#${hash}`);
+    if (!item || typeof item.secretKeyEnc !== 'string') return undefined;
+    const current = decrypt(encryptionKey(rt.config), item.secretKeyEnc, secretAad(item.appId));
+    return safeEqual(current, secretKey) ? toApp(item) : undefined;
+  });
+}
+
+/** The current secret in clear: the webhook signer's key. Never log the result. */
+export async function getAppSecretKey(rt: Runtime, app: Pick<App, 'appId'>): Promise<string> {
+  const item = await getAppItem(rt, app.appId);
+  if (!item || typeof item.secretKeyEnc !== 'string')
+    throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+  return decrypt(encryptionKey(rt.config), item.secretKeyEnc, secretAad(app.appId));
+}
+
+/**
+ * Applies a partial change. The write names only the changed attributes (so it never undoes a
+ * concurrent rotation) and is conditional on the environment the rules were checked against.
+ */
+export async function updateApp(rt: Runtime, appId: string, patch: AppPatch): Promise<App> {
+  const current = await getApp(rt, appId);
+  if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+  const webhookUrl = patch.webhookUrl ?? current.webhookUrl;
+  assertRules(
+    appRuleErrors({
+      environment: current.environment,
+      webhookUrl,
+      slaTimeScale: patch.slaTimeScale,
+    }),
+  );
+  const names: Record<string, string> = { '#updatedAt': 'updatedAt', '#env': 'environment' };
+  const values: Record<string, unknown> = {
+    ':updatedAt': new Date().toISOString(),
+    ':env': current.environment,
+  };
+  const sets = ['#updatedAt = :updatedAt'];
+  const removes: string[] = [];
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    names[`#${k}`] = k;
+    if (v === null) {
+      removes.push(`#${k}`);
+    } else {
+      values[`:${k}`] = v;
+      sets.push(`#${k} = :${k}`);
+    }
+  }
+  try {
+    const r = await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.entities,
+        Key: { pk: appPk(appId), sk: 'APP' },
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+        ConditionExpression: 'attribute_exists(pk) AND #env = :env',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return toApp(r.Attributes as AppItem);
+  } catch (err) {
+    if (isConditionFailure(err))
+      throw new AppError('SVC_CONFLICT', 'The app changed meanwhile; retry');
+    throw err;
+  } finally {
+    invalidateCache();
+  }
+}
+
+/**
+ * A new secret key; the old one stops working at once (secret, index entry and version change
+ * in one write; this process's cache is cleared, other processes' within the cache TTL).
+ */
+export async function rotateSecret(
+  rt: Runtime,
+  appId: string,
+): Promise<{ secretKey: string; app: App }> {
+  const current = await getApp(rt, appId);
+  if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+  const secretKey = newSecretKey(current.environment === 'sandbox');
+  try {
+    const r = await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.entities,
+        Key: { pk: appPk(appId), sk: 'APP' },
+        UpdateExpression:
+          'SET secretKeyEnc = :enc, gsi2pk = :g, secretVersion = secretVersion + :one, updatedAt = :now',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: {
+          ':enc': encrypt(encryptionKey(rt.config), secretKey, secretAad(appId)),
+          ':g': `SECRET#${sha256hex(secretKey)}`,
+          ':one': 1,
+          ':now': new Date().toISOString(),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return { secretKey, app: toApp(r.Attributes as AppItem) };
+  } catch (err) {
+    if (isConditionFailure(err)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+    throw err;
+  } finally {
+    invalidateCache();
+  }
+}
+
+/** At most one write a minute per app: the widget calls this on every config request. */
+const VERIFY_RESOLUTION_MS = 60_000;
+
+/** Records that the widget was seen on an allowlisted origin (the console shows the time). */
+export async function markWidgetVerified(rt: Runtime, appId: string, at: Date): Promise<void> {
+  try {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.entities,
+        Key: { pk: appPk(appId), sk: 'APP' },
+        UpdateExpression: 'SET widgetVerifiedAt = :at',
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(widgetVerifiedAt) OR attribute_type(widgetVerifiedAt, :nullType) OR widgetVerifiedAt < :before)',
+        ExpressionAttributeValues: {
+          ':at': at.toISOString(),
+          ':nullType': 'NULL',
+          ':before': new Date(at.getTime() - VERIFY_RESOLUTION_MS).toISOString(),
+        },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
