@@ -65,9 +65,30 @@ export async function resolveInfra(config: BaseConfig, log: Logger) {
       ...config,
       KAFKA_BROKERS: stack.kafkaBrokers,
       DYNAMODB_ENDPOINT: stack.dynamoEndpoint,
+      SVC_ADMIN_TOKEN: config.SVC_ADMIN_TOKEN ?? embeddedAdminToken(log),
     },
     stack,
   };
+}
+
+/**
+ * On the embedded stack with no SVC_ADMIN_TOKEN, a token is generated once, kept in
+ * `.svc/admin-token` (mode 0600) and printed, so the admin API is never open.
+ */
+function embeddedAdminToken(log: Logger): string {
+  const file = path.join(stackPaths().root, 'admin-token');
+  try {
+    const existing = fs.readFileSync(file, 'utf8').trim();
+    if (existing.length >= 16) return existing;
+  } catch {
+    /* first start */
+  }
+  const token = `svc_admin_${base62(32)}`;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  log.info({ file }, 'generated an admin token');
+  process.stdout.write(`\nAdmin token (kept in ${file}):\n  ${token}\n\n`);
+  return token;
 }
 
 /** Builds and starts one process hosting the given services and workers. */

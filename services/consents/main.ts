@@ -1,0 +1,4 @@
+import { main } from '../../shared/process.js';
+import { consentsService } from './index.js';
+
+await main({ name: 'consents', services: [consentsService], workers: [] });

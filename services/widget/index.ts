@@ -1,0 +1,175 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { captureConsent } from '../../shared/domain/consent/index.js';
+import { markWidgetVerified } from '../../shared/domain/apps.js';
+import { keyedHash } from '../../shared/domain/crypto.js';
+import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
+import { patterns } from '../../shared/domain/ids.js';
+import { LANGUAGES, type NoticeVersion } from '../../shared/domain/types.js';
+import { AppError } from '../../shared/errors.js';
+import { corsPreflight, requireSiteKey } from '../../shared/http/auth.js';
+import { idempotency } from '../../shared/http/idempotency.js';
+import { appOf } from '../../shared/http/locals.js';
+import { rateLimit } from '../../shared/http/ratelimit.js';
+import { parseBody } from '../../shared/http/validate.js';
+import type { ServiceModule } from '../../shared/process.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { uiStrings } from './strings.js';
+
+const processId = z
+  .string()
+  .regex(patterns.triggerKey, 'a trigger key: lower-case words joined by _');
+
+export const configQuery = z.object({ lang: z.string().max(8).optional() });
+
+export const configResponse = z.object({
+  processId: z.string(),
+  noticeId: z.string(),
+  noticeVersion: z.number().int(),
+  kind: z.enum(['data_collection', 'cookie']),
+  language: z.string(),
+  languages: z.array(z.string()),
+  title: z.string(),
+  body: z.string(),
+  purposes: z.array(
+    z.object({
+      name: z.string(),
+      label: z.string(),
+      description: z.string(),
+      required: z.boolean(),
+      dataItems: z.array(z.string()),
+    }),
+  ),
+  validityDays: z.number().int(),
+  ui: z.record(z.string(), z.string()),
+});
+
+export const captureBody = z.object({
+  siteKey: z.string().regex(patterns.siteKey),
+  processId,
+  mode: z.enum(['silent', 'granular']),
+  /** Granted purpose names, or a map purpose → granted. Ignored in silent mode (all granted). */
+  purposes: z
+    .union([z.array(z.string().regex(patterns.purpose)).max(40), z.record(z.string(), z.boolean())])
+    .default([]),
+  language: z.enum(LANGUAGES).default('en'),
+  pageUrl: z.string().url().max(2048),
+});
+
+export const captureResponse = z.object({
+  consentId: z.string().uuid(),
+  referenceId: z.string(),
+  expiresAt: z.string(),
+});
+
+/** The notice text in `lang`, falling back to English, then to the notice's default language. */
+export function renderConfig(n: NoticeVersion, lang: string | undefined) {
+  const language =
+    lang && n.translations[lang] ? lang : n.translations.en ? 'en' : n.defaultLanguage;
+  const t = n.translations[language]!;
+  return {
+    processId: n.triggerKey,
+    noticeId: n.noticeId,
+    noticeVersion: n.version,
+    kind: n.kind,
+    language,
+    languages: Object.keys(n.translations),
+    title: t.title,
+    body: t.body,
+    purposes: n.purposes.map((p) => ({
+      name: p.name,
+      label: t.purposes[p.name]?.label ?? p.name,
+      description: t.purposes[p.name]?.description ?? '',
+      required: p.required,
+      dataItems: p.dataItems,
+    })),
+    validityDays: n.validityDays,
+    ui: { ...uiStrings(language) },
+  };
+}
+
+async function noticeOr404(rt: Runtime, appId: string, triggerKey: string): Promise<NoticeVersion> {
+  const n = await getNoticeByTriggerKey(rt, appId, triggerKey);
+  if (!n) throw new AppError('SVC_NOT_FOUND', `No notice with trigger key ${triggerKey}`);
+  return n;
+}
+
+/** Widget calls (DESIGN §4.D): site key + origin allowlist, CORS for the page's origin. */
+export const widgetService: ServiceModule = {
+  name: 'widget',
+  mount(app, rt) {
+    const r = Router();
+    r.options(['/config/:processId', '/capture'], corsPreflight(rt));
+
+    r.get('/config/:processId', requireSiteKey(rt), rateLimit(rt), async (req, res) => {
+      const a = appOf(res);
+      const pid = parseBody(processId, req.params.processId, 'processId');
+      const { lang } = parseBody(configQuery, req.query, 'query');
+      const notice = await noticeOr404(rt, a.appId, pid);
+      // requireSiteKey has checked the Origin against the allowlist: the script is installed there.
+      await markWidgetVerified(rt, a.appId, new Date());
+      res.json(renderConfig(notice, lang));
+    });
+
+    r.post('/capture', requireSiteKey(rt), rateLimit(rt), idempotency(rt), async (req, res) => {
+      const a = appOf(res);
+      const body = parseBody(captureBody, req.body);
+      const notice = await noticeOr404(rt, a.appId, body.processId);
+      const names = new Set(notice.purposes.map((p) => p.name));
+      const asked = Array.isArray(body.purposes)
+        ? body.purposes
+        : Object.entries(body.purposes).flatMap(([k, v]) => (v ? [k] : []));
+      const named = Array.isArray(body.purposes) ? body.purposes : Object.keys(body.purposes);
+      const unknown = named.filter((p) => !names.has(p));
+      if (unknown.length > 0) {
+        throw new AppError('SVC_VALIDATION_FAILED', 'Unknown purpose for this notice', {
+          errors: unknown.map((p) => ({
+            path: `/purposes/${p}`,
+            message: 'not a purpose of this notice',
+          })),
+        });
+      }
+      const granted = body.mode === 'silent' ? [...names] : asked;
+      const result = await captureConsent(rt, a, notice, {
+        mode: body.mode,
+        granted,
+        language: notice.translations[body.language] ? body.language : 'en',
+        pageUrl: body.pageUrl,
+        userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+        ipHash: keyedHash(rt.config, 'ip', req.ip ?? ''),
+      });
+      res.status(201).json({
+        consentId: result.transactionId,
+        referenceId: result.referenceId,
+        expiresAt: result.expiresAt,
+      });
+    });
+    app.use('/api/v1/widget', r);
+
+    rt.docs.add({
+      method: 'get',
+      path: '/api/v1/widget/config/{processId}',
+      summary: 'Notice configuration for the widget (language falls back to English)',
+      tag: 'Widget',
+      security: ['siteKey'],
+      query: configQuery,
+      responses: {
+        200: { description: 'Configuration', schema: configResponse },
+        404: { description: 'Unknown trigger key' },
+      },
+    });
+    rt.docs.add({
+      method: 'post',
+      path: '/api/v1/widget/capture',
+      summary: 'Capture consent from the widget; stores proof of consent',
+      tag: 'Widget',
+      security: ['siteKey'],
+      body: captureBody,
+      responses: {
+        201: { description: 'Captured', schema: captureResponse },
+        403: { description: 'Origin not on the allowlist' },
+        422: { description: 'Invalid body or unknown purpose' },
+      },
+    });
+  },
+};

@@ -1,0 +1,107 @@
+import { AppError, type FieldError } from '../../errors.js';
+import type { ConsentRecord, RecordChange } from './model.js';
+import { transition, type RecordOperation } from './states.js';
+
+/**
+ * Pure application of operations to a transaction's records. All-or-nothing: if any targeted
+ * record refuses the operation (409), nothing is applied, so the transaction never ends up
+ * half granted.
+ */
+
+export interface Applied {
+  records: ConsentRecord[];
+  /** Only the records whose state changed (or that were created); empty for a no-op. */
+  changes: RecordChange[];
+}
+
+function refused(errors: FieldError[]): AppError {
+  return new AppError(
+    'SVC_CONFLICT',
+    errors.length === 1 ? errors[0]!.message : 'The operation is not allowed for some records',
+    { errors },
+  );
+}
+
+/** Applies `op` to the records named by `recordIds`, or to every record when omitted. */
+export function applyOperation(
+  records: readonly ConsentRecord[],
+  op: RecordOperation,
+  now: string,
+  recordIds?: ReadonlySet<string>,
+): Applied {
+  const errors: FieldError[] = [];
+  const changes: RecordChange[] = [];
+  const next = records.map((r, i) => {
+    if (recordIds && !recordIds.has(r.recordId)) return r;
+    const t = transition(r.state, op);
+    if (!t.ok) {
+      errors.push({ path: `/records/${i}`, message: `${r.purpose}: ${t.reason}` });
+      return r;
+    }
+    if (!t.changed) return r;
+    changes.push({
+      recordId: r.recordId,
+      purpose: r.purpose,
+      from: r.state,
+      to: t.to,
+      operation: op,
+    });
+    return { ...r, state: t.to, updatedAt: now };
+  });
+  if (errors.length > 0) throw refused(errors);
+  return { records: next, changes };
+}
+
+/**
+ * The record API's `consents` map on top of existing records: `true` grants, `false` revokes
+ * (a never-granted purpose stays denied); a purpose not yet present becomes a new record,
+ * granted or denied. Purposes not named keep their state.
+ */
+export function applyPreferences(
+  records: readonly ConsentRecord[],
+  prefs: Readonly<Record<string, boolean>>,
+  now: string,
+  newRecordId: () => string,
+): Applied {
+  const errors: FieldError[] = [];
+  const changes: RecordChange[] = [];
+  const byPurpose = new Map(records.map((r) => [r.purpose, r]));
+  const next = records.map((r) => {
+    const want = prefs[r.purpose];
+    if (want === undefined) return r;
+    const op: RecordOperation = want ? 'grant' : 'revoke';
+    const t = transition(r.state, op);
+    if (!t.ok) {
+      errors.push({ path: `/consents/${r.purpose}`, message: t.reason });
+      return r;
+    }
+    if (!t.changed) return r;
+    changes.push({
+      recordId: r.recordId,
+      purpose: r.purpose,
+      from: r.state,
+      to: t.to,
+      operation: op,
+    });
+    return { ...r, state: t.to, updatedAt: now };
+  });
+  if (errors.length > 0) throw refused(errors);
+  for (const [purpose, granted] of Object.entries(prefs)) {
+    if (byPurpose.has(purpose)) continue;
+    const rec: ConsentRecord = {
+      recordId: newRecordId(),
+      purpose,
+      state: granted ? 'granted' : 'denied',
+      updatedAt: now,
+    };
+    next.push(rec);
+    changes.push({
+      recordId: rec.recordId,
+      purpose,
+      from: null,
+      to: rec.state,
+      operation: 'create',
+    });
+  }
+  return { records: next, changes };
+}

@@ -1,0 +1,112 @@
+import { AppError, type FieldError } from '../../errors.js';
+import type { Runtime } from '../../runtime.js';
+import type { App, NoticeVersion } from '../types.js';
+import { MAX_RECORDS, type ConsentRecord } from './model.js';
+import { createInPrincipal, createWithPrincipal, newRecordId, newTransactionId } from './writer.js';
+
+const DAY_MS = 86_400_000;
+
+export interface CaptureInput {
+  mode: 'silent' | 'granular';
+  /** Purpose names the visitor granted; ignored in silent mode (everything is granted). */
+  granted: string[];
+  language: string;
+  pageUrl: string;
+  userAgent: string;
+  /** Keyed hash of the client IP (never the raw IP). */
+  ipHash: string;
+  /**
+   * Capture for a known principal (a returning visitor) instead of a new one: the transaction
+   * is added to that principal (404 when it does not exist). Pass only a referenceId the
+   * caller trusts (e.g. remembered by the widget for this site), never one a page could choose
+   * freely for another person.
+   */
+  referenceId?: string | undefined;
+}
+
+export interface CaptureResult {
+  transactionId: string;
+  referenceId: string;
+  expiresAt: string;
+}
+
+/** Pure: the records of a capture, or the 422 field errors. */
+export function captureRecords(
+  notice: Pick<NoticeVersion, 'purposes' | 'translations'>,
+  input: Pick<CaptureInput, 'mode' | 'granted' | 'language'>,
+  now: string,
+  newId: () => string,
+): ConsentRecord[] {
+  const declared = new Set(notice.purposes.map((p) => p.name));
+  const errors: FieldError[] = [];
+  if (!(input.language in notice.translations))
+    errors.push({ path: '/language', message: 'the notice has no text in this language' });
+  const granted = new Set(input.mode === 'silent' ? declared : input.granted);
+  input.granted.forEach((name, i) => {
+    if (!declared.has(name))
+      errors.push({ path: `/purposes/${i}`, message: `${name} is not a purpose of this notice` });
+  });
+  for (const p of notice.purposes)
+    if (p.required && !granted.has(p.name))
+      errors.push({ path: '/purposes', message: `${p.name} is required and must be granted` });
+  if (notice.purposes.length > MAX_RECORDS)
+    errors.push({
+      path: '/purposes',
+      message: `a notice may have at most ${MAX_RECORDS} purposes`,
+    });
+  if (errors.length > 0)
+    throw new AppError('SVC_VALIDATION_FAILED', 'The consent capture is not valid', { errors });
+  return notice.purposes.map((p) => ({
+    recordId: newId(),
+    purpose: p.name,
+    state: granted.has(p.name) ? 'granted' : 'denied',
+    updatedAt: now,
+  }));
+}
+
+/**
+ * The widget's capture: a new principal and a new transaction under `notice`, with proof of
+ * what was shown; emits consent.created (+ consent.granted when anything was granted).
+ */
+export async function captureConsent(
+  rt: Runtime,
+  app: App,
+  notice: NoticeVersion,
+  input: CaptureInput,
+): Promise<CaptureResult> {
+  // Validate before any write so a bad capture leaves nothing behind.
+  captureRecords(notice, input, new Date().toISOString(), newRecordId);
+  const build = (_ref: string, now: string) => ({
+    appId: app.appId,
+    transactionId: newTransactionId(),
+    processId: notice.triggerKey,
+    noticeId: notice.noticeId,
+    noticeVersion: notice.version,
+    language: input.language,
+    source: 'widget' as const,
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: new Date(Date.parse(now) + notice.validityDays * DAY_MS).toISOString(),
+    records: captureRecords(notice, input, now, newRecordId),
+    proof: {
+      noticeVersion: notice.version,
+      textHash: notice.textHash,
+      language: input.language,
+      capturedAt: now,
+      pageUrl: input.pageUrl,
+      userAgent: input.userAgent,
+      ipHash: input.ipHash,
+      mode: input.mode,
+    },
+  });
+  const ctx = { rt, app, actor: { source: 'widget' as const, credential: 'siteKey' } };
+  const txn =
+    input.referenceId === undefined
+      ? await createWithPrincipal(ctx, { principal: {}, build })
+      : await createInPrincipal(ctx, input.referenceId, build);
+  return {
+    transactionId: txn.transactionId,
+    referenceId: txn.referenceId,
+    expiresAt: txn.expiresAt,
+  };
+}

@@ -1,0 +1,150 @@
+import { z } from 'zod';
+import type { OutboxItem } from '../../outbox/outbox.js';
+import type { App } from '../types.js';
+import type { RecordChange, StoredTransaction } from './model.js';
+
+/** Consent events (DESIGN §5): one payload on Kafka and on the wire. Pure builders. */
+
+export const EVENT_TYPES = [
+  'consent.created',
+  'consent.granted',
+  'consent.withdrawn',
+  'consent.expiry.reminder',
+  'consent.expired',
+  'data.deleted',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const HOUR_MS = 3_600_000;
+
+/** Postback windows (SPEC "Limits"); events not listed need no postback. */
+export const POSTBACK_WINDOW_MS: Partial<Record<EventType, number>> = {
+  'consent.withdrawn': HOUR_MS,
+  'consent.expired': 72 * HOUR_MS,
+  'data.deleted': 24 * HOUR_MS,
+};
+
+export const POSTBACK_PATH = '/api/v1/server/consent/action';
+
+export const consentEventSchema = z.object({
+  id: z.string().regex(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/),
+  type: z.enum(EVENT_TYPES),
+  apiVersion: z.literal('v1'),
+  createdAt: z.string(),
+  appId: z.string(),
+  environment: z.enum(['sandbox', 'live']),
+  data: z.object({
+    referenceId: z.string(),
+    userId: z.string().nullable(),
+    consentId: z.string(),
+    recordIds: z.array(z.string()),
+    purposes: z.record(z.string(), z.boolean()),
+    noticeId: z.string().nullable(),
+    noticeVersion: z.number().int().nullable(),
+    expiresAt: z.string().nullable(),
+    postback: z
+      .object({ required: z.literal(true), dueAt: z.string(), url: z.string() })
+      .optional(),
+  }),
+});
+export type ConsentEvent = z.infer<typeof consentEventSchema>;
+
+export interface EventContext {
+  app: Pick<App, 'appId' | 'environment' | 'slaTimeScale'>;
+  /** The transaction after the change. */
+  txn: StoredTransaction;
+  changes: readonly RecordChange[];
+  /** True when this operation created the transaction. */
+  created: boolean;
+  now: Date;
+  /** Base of the postback URL (`{postback_url}`), without a trailing slash. */
+  baseUrl: string;
+  newId: () => string;
+}
+
+/** The postback deadline: the window compressed by the app's sandbox time scale. */
+export function postbackDueAt(
+  type: EventType,
+  createdAt: Date,
+  slaTimeScale: number,
+): string | undefined {
+  const w = POSTBACK_WINDOW_MS[type];
+  if (w === undefined) return undefined;
+  return new Date(createdAt.getTime() + w / Math.max(1, slaTimeScale)).toISOString();
+}
+
+function build(
+  c: EventContext,
+  type: EventType,
+  touched: readonly { recordId: string; purpose: string; granted: boolean }[],
+): ConsentEvent {
+  const dueAt = postbackDueAt(type, c.now, c.app.slaTimeScale);
+  return {
+    id: c.newId(),
+    type,
+    apiVersion: 'v1',
+    createdAt: c.now.toISOString(),
+    appId: c.app.appId,
+    environment: c.app.environment,
+    data: {
+      referenceId: c.txn.referenceId,
+      userId: c.txn.userId ?? null,
+      consentId: c.txn.transactionId,
+      recordIds: touched.map((t) => t.recordId),
+      purposes: Object.fromEntries(touched.map((t) => [t.purpose, t.granted])),
+      noticeId: c.txn.noticeId,
+      noticeVersion: c.txn.noticeVersion,
+      expiresAt: c.txn.expiresAt,
+      ...(dueAt
+        ? { postback: { required: true as const, dueAt, url: `${c.baseUrl}${POSTBACK_PATH}` } }
+        : {}),
+    },
+  };
+}
+
+/**
+ * The events of one operation on one transaction: at most one of each type, each listing
+ * every record it touched (DESIGN §5 table). A no-op (no changes) emits nothing.
+ */
+export function planEvents(c: EventContext): ConsentEvent[] {
+  const out: ConsentEvent[] = [];
+  const of = (pred: (ch: RecordChange) => boolean) =>
+    c.changes
+      .filter(pred)
+      .map((ch) => ({ recordId: ch.recordId, purpose: ch.purpose, granted: ch.to === 'granted' }));
+  if (c.created) {
+    out.push(
+      build(
+        c,
+        'consent.created',
+        c.txn.records.map((r) => ({
+          recordId: r.recordId,
+          purpose: r.purpose,
+          granted: r.state === 'granted',
+        })),
+      ),
+    );
+  }
+  const lists: [EventType, (ch: RecordChange) => boolean][] = [
+    ['consent.granted', (ch) => ch.to === 'granted'],
+    ['consent.withdrawn', (ch) => ch.from === 'granted' && ch.to === 'revoked'],
+    ['consent.expired', (ch) => ch.to === 'expired'],
+    ['data.deleted', (ch) => ch.to === 'erased'],
+  ];
+  for (const [type, pred] of lists) {
+    const touched = of(pred);
+    if (touched.length > 0) out.push(build(c, type, touched));
+  }
+  return out;
+}
+
+/** Kafka message for an event: keyed by app and principal so one principal stays in order. */
+export function toOutboxItem(e: ConsentEvent, topic: string): OutboxItem {
+  return {
+    id: e.id,
+    topic,
+    key: `${e.appId}:${e.data.referenceId}`,
+    value: JSON.stringify(e),
+    createdAtMs: Date.parse(e.createdAt),
+  };
+}

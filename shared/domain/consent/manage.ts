@@ -1,0 +1,140 @@
+import { AppError, coerceError } from '../../errors.js';
+import type { Runtime } from '../../runtime.js';
+import { applyOperation } from './apply.js';
+import { toView, type StoredTransaction, type TransactionView } from './model.js';
+import {
+  allTransactionIds,
+  loadRecordPointer,
+  loadTransaction,
+  loadTransactionAt,
+  queryTransactions,
+} from './repository.js';
+import { mutateTransaction, type WriteContext } from './writer.js';
+
+/** The public consent-management API (DESIGN §4.B): transactions and records of a principal. */
+
+export type PublicOperation = 'grant' | 'revoke' | 'erase';
+export const PUBLIC_OPERATIONS = ['grant', 'revoke', 'erase'] as const;
+
+/** Most ids one bulk call may name. */
+export const MAX_BULK_IDS = 100;
+
+const unknownTxn = () => new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+const unknownRecord = () => new AppError('SVC_NOT_FOUND', 'Unknown record');
+
+/**
+ * A transaction of the app, seen as the public body; undefined when the id is unknown to this
+ * app (another app's ids look exactly like unknown ones).
+ */
+export async function getTransaction(
+  rt: Runtime,
+  appId: string,
+  transactionId: string,
+): Promise<TransactionView | undefined> {
+  const t = await loadTransaction(rt, appId, transactionId);
+  return t && toView(t);
+}
+
+/** The stored item, proof included (for the widget and audits). */
+export function getStoredTransaction(rt: Runtime, appId: string, transactionId: string) {
+  return loadTransaction(rt, appId, transactionId);
+}
+
+export async function listTransactions(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<{ items: TransactionView[]; nextCursor: string | null }> {
+  const r = await queryTransactions(rt, appId, referenceId, page.limit, page.cursor);
+  return { items: r.items.map(toView), nextCursor: r.nextCursor };
+}
+
+/** When the caller names the principal, the target must belong to it (else 404). */
+function belongs(t: StoredTransaction, referenceId: string | undefined) {
+  return referenceId === undefined || t.referenceId === referenceId;
+}
+
+export async function operateOnTransaction(
+  ctx: WriteContext,
+  transactionId: string,
+  op: PublicOperation,
+  referenceId?: string,
+): Promise<TransactionView> {
+  const first = await loadTransaction(ctx.rt, ctx.app.appId, transactionId);
+  if (!first || !belongs(first, referenceId)) throw unknownTxn();
+  const { txn } = await mutateTransaction(
+    ctx,
+    () => loadTransactionAt(ctx.rt, ctx.app.appId, first.referenceId, first.transactionId),
+    (t, now) => applyOperation(t.records, op, now),
+  );
+  return toView(txn);
+}
+
+export async function operateOnRecord(
+  ctx: WriteContext,
+  recordId: string,
+  op: PublicOperation,
+  referenceId?: string,
+): Promise<TransactionView> {
+  const ptr = await loadRecordPointer(ctx.rt, ctx.app.appId, recordId);
+  if (!ptr || (referenceId !== undefined && ptr.referenceId !== referenceId)) throw unknownRecord();
+  const { txn } = await mutateTransaction(
+    ctx,
+    () => loadTransactionAt(ctx.rt, ctx.app.appId, ptr.referenceId, ptr.transactionId),
+    (t, now) => applyOperation(t.records, op, now, new Set([recordId])),
+  );
+  return toView(txn);
+}
+
+export interface BulkTargets {
+  referenceId: string;
+  transactionIds?: string[] | undefined;
+  recordIds?: string[] | undefined;
+}
+
+export interface BulkResult {
+  id: string;
+  ok: boolean;
+  status?: TransactionView['status'];
+  error?: { code: string; detail: string };
+}
+
+/**
+ * Applies `op` to each named transaction and record of the principal, each atomically on its
+ * own and in order (so one principal's events stay in order). A failed item (unknown id,
+ * 409, a busy store) is reported in its result; it never fails the call.
+ */
+export async function bulkOperate(
+  ctx: WriteContext,
+  op: PublicOperation,
+  targets: BulkTargets,
+): Promise<BulkResult[]> {
+  const named = targets.transactionIds !== undefined || targets.recordIds !== undefined;
+  const txnIds = named
+    ? (targets.transactionIds ?? [])
+    : await allTransactionIds(ctx.rt, ctx.app.appId, targets.referenceId);
+  type Job = { id: string; run: () => Promise<TransactionView> };
+  const jobs: Job[] = [
+    ...txnIds.map((id) => ({
+      id,
+      run: () => operateOnTransaction(ctx, id, op, targets.referenceId),
+    })),
+    ...(targets.recordIds ?? []).map((id) => ({
+      id,
+      run: () => operateOnRecord(ctx, id, op, targets.referenceId),
+    })),
+  ];
+  const results: BulkResult[] = [];
+  for (const { id, run } of jobs) {
+    try {
+      const view = await run();
+      results.push({ id, ok: true, status: view.status });
+    } catch (err) {
+      const e = coerceError(err);
+      if (e.status >= 500) ctx.rt.log.warn({ err, id }, 'bulk consent item failed');
+      results.push({ id, ok: false, error: { code: e.code, detail: e.message } });
+    }
+  }
+  return results;
+}

@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { patterns } from '../ids.js';
+import {
+  RECORD_STATES,
+  TRANSACTION_STATUSES,
+  deriveStatus,
+  type RecordOperation,
+} from './states.js';
+
+/**
+ * Shapes of the consent domain: the stored items (interfaces) and the public bodies (zod, the
+ * single source for validation, types and OpenAPI).
+ */
+
+export const SOURCES = ['widget', 'api', 'portal'] as const;
+export type Source = (typeof SOURCES)[number];
+
+/**
+ * Most records one transaction may hold. Creating a transaction writes ~2 items per record
+ * (record pointer + history) plus a few more, and one TransactWriteItems takes 100 items.
+ */
+export const MAX_RECORDS = 45;
+
+/** Default validity window for transactions created without a notice (DESIGN §5). */
+export const DEFAULT_VALIDITY_DAYS = 365;
+
+export const purposeName = z
+  .string()
+  .regex(patterns.purpose, 'purpose names match ^[a-z][a-z0-9_]{0,63}$');
+
+export const recordSchema = z.object({
+  recordId: z.string(),
+  purpose: z.string(),
+  state: z.enum(RECORD_STATES),
+  updatedAt: z.string(),
+});
+export type ConsentRecord = z.infer<typeof recordSchema>;
+
+/** Public Transaction body (DESIGN §4.B). */
+export const transactionSchema = z.object({
+  transactionId: z.string(),
+  referenceId: z.string(),
+  userId: z.string().optional(),
+  /** The notice's trigger key; null for transactions created by the record API. */
+  processId: z.string().nullable(),
+  noticeId: z.string().nullable(),
+  noticeVersion: z.number().int().nullable(),
+  language: z.string().nullable(),
+  source: z.enum(SOURCES),
+  status: z.enum(TRANSACTION_STATUSES),
+  createdAt: z.string(),
+  expiresAt: z.string(),
+  records: z.array(recordSchema),
+});
+export type TransactionView = z.infer<typeof transactionSchema>;
+
+/** What the widget capture stores as evidence of the decision (never the raw IP). */
+export interface CaptureProof {
+  noticeVersion: number;
+  textHash: string;
+  language: string;
+  capturedAt: string;
+  pageUrl: string;
+  userAgent: string;
+  ipHash: string;
+  mode: 'silent' | 'granular';
+}
+
+/** The transaction item in `entities`; records inline, `version` for optimistic locking. */
+export interface StoredTransaction {
+  appId: string;
+  transactionId: string;
+  referenceId: string;
+  userId?: string;
+  processId: string | null;
+  noticeId: string | null;
+  noticeVersion: number | null;
+  language: string | null;
+  source: Source;
+  createdAt: string;
+  updatedAt: string;
+  expiresAt: string;
+  records: ConsentRecord[];
+  version: number;
+  proof?: CaptureProof;
+}
+
+export interface StoredPrincipal {
+  appId: string;
+  referenceId: string;
+  userId?: string;
+  email?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface UserPointer {
+  appId: string;
+  userId: string;
+  referenceId: string;
+  transactionId: string;
+  createdAt: string;
+}
+
+/** Who made a change: the interface and the credential (API key id, "secretKey", "siteKey"). */
+export interface Actor {
+  source: Source;
+  credential: string;
+}
+
+export type HistoryOperation = RecordOperation | 'create';
+
+/** One changed record of one operation, as kept in the immutable history. */
+export interface RecordChange {
+  recordId: string;
+  purpose: string;
+  from: ConsentRecord['state'] | null;
+  to: ConsentRecord['state'];
+  operation: HistoryOperation;
+}
+
+export function toView(t: StoredTransaction): TransactionView {
+  return {
+    transactionId: t.transactionId,
+    referenceId: t.referenceId,
+    ...(t.userId !== undefined ? { userId: t.userId } : {}),
+    processId: t.processId,
+    noticeId: t.noticeId,
+    noticeVersion: t.noticeVersion,
+    language: t.language,
+    source: t.source,
+    status: deriveStatus(t.records.map((r) => r.state)),
+    createdAt: t.createdAt,
+    expiresAt: t.expiresAt,
+    records: t.records.map((r) => ({
+      recordId: r.recordId,
+      purpose: r.purpose,
+      state: r.state,
+      updatedAt: r.updatedAt,
+    })),
+  };
+}

@@ -1,0 +1,286 @@
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { monotonicFactory } from 'ulid';
+import { AppError } from '../../errors.js';
+import type { TransactItem } from '../../outbox/outbox.js';
+import type { Runtime } from '../../runtime.js';
+import { patterns } from '../ids.js';
+import type {
+  Actor,
+  RecordChange,
+  StoredPrincipal,
+  StoredTransaction,
+  UserPointer,
+} from './model.js';
+
+/**
+ * Storage of principals, transactions, pointers and history in `entities` (layout agreed in
+ * the consent design note; keep it exactly):
+ * - principal   pk APP#{appId}#REF#{ref}   sk PRINCIPAL
+ * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId
+ * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
+ * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId
+ * - history     pk APP#{appId}#REF#{ref}   sk HIST#{ISO time}#{ulid}  (immutable)
+ * Every key starts with the app id, so no lookup can reach another app's items.
+ */
+/** Monotonic within the process: entries written in one millisecond keep their order. */
+const historyUlid = monotonicFactory();
+
+export const keys = {
+  principal: (appId: string, ref: string) => ({ pk: `APP#${appId}#REF#${ref}`, sk: 'PRINCIPAL' }),
+  user: (appId: string, userId: string) => ({ pk: `APP#${appId}#USER#${userId}`, sk: 'USER' }),
+  transaction: (appId: string, ref: string, id: string) => ({
+    pk: `APP#${appId}#REF#${ref}`,
+    sk: `TXN#${id}`,
+  }),
+  transactionIndex: (appId: string, id: string) => ({
+    gsi1pk: `APP#${appId}#TXN#${id}`,
+    gsi1sk: 'TXN',
+  }),
+  record: (appId: string, recordId: string) => ({ pk: `APP#${appId}#REC#${recordId}`, sk: 'REC' }),
+  history: (appId: string, ref: string, at: string) => ({
+    pk: `APP#${appId}#REF#${ref}`,
+    sk: `HIST#${at}#${historyUlid()}`,
+  }),
+};
+
+const STORAGE_ATTRS = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'kind'];
+
+function strip<T>(item: Record<string, unknown>): T {
+  const out = { ...item };
+  for (const k of STORAGE_ATTRS) delete out[k];
+  return out as T;
+}
+
+async function getItem<T>(rt: Runtime, key: { pk: string; sk: string }): Promise<T | undefined> {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({ TableName: rt.tables.entities, Key: key, ConsistentRead: true }),
+  );
+  return r.Item ? strip<T>(r.Item) : undefined;
+}
+
+export function loadPrincipal(rt: Runtime, appId: string, ref: string) {
+  return getItem<StoredPrincipal>(rt, keys.principal(appId, ref));
+}
+
+export function loadUser(rt: Runtime, appId: string, userId: string) {
+  return getItem<UserPointer>(rt, keys.user(appId, userId));
+}
+
+export function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: string) {
+  return getItem<StoredTransaction>(rt, keys.transaction(appId, ref, id));
+}
+
+/**
+ * By id alone: the index names the principal, then a consistent read of the item itself (the
+ * index may lag a write by a moment; the item never does).
+ */
+export async function loadTransaction(
+  rt: Runtime,
+  appId: string,
+  id: string,
+): Promise<StoredTransaction | undefined> {
+  if (!patterns.uuid.test(id)) return undefined;
+  const idx = keys.transactionIndex(appId, id);
+  const r = await rt.dynamo.doc.send(
+    new QueryCommand({
+      TableName: rt.tables.entities,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk = :sk',
+      ExpressionAttributeValues: { ':pk': idx.gsi1pk, ':sk': idx.gsi1sk },
+      ProjectionExpression: 'referenceId',
+    }),
+  );
+  const ref = r.Items?.[0]?.referenceId as string | undefined;
+  return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
+}
+
+export async function loadRecordPointer(
+  rt: Runtime,
+  appId: string,
+  recordId: string,
+): Promise<{ transactionId: string; referenceId: string } | undefined> {
+  if (!patterns.uuid.test(recordId)) return undefined;
+  return getItem(rt, keys.record(appId, recordId));
+}
+
+/** Opaque page cursor: base64url of the DynamoDB key where the next page starts. */
+export function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify({ pk: key.pk, sk: key.sk })).toString('base64url');
+}
+
+/**
+ * Decodes a cursor and checks it points into this principal's transactions: a cursor made
+ * for another app or principal is refused, never followed.
+ */
+export function decodeCursor(cursor: string, pk: string): { pk: string; sk: string } {
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    key = undefined;
+  }
+  const k = key as { pk?: unknown; sk?: unknown } | undefined;
+  if (k?.pk !== pk || typeof k.sk !== 'string' || !k.sk.startsWith('TXN#'))
+    throw new AppError('SVC_VALIDATION_FAILED', 'The query is not valid', {
+      errors: [{ path: '/cursor', message: 'is not a cursor of this listing' }],
+    });
+  return { pk: k.pk, sk: k.sk };
+}
+
+/** One page of a principal's transactions, newest first. */
+export async function queryTransactions(
+  rt: Runtime,
+  appId: string,
+  ref: string,
+  limit: number,
+  cursor?: string,
+): Promise<{ items: StoredTransaction[]; nextCursor: string | null }> {
+  const { pk } = keys.principal(appId, ref);
+  const start = cursor === undefined ? undefined : decodeCursor(cursor, pk);
+  // One extra item tells whether a next page exists, so the last page has no cursor.
+  const r = await rt.dynamo.doc.send(
+    new QueryCommand({
+      TableName: rt.tables.entities,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
+      ExpressionAttributeValues: { ':pk': pk, ':txn': 'TXN#' },
+      ScanIndexForward: false,
+      Limit: limit + 1,
+      ConsistentRead: true,
+      ...(start ? { ExclusiveStartKey: start } : {}),
+    }),
+  );
+  const raw = r.Items ?? [];
+  const more = raw.length > limit;
+  const page = raw.slice(0, limit);
+  const last = page[page.length - 1];
+  // Without the extra item, a LastEvaluatedKey means DynamoDB stopped at its 1 MB page size.
+  const nextCursor =
+    more && last
+      ? encodeCursor(last)
+      : r.LastEvaluatedKey
+        ? encodeCursor(r.LastEvaluatedKey)
+        : null;
+  return { items: page.map((i) => strip<StoredTransaction>(i)), nextCursor };
+}
+
+/** Every transaction id of a principal (bulk calls naming no ids). */
+export async function allTransactionIds(rt: Runtime, appId: string, ref: string) {
+  const ids: string[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.entities,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
+        ExpressionAttributeValues: { ':pk': keys.principal(appId, ref).pk, ':txn': 'TXN#' },
+        ProjectionExpression: 'transactionId',
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    for (const i of r.Items ?? []) ids.push(i.transactionId as string);
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return ids;
+}
+
+// ---- write items (to be combined into one rt.outbox.commit) ----
+
+export function putPrincipal(rt: Runtime, p: StoredPrincipal): TransactItem {
+  return {
+    Put: {
+      TableName: rt.tables.entities,
+      Item: { ...p, ...keys.principal(p.appId, p.referenceId), kind: 'principal' },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+export function putUser(rt: Runtime, u: UserPointer): TransactItem {
+  return {
+    Put: {
+      TableName: rt.tables.entities,
+      Item: { ...u, ...keys.user(u.appId, u.userId), kind: 'user' },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/**
+ * Writes the whole transaction item. `expectedVersion` undefined: it must not exist yet;
+ * otherwise the stored version must still be that one (optimistic locking).
+ */
+export function putTransaction(
+  rt: Runtime,
+  t: StoredTransaction,
+  expectedVersion?: number,
+): TransactItem {
+  return {
+    Put: {
+      TableName: rt.tables.entities,
+      Item: {
+        ...t,
+        ...keys.transaction(t.appId, t.referenceId, t.transactionId),
+        ...keys.transactionIndex(t.appId, t.transactionId),
+        kind: 'transaction',
+      },
+      ...(expectedVersion === undefined
+        ? { ConditionExpression: 'attribute_not_exists(pk)' }
+        : {
+            ConditionExpression: '#v = :v',
+            ExpressionAttributeNames: { '#v': 'version' },
+            ExpressionAttributeValues: { ':v': expectedVersion },
+          }),
+    },
+  };
+}
+
+export function putRecordPointer(
+  rt: Runtime,
+  t: StoredTransaction,
+  recordId: string,
+): TransactItem {
+  return {
+    Put: {
+      TableName: rt.tables.entities,
+      Item: {
+        ...keys.record(t.appId, recordId),
+        kind: 'record',
+        appId: t.appId,
+        recordId,
+        transactionId: t.transactionId,
+        referenceId: t.referenceId,
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/** One immutable history entry per changed record: who, what, when, under which notice. */
+export function historyItems(
+  rt: Runtime,
+  t: StoredTransaction,
+  changes: readonly RecordChange[],
+  actor: Actor,
+  at: string,
+): TransactItem[] {
+  return changes.map((c) => ({
+    Put: {
+      TableName: rt.tables.entities,
+      Item: {
+        ...keys.history(t.appId, t.referenceId, at),
+        kind: 'history',
+        appId: t.appId,
+        referenceId: t.referenceId,
+        transactionId: t.transactionId,
+        who: actor,
+        ...c,
+        at,
+        noticeId: t.noticeId,
+        noticeVersion: t.noticeVersion,
+        language: t.language,
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  }));
+}

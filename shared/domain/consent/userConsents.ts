@@ -1,0 +1,245 @@
+import { AppError, type FieldError } from '../../errors.js';
+import type { Runtime } from '../../runtime.js';
+import { declaredPurposes } from '../notices.js';
+import type { App } from '../types.js';
+import { applyOperation, applyPreferences } from './apply.js';
+import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
+import {
+  keys,
+  loadPrincipal,
+  loadTransaction,
+  loadTransactionAt,
+  loadUser,
+  putUser,
+} from './repository.js';
+import {
+  createWithPrincipal,
+  mutateTransaction,
+  newRecordId,
+  newTransactionId,
+  type WriteContext,
+} from './writer.js';
+
+/** The record API (DESIGN §4.A): one consent record per user of an app. */
+
+const DAY_MS = 86_400_000;
+
+export interface UserRecord {
+  userId: string;
+  email: string | null;
+  referenceId: string;
+  consents: Record<string, boolean>;
+  status: 'active' | 'withdrawn';
+  transactionId: string;
+  createdAt: string;
+  updatedAt: string;
+  expiresAt: string;
+}
+
+function toUserRecord(userId: string, email: string | undefined, t: StoredTransaction): UserRecord {
+  const consents = Object.fromEntries(t.records.map((r) => [r.purpose, r.state === 'granted']));
+  return {
+    userId,
+    email: email ?? null,
+    referenceId: t.referenceId,
+    consents,
+    status: Object.values(consents).some(Boolean) ? 'active' : 'withdrawn',
+    transactionId: t.transactionId,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    expiresAt: t.expiresAt,
+  };
+}
+
+/** Where the app declared purposes (its notices), only those may be used (422 otherwise). */
+async function assertDeclared(rt: Runtime, appId: string, consents: Record<string, boolean>) {
+  const declared = await declaredPurposes(rt, appId);
+  if (!declared) return;
+  const errors: FieldError[] = Object.keys(consents)
+    .filter((p) => !declared.has(p))
+    .map((p) => ({ path: `/consents/${p}`, message: 'is not a purpose declared by any notice' }));
+  if (errors.length > 0) throw new AppError('SVC_VALIDATION_FAILED', 'Unknown purpose', { errors });
+}
+
+function assertSize(count: number) {
+  if (count > MAX_RECORDS)
+    throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes', {
+      errors: [{ path: '/consents', message: `at most ${MAX_RECORDS} purposes per user` }],
+    });
+}
+
+const noRecord = () => new AppError('SVC_NOT_FOUND', 'No consent record for this user');
+const taken = () => new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
+
+export interface CreateUserInput {
+  userId: string;
+  email: string;
+  consents: Record<string, boolean>;
+  consentId?: string | undefined;
+}
+
+export async function createUserConsent(
+  ctx: WriteContext,
+  input: CreateUserInput,
+): Promise<UserRecord> {
+  const { rt, app } = ctx;
+  await assertDeclared(rt, app.appId, input.consents);
+  // A fast answer for the common case; the conditional put decides under races.
+  if (await loadUser(rt, app.appId, input.userId)) throw taken();
+  if (input.consentId !== undefined)
+    return linkCapture(ctx, { ...input, consentId: input.consentId });
+  if (Object.keys(input.consents).length === 0)
+    throw new AppError('SVC_VALIDATION_FAILED', 'The body is not valid', {
+      errors: [{ path: '/consents', message: 'name at least one purpose (or send consentId)' }],
+    });
+  assertSize(Object.keys(input.consents).length);
+  const txn = await createWithPrincipal(ctx, {
+    userId: input.userId,
+    principal: { userId: input.userId, email: input.email },
+    build: (_ref, now) => ({
+      appId: app.appId,
+      transactionId: newTransactionId(),
+      userId: input.userId,
+      processId: null,
+      noticeId: null,
+      noticeVersion: null,
+      language: null,
+      source: 'api',
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: new Date(Date.parse(now) + DEFAULT_VALIDITY_DAYS * DAY_MS).toISOString(),
+      records: applyPreferences([], input.consents, now, newRecordId).records,
+    }),
+  });
+  return toUserRecord(input.userId, input.email, txn);
+}
+
+/**
+ * Links an earlier widget capture (its transaction and principal) to the user, then applies
+ * `consents` on top. The transaction, the principal and the new user pointer are written
+ * together, each conditional, so two users can never claim one capture.
+ */
+async function linkCapture(
+  ctx: WriteContext,
+  input: CreateUserInput & { consentId: string },
+): Promise<UserRecord> {
+  const { rt, app } = ctx;
+  const found = await loadTransaction(rt, app.appId, input.consentId);
+  if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown consentId');
+  const linkedElsewhere = new AppError('SVC_CONFLICT', 'This consentId is linked to another user');
+  const { txn } = await mutateTransaction(
+    ctx,
+    () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
+    (t, now) => {
+      if (t.userId !== undefined) throw t.userId === input.userId ? taken() : linkedElsewhere;
+      const applied = applyPreferences(t.records, input.consents, now, newRecordId);
+      assertSize(applied.records.length);
+      return {
+        ...applied,
+        patch: { userId: input.userId },
+        force: true,
+        extra: [
+          {
+            item: {
+              Update: {
+                TableName: rt.tables.entities,
+                Key: keys.principal(app.appId, t.referenceId),
+                UpdateExpression: 'SET userId = :u, email = :e, updatedAt = :now',
+                ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(userId)',
+                ExpressionAttributeValues: { ':u': input.userId, ':e': input.email, ':now': now },
+              },
+            },
+            conflict: 'This consentId belongs to a person already linked to another user',
+          },
+          {
+            item: putUser(rt, {
+              appId: app.appId,
+              userId: input.userId,
+              referenceId: t.referenceId,
+              transactionId: t.transactionId,
+              createdAt: now,
+            }),
+            conflict: 'This user already has a consent record; use PUT',
+          },
+        ],
+      };
+    },
+  );
+  return toUserRecord(input.userId, input.email, txn);
+}
+
+async function current(rt: Runtime, app: App, userId: string) {
+  const user = await loadUser(rt, app.appId, userId);
+  if (!user) throw noRecord();
+  return user;
+}
+
+export async function getUserConsent(
+  rt: Runtime,
+  app: App,
+  userId: string,
+): Promise<UserRecord | undefined> {
+  const user = await loadUser(rt, app.appId, userId);
+  if (!user) return undefined;
+  const [txn, principal] = await Promise.all([
+    loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+    loadPrincipal(rt, app.appId, user.referenceId),
+  ]);
+  if (!txn) return undefined;
+  return toUserRecord(userId, principal?.email, txn);
+}
+
+export async function updateUserConsent(
+  ctx: WriteContext,
+  userId: string,
+  input: { consents?: Record<string, boolean> | undefined; email?: string | undefined },
+): Promise<UserRecord> {
+  const { rt, app } = ctx;
+  const consents = input.consents ?? {};
+  await assertDeclared(rt, app.appId, consents);
+  const user = await current(rt, app, userId);
+  const principal = await loadPrincipal(rt, app.appId, user.referenceId);
+  const emailChange = input.email !== undefined && input.email !== principal?.email;
+  const { txn } = await mutateTransaction(
+    ctx,
+    () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+    (t, now) => {
+      const applied = applyPreferences(t.records, consents, now, newRecordId);
+      assertSize(applied.records.length);
+      if (!emailChange) return applied;
+      return {
+        ...applied,
+        force: true,
+        extra: [
+          {
+            item: {
+              Update: {
+                TableName: rt.tables.entities,
+                Key: keys.principal(app.appId, t.referenceId),
+                UpdateExpression: 'SET email = :e, updatedAt = :now',
+                ConditionExpression: 'attribute_exists(pk)',
+                ExpressionAttributeValues: { ':e': input.email, ':now': now },
+              },
+            },
+          },
+        ],
+      };
+    },
+  );
+  return toUserRecord(userId, emailChange ? input.email : principal?.email, txn);
+}
+
+/** Withdraws every purpose; a repeat changes nothing and emits nothing. */
+export async function withdrawUserConsent(ctx: WriteContext, userId: string): Promise<UserRecord> {
+  const { rt, app } = ctx;
+  const user = await current(rt, app, userId);
+  const [{ txn }, principal] = await Promise.all([
+    mutateTransaction(
+      ctx,
+      () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+      (t, now) => applyOperation(t.records, 'revoke', now),
+    ),
+    loadPrincipal(rt, app.appId, user.referenceId),
+  ]);
+  return toUserRecord(userId, principal?.email, txn);
+}

@@ -1,0 +1,264 @@
+import { AppError } from '../../errors.js';
+import type { TransactItem } from '../../outbox/outbox.js';
+import type { Runtime } from '../../runtime.js';
+import { newEventId, newReferenceId, uuidv7 } from '../ids.js';
+import type { App } from '../types.js';
+import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';
+import type {
+  Actor,
+  ConsentRecord,
+  RecordChange,
+  StoredPrincipal,
+  StoredTransaction,
+} from './model.js';
+import {
+  historyItems,
+  keys,
+  loadPrincipal,
+  putPrincipal,
+  putRecordPointer,
+  putTransaction,
+  putUser,
+} from './repository.js';
+
+/**
+ * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
+ * transaction item, pointers, history entries and the events, so a failure leaves nothing
+ * half-written and no event without its change.
+ */
+
+const MAX_ATTEMPTS = 5;
+
+export interface WriteContext {
+  rt: Runtime;
+  app: App;
+  actor: Actor;
+}
+
+/** An extra conditional write; `conflict` is the 409 detail when its condition fails. */
+export interface ExtraWrite {
+  item: TransactItem;
+  conflict?: string;
+}
+
+/**
+ * Which items of a cancelled TransactWriteItems failed, and whether it was contention (another
+ * transaction on the same item at the same moment), which is worth retrying.
+ */
+function cancellation(err: unknown): { failed: Set<number>; contention: boolean } | undefined {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  if (e?.name !== 'TransactionCanceledException') return undefined;
+  const reasons = e.CancellationReasons ?? [];
+  const failed = new Set<number>();
+  reasons.forEach((r, i) => {
+    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
+  });
+  return { failed, contention: reasons.some((r) => r.Code === 'TransactionConflict') };
+}
+
+const busy = () =>
+  new AppError('SVC_UNAVAILABLE', 'The consent is being changed concurrently; retry shortly', {
+    retryAfterS: 1,
+  });
+
+async function commit(
+  ctx: WriteContext,
+  txn: StoredTransaction,
+  changes: readonly RecordChange[],
+  items: TransactItem[],
+  created: boolean,
+  now: Date,
+): Promise<ConsentEvent[]> {
+  const events = planEvents({
+    app: ctx.app,
+    txn,
+    changes,
+    created,
+    now,
+    baseUrl: ctx.rt.config.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    newId: newEventId,
+  });
+  const history = historyItems(ctx.rt, txn, changes, ctx.actor, now.toISOString());
+  const pointers = changes
+    .filter((c) => c.operation === 'create')
+    .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
+  const all = [...items, ...pointers, ...history];
+  if (all.length + events.length > 100)
+    throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
+      errors: [{ path: '/consents', message: 'too many purposes for one change' }],
+    });
+  await ctx.rt.outbox.commit(
+    all,
+    events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
+  );
+  return events;
+}
+
+/** A new transaction's records, as history: each created in its first state. */
+function creations(txn: StoredTransaction): RecordChange[] {
+  return txn.records.map((r) => ({
+    recordId: r.recordId,
+    purpose: r.purpose,
+    from: null,
+    to: r.state,
+    operation: 'create',
+  }));
+}
+
+export interface NewTransaction {
+  /** Everything but the ids and keys, which are assigned here. */
+  build(referenceId: string, now: string): Omit<StoredTransaction, 'referenceId' | 'version'>;
+  principal: Pick<StoredPrincipal, 'userId' | 'email'>;
+  /** Also claim the user pointer (record API): a second claim for the user is 409. */
+  userId?: string;
+}
+
+/**
+ * Creates a principal with a fresh referenceId and its first transaction. A referenceId
+ * collision (conditional put) is retried with a new one.
+ */
+export async function createWithPrincipal(
+  ctx: WriteContext,
+  o: NewTransaction,
+): Promise<StoredTransaction> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const now = new Date();
+    const at = now.toISOString();
+    const referenceId = newReferenceId();
+    const txn: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
+    const changes = creations(txn);
+    const items = [
+      putPrincipal(ctx.rt, {
+        appId: ctx.app.appId,
+        referenceId,
+        ...o.principal,
+        createdAt: at,
+        updatedAt: at,
+      }),
+      putTransaction(ctx.rt, txn),
+    ];
+    if (o.userId !== undefined)
+      items.push(
+        putUser(ctx.rt, {
+          appId: ctx.app.appId,
+          userId: o.userId,
+          referenceId,
+          transactionId: txn.transactionId,
+          createdAt: at,
+        }),
+      );
+    try {
+      await commit(ctx, txn, changes, items, true, now);
+      return txn;
+    } catch (err) {
+      const c = cancellation(err);
+      if (!c) throw err;
+      if (c.failed.has(2))
+        throw new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
+      if (c.failed.has(0) || c.contention) continue; // referenceId taken, or contention
+      throw err;
+    }
+  }
+  throw busy();
+}
+
+/**
+ * Adds a new transaction to an existing principal (a returning visitor). The principal must
+ * still exist when the write commits (404 otherwise); the transaction inherits its userId.
+ */
+export async function createInPrincipal(
+  ctx: WriteContext,
+  referenceId: string,
+  build: NewTransaction['build'],
+): Promise<StoredTransaction> {
+  const principal = await loadPrincipal(ctx.rt, ctx.app.appId, referenceId);
+  const unknown = () => new AppError('SVC_NOT_FOUND', 'Unknown referenceId');
+  if (!principal) throw unknown();
+  const now = new Date();
+  const at = now.toISOString();
+  const txn: StoredTransaction = {
+    ...build(referenceId, at),
+    ...(principal.userId !== undefined ? { userId: principal.userId } : {}),
+    referenceId,
+    version: 1,
+  };
+  const changes = creations(txn);
+  const items: TransactItem[] = [
+    {
+      ConditionCheck: {
+        TableName: ctx.rt.tables.entities,
+        Key: keys.principal(ctx.app.appId, referenceId),
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+    },
+    putTransaction(ctx.rt, txn),
+  ];
+  try {
+    await commit(ctx, txn, changes, items, true, now);
+  } catch (err) {
+    const c = cancellation(err);
+    if (c?.failed.has(0)) throw unknown();
+    if (c?.contention) throw busy();
+    throw err;
+  }
+  return txn;
+}
+
+export interface Mutation {
+  records: ConsentRecord[];
+  changes: RecordChange[];
+  patch?: Pick<StoredTransaction, 'userId'>;
+  extra?: ExtraWrite[];
+  /** Write even when no record changed (e.g. only the e-mail or the user link changed). */
+  force?: boolean;
+}
+
+/**
+ * Read, apply, write with optimistic locking on `version`; on a lost race re-read and
+ * re-apply (the rules run again on the fresh state), a few times, then 503. Returns the
+ * transaction after the change (unchanged for a no-op, which writes nothing).
+ */
+export async function mutateTransaction(
+  ctx: WriteContext,
+  locate: () => Promise<StoredTransaction | undefined>,
+  apply: (txn: StoredTransaction, now: string) => Mutation,
+): Promise<{ txn: StoredTransaction; events: ConsentEvent[] }> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const current = await locate();
+    if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+    const now = new Date();
+    const at = now.toISOString();
+    const m = apply(current, at);
+    if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
+    const next: StoredTransaction = {
+      ...current,
+      ...m.patch,
+      records: m.records,
+      updatedAt: at,
+      version: current.version + 1,
+    };
+    const extra = m.extra ?? [];
+    try {
+      const events = await commit(
+        ctx,
+        next,
+        m.changes,
+        [putTransaction(ctx.rt, next, current.version), ...extra.map((x) => x.item)],
+        false,
+        now,
+      );
+      return { txn: next, events };
+    } catch (err) {
+      const c = cancellation(err);
+      if (!c) throw err;
+      const hit = extra.findIndex((x, i) => x.conflict !== undefined && c.failed.has(i + 1));
+      if (hit >= 0) throw new AppError('SVC_CONFLICT', extra[hit]!.conflict);
+      if (c.failed.size > 0 || c.contention) continue;
+      throw err;
+    }
+  }
+  throw busy();
+}
+
+export const newRecordId = () => uuidv7();
+export const newTransactionId = () => uuidv7();

@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { expect, vi } from 'vitest';
+import { adminService } from '../../services/admin/index.js';
+import { consentsService } from '../../services/consents/index.js';
+import { publicApiService } from '../../services/public-api/index.js';
+import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/index.js';
+import type { App, NoticeVersion } from '../../shared/domain/types.js';
+import type { RunningProcess } from '../../shared/process.js';
+import { collectTopic } from '../helpers/kafka.js';
+import { testProcess } from '../helpers/stack.js';
+
+/** A real process with the admin, record and public APIs, plus helpers to drive it over HTTP. */
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  // Response bodies are asserted field by field in the tests.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+export interface TestApp {
+  app: App;
+  siteKey: string;
+  secretKey: string;
+  /** consents:read + consents:write */
+  key: string;
+  keyId: string;
+  readOnlyKey: string;
+  writeOnlyKey: string;
+  origin: string;
+  notice?: NoticeVersion;
+}
+
+export const ORIGIN = 'https://shop.example';
+
+export function noticeBody(triggerKey: string, purposes: { name: string; required?: boolean }[]) {
+  const labels = Object.fromEntries(
+    purposes.map((p) => [p.name, { label: p.name, description: `Why we need ${p.name}` }]),
+  );
+  return {
+    kind: 'data_collection',
+    triggerKey,
+    defaultLanguage: 'en',
+    purposes: purposes.map((p) => ({ name: p.name, required: p.required ?? false, dataItems: [] })),
+    translations: {
+      en: { title: 'Your data', body: 'We use it for:', purposes: labels },
+      hi: { title: 'आपका डेटा', body: 'हम इसका उपयोग करते हैं:', purposes: labels },
+    },
+    validityDays: 180,
+  };
+}
+
+export async function startConsentProcess(name: string) {
+  const token = `consent-admin-${randomBytes(12).toString('hex')}`;
+  const p: RunningProcess = await testProcess(
+    name,
+    [adminService, consentsService, publicApiService],
+    [],
+    { SVC_ADMIN_TOKEN: token },
+  );
+  const collector = await collectTopic(p.rt.kafka, p.rt.topics.consentEvents);
+
+  /** Any call; every answer is checked to be below 500 (no 5xx anywhere). */
+  async function call(
+    method: string,
+    path: string,
+    o: { headers?: Record<string, string>; body?: unknown; raw?: string } = {},
+  ): Promise<Reply> {
+    const headers: Record<string, string> = { ...o.headers };
+    let body: string | undefined = o.raw;
+    if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    } else if (o.raw !== undefined) headers['content-type'] ??= 'application/json';
+    const r = await fetch(`${p.url}${path}`, { method, headers, body });
+    const text = await r.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    expect(r.status, `${method} ${path} → ${text}`).toBeLessThan(500);
+    return { status: r.status, headers: r.headers, body: parsed };
+  }
+
+  async function admin(method: string, path: string, body?: unknown) {
+    const r = await call(method, `/api/v1/admin${path}`, {
+      headers: { authorization: `Bearer ${token}` },
+      ...(body === undefined ? {} : { body }),
+    });
+    expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+    return r.body;
+  }
+
+  async function createApp(
+    o: {
+      notice?: { triggerKey: string; purposes: { name: string; required?: boolean }[] };
+      slaTimeScale?: number;
+    } = {},
+  ): Promise<TestApp> {
+    const created = await admin('POST', '/apps', {
+      name: 'Shop',
+      environment: 'sandbox',
+      webhookUrl: 'http://127.0.0.1:9/hook',
+      allowedOrigins: [ORIGIN],
+      contactEmail: 'dpo@shop.example',
+      ...(o.slaTimeScale ? { slaTimeScale: o.slaTimeScale } : {}),
+    });
+    const appId = created.app.appId as string;
+    const key = async (scopes: string[]) =>
+      admin('POST', `/apps/${appId}/api-keys`, { name: scopes.join('+'), scopes });
+    const rw = await key(['consents:read', 'consents:write']);
+    const ro = await key(['consents:read']);
+    const wo = await key(['consents:write']);
+    const notice = o.notice
+      ? ((await admin(
+          'POST',
+          `/apps/${appId}/notices`,
+          noticeBody(o.notice.triggerKey, o.notice.purposes),
+        )) as NoticeVersion)
+      : undefined;
+    return {
+      app: created.app,
+      siteKey: created.siteKey,
+      secretKey: created.secretKey,
+      key: rw.key,
+      keyId: rw.id,
+      readOnlyKey: ro.key,
+      writeOnlyKey: wo.key,
+      origin: ORIGIN,
+      ...(notice ? { notice } : {}),
+    };
+  }
+
+  /** Events on the real topic for one principal, in Kafka order, validated against the schema. */
+  function eventsOf(referenceId: string): ConsentEvent[] {
+    return collector.messages
+      .filter((m) => (m.value as ConsentEvent | undefined)?.data?.referenceId === referenceId)
+      .map((m) => {
+        expect(m.key).toBe(`${(m.value as ConsentEvent).appId}:${referenceId}`);
+        return consentEventSchema.parse(m.value);
+      });
+  }
+
+  async function waitForEvents(referenceId: string, count: number): Promise<ConsentEvent[]> {
+    return vi.waitFor(
+      () => {
+        const e = eventsOf(referenceId);
+        expect(e.length).toBeGreaterThanOrEqual(count);
+        return e;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+  }
+
+  /** Every item of an app in `entities`, by kind (principal, user, transaction, record, history). */
+  async function itemsOf(appId: string) {
+    const out: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const r = await p.rt.dynamo.doc.send(
+        new ScanCommand({
+          TableName: p.rt.tables.entities,
+          FilterExpression: 'begins_with(pk, :p)',
+          ExpressionAttributeValues: { ':p': `APP#${appId}#` },
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      out.push(...(r.Items ?? []));
+      start = r.LastEvaluatedKey;
+    } while (start);
+    const kinds = (k: string) => out.filter((i) => i.kind === k);
+    return { all: out, kinds };
+  }
+
+  return {
+    p,
+    call,
+    admin,
+    createApp,
+    eventsOf,
+    waitForEvents,
+    itemsOf,
+    messages: collector.messages,
+    async close() {
+      await collector.stop();
+      await p.close();
+    },
+  };
+}
+
+export type ConsentFixture = Awaited<ReturnType<typeof startConsentProcess>>;
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+export const secret = (t: TestApp) => ({ 'x-secret-key': t.secretKey });
+export const browser = (t: TestApp, origin = t.origin) => ({
+  'x-site-key': t.siteKey,
+  origin,
+});
