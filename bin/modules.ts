@@ -1,15 +1,20 @@
 import type { ServiceModule, WorkerModule } from '../shared/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
+import { dispatchAdminService } from '../services/dispatch-admin/index.js';
+import { postbackService } from '../services/postback/index.js';
 import { publicApiService } from '../services/public-api/index.js';
 import { widgetService } from '../services/widget/index.js';
+import { dispatcherWorker } from '../workers/dispatcher/index.js';
 import { relayWorker } from '../workers/relay/index.js';
 
 /** Everything `npm start` runs in one process. Each also has its own main.ts to run alone. */
 export const allServices: ServiceModule[] = [
   adminService,
+  dispatchAdminService,
   consentsService,
   publicApiService,
   widgetService,
+  postbackService,
 ];
-export const allWorkers: WorkerModule[] = [relayWorker];
+export const allWorkers: WorkerModule[] = [relayWorker, dispatcherWorker];

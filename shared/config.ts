@@ -47,6 +47,48 @@ export const baseConfigSchema = z.object({
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
   /** 32-byte key (base64 or hex) for encrypting secret keys at rest. */
   SVC_ENCRYPTION_KEY: z.string().optional(),
+  /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** Comma-separated CIDRs webhooks may reach even though they are not global (SSRF guard). */
+  WEBHOOK_ALLOWLIST: z.string().default(''),
+  /** Sandbox apps may deliver to loopback (local development receivers). */
+  WEBHOOK_ALLOW_LOOPBACK_SANDBOX: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
+  /** An endpoint with no success for this long is disabled and its contact e-mailed. */
+  WEBHOOK_DISABLE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 24 * 3_600_000),
+  /** Concurrent first attempts per endpoint, and concurrent retries per endpoint (separate budgets). */
+  DISPATCH_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().positive().default(8),
+  DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().positive().default(2),
+  /** Concurrent attempts per dispatcher process: first attempts, and retries. */
+  DISPATCH_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(512),
+  DISPATCH_MAX_RETRY_IN_FLIGHT: z.coerce.number().int().positive().default(128),
+  /** Queued first attempts per process before the consumer waits (back-pressure). */
+  DISPATCH_MAX_BACKLOG: z.coerce.number().int().positive().default(5_000),
+  /** Queued attempts per endpoint; beyond it they are left to the durable due-index. */
+  DISPATCH_ENDPOINT_MAX_BACKLOG: z.coerce.number().int().positive().default(500),
+  /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
+  DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
+  /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */
+  DISPATCH_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+  DISPATCH_TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
+  /** Outgoing e-mail: `smtp://user:pass@host:587` or `smtps://…`; unset writes .eml files under SVC_HOME/mail. */
+  SMTP_URL: z.string().url().optional(),
+  /** Where .eml files go when SMTP_URL is unset; default `${SVC_HOME or .svc}/mail`. */
+  MAIL_DIR: z.string().min(1).optional(),
+  /** The From header of every e-mail the service sends. */
+  MAIL_FROM: z.string().min(3).default('Consent notifications <no-reply@localhost>'),
+  /** How long a hosted-portal link in an e-mail stays valid. */
+  PORTAL_LINK_TTL_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(7 * 24 * 3_600_000),
 });
 
 export type BaseConfig = z.infer<typeof baseConfigSchema>;
@@ -76,7 +118,8 @@ export function wantsEmbeddedStack(
   return !c.KAFKA_BROKERS && !c.DYNAMODB_ENDPOINT && !c.AWS_REGION;
 }
 
-const secretKeys = /PASSWORD|SECRET|TOKEN|ENCRYPTION_KEY/;
+// SMTP_URL may carry the SMTP password in its userinfo.
+const secretKeys = /PASSWORD|SECRET|TOKEN|ENCRYPTION_KEY|SMTP_URL/;
 
 export function redactConfig<T extends object>(c: T): T {
   return Object.fromEntries(

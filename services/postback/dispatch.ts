@@ -1,0 +1,31 @@
+import type { EventType } from '../../shared/domain/consent/events.js';
+import { getDispatchState } from '../../shared/ledger/dispatches.js';
+import type { Runtime } from '../../shared/runtime.js';
+
+/** What the postback API needs to know about a dispatch. */
+export interface DispatchRef {
+  dispatchId: string;
+  appId: string;
+  event: EventType;
+  referenceId: string;
+  postbackRequired: boolean;
+}
+
+/**
+ * The dispatch named by a postback, from the ledger (one consistent read of the dispatch item,
+ * not its attempts). The only place this service touches the ledger's storage.
+ */
+export async function findDispatch(
+  rt: Runtime,
+  dispatchId: string,
+): Promise<DispatchRef | undefined> {
+  const d = await getDispatchState(rt, dispatchId);
+  if (!d) return undefined;
+  return {
+    dispatchId: d.dispatchId,
+    appId: d.appId,
+    event: d.event,
+    referenceId: d.referenceId,
+    postbackRequired: d.postbackRequired,
+  };
+}

@@ -1,0 +1,111 @@
+import { Router } from 'express';
+import { ulid } from 'ulid';
+import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
+import {
+  postbackBody,
+  type PostbackMessage,
+  type PostbackReceipt,
+  postbackReceipt,
+} from '../../shared/compliance/postback.js';
+import { AppError } from '../../shared/errors.js';
+import { requireSecretKey } from '../../shared/http/auth.js';
+import { idempotency } from '../../shared/http/idempotency.js';
+import { appOf } from '../../shared/http/locals.js';
+import { rateLimit } from '../../shared/http/ratelimit.js';
+import { parseBody } from '../../shared/http/validate.js';
+import type { ServiceModule } from '../../shared/process.js';
+import { findDispatch } from './dispatch.js';
+
+/**
+ * The postback API (SPEC C, DESIGN §4.C): the app confirms what it did about a webhook. The
+ * service only checks and records the postback on its way (outbox → Kafka); the compliance
+ * worker matches it to the dispatch and computes the flag.
+ */
+
+/** How far `completedAt` may run ahead of our clock: app clocks drift, the future does not happen. */
+export const COMPLETED_AT_MAX_SKEW_MS = 5 * 60_000;
+
+const invalid = (path: string, message: string, detail = 'The body is not valid') =>
+  new AppError('SVC_VALIDATION_FAILED', detail, { errors: [{ path, message }] });
+
+export function createPostbackService(o: { now?: () => Date } = {}): ServiceModule {
+  const now = o.now ?? (() => new Date());
+  return {
+    name: 'postback',
+    mount(app, rt) {
+      const r = Router();
+      rt.docs.add({
+        method: 'post',
+        path: POSTBACK_PATH,
+        summary: 'Confirm the action taken for a webhook that requires a postback',
+        tag: 'Postbacks',
+        security: ['secretKey'],
+        body: postbackBody,
+        responses: {
+          202: { description: 'Accepted; the compliance flag follows', schema: postbackReceipt },
+          401: { description: 'Missing or wrong secret key' },
+          404: { description: 'No such dispatch for this app' },
+          409: { description: 'The event of this dispatch needs no postback' },
+          422: { description: 'Invalid body, or referenceId does not match the dispatch' },
+          429: { description: 'Rate limited' },
+        },
+      });
+
+      r.post(
+        POSTBACK_PATH,
+        requireSecretKey(rt),
+        rateLimit(rt),
+        idempotency(rt),
+        async (req, res) => {
+          const app = appOf(res);
+          const body = parseBody(postbackBody, req.body);
+          const receivedAt = now();
+          if (Date.parse(body.completedAt) > receivedAt.getTime() + COMPLETED_AT_MAX_SKEW_MS)
+            throw invalid('/completedAt', 'is in the future');
+          const dispatch = await findDispatch(rt, body.dispatchId);
+          // Another app's dispatch answers exactly like an unknown one: ids never leak.
+          if (!dispatch || dispatch.appId !== app.appId)
+            throw new AppError('SVC_NOT_FOUND', 'No such dispatch');
+          if (!dispatch.postbackRequired)
+            throw new AppError('SVC_CONFLICT', `A ${dispatch.event} webhook needs no postback`);
+          if (dispatch.referenceId !== body.referenceId)
+            throw invalid(
+              '/referenceId',
+              'does not match the dispatch',
+              'The referenceId is not the one this dispatch was sent for',
+            );
+
+          const postbackId = `pb_${ulid(receivedAt.getTime())}`;
+          const message: PostbackMessage = {
+            ...body,
+            appId: app.appId,
+            postbackId,
+            receivedAt: receivedAt.toISOString(),
+          };
+          // Through the outbox: once we answer 202 the postback survives a Kafka outage.
+          await rt.outbox.commit(
+            [],
+            [
+              {
+                id: postbackId,
+                topic: rt.topics.postbacks,
+                key: dispatch.dispatchId,
+                value: JSON.stringify(message),
+                createdAtMs: receivedAt.getTime(),
+              },
+            ],
+          );
+          const receipt: PostbackReceipt = {
+            dispatchId: dispatch.dispatchId,
+            receivedAt: message.receivedAt,
+            postbackId,
+          };
+          res.status(202).json(receipt);
+        },
+      );
+      app.use(r);
+    },
+  };
+}
+
+export const postbackService: ServiceModule = createPostbackService();

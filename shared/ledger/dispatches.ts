@@ -1,0 +1,242 @@
+import { createHash } from 'node:crypto';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { ConsentEvent } from '../domain/consent/events.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { Runtime } from '../runtime.js';
+import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
+import { duePutItem, type DueEntry } from './due.js';
+import { GENESIS, chainHash, sha256Hex } from './hash.js';
+
+/**
+ * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) is
+ * followed by immutable attempt entries (sk `ATT#001`…). Every entry of a dispatch is
+ * hash-chained: `hash = sha256(prevHash + canonical JSON of the entry without hash)`, the
+ * dispatch's own creation fields being the first entry; the item keeps `headHash`.
+ */
+
+export const dispatchPk = (id: string) => `DSP#${id}`;
+export const attemptSk = (n: number) => `ATT#${String(n).padStart(3, '0')}`;
+
+/** Fields of the dispatch that never change, and so form its (first) chained entry. */
+export interface DispatchCreation {
+  type: 'dispatch';
+  dispatchId: string;
+  eventId: string;
+  event: ConsentEvent['type'];
+  appId: string;
+  environment: ConsentEvent['environment'];
+  referenceId: string;
+  /** The event's createdAt. */
+  createdAt: string;
+  dispatchedAt: string;
+  postbackRequired: boolean;
+  postbackDueAt: string | null;
+  bodySha256: string;
+  prevHash: string;
+}
+
+/** The stored dispatch item (keys aside); `attempts` is the number of attempts made. */
+export interface DispatchRecord extends Omit<DispatchCreation, 'type' | 'prevHash'> {
+  deliveryStatus: DeliveryStatus;
+  attempts: number;
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+  deliveredAt: string | null;
+  complianceFlag: null | string;
+  entryHash: string;
+  headHash: string;
+}
+
+/** The API shape: the attempt count is `attemptCount` (`attempts` lists the attempts). */
+export type Dispatch = Omit<DispatchRecord, 'attempts'> & { attemptCount: number };
+
+/** Everything the worker needs to attempt a dispatch. */
+export interface DispatchState extends DispatchRecord {
+  body: string;
+  traceparent?: string;
+  duePk?: string;
+  dueSk?: string;
+}
+
+export interface AttemptEntry {
+  type: 'attempt';
+  dispatchId: string;
+  attempt: number;
+  trigger: 'first' | 'retry' | 'manual';
+  time: string;
+  durationMs: number;
+  /** Origin and path the request went to (never the query, which may hold tokens). */
+  destination: string;
+  statusCode?: number;
+  errorClass?: ErrorClass;
+  errorMessage?: string;
+  responseExcerpt: string;
+  outcome: 'delivered' | 'failed';
+  prevHash: string;
+  hash: string;
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * The dispatch id of an event at an endpoint: `dsp_` + a ULID whose time part is the event's
+ * and whose random part is a hash of (event, endpoint). Deterministic, so a redelivered
+ * event (even after consumer-idempotency records expired) finds its existing dispatch.
+ */
+export function dispatchIdFor(eventId: string, endpoint: string): string {
+  const time = eventId.replace(/^evt_/, '').slice(0, 10);
+  const h = createHash('sha256').update(`${eventId}|${endpoint}`).digest();
+  let bits = 0n;
+  for (let i = 0; i < 10; i++) bits = (bits << 8n) | BigInt(h[i]!);
+  let rand = '';
+  for (let i = 15; i >= 0; i--) rand += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
+  return `dsp_${time}${rand}`;
+}
+
+const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
+const INTERNAL = new Set(['body', 'traceparent', 'duePk', 'dueSk', 'type', 'prevHash']);
+const strip = (item: Record<string, unknown>, drop: Set<string>) =>
+  Object.fromEntries(Object.entries(item).filter(([k]) => !drop.has(k) && !STORAGE.has(k)));
+
+export function creationOf(item: Record<string, unknown>): DispatchCreation {
+  const keys: (keyof DispatchCreation)[] = [
+    'type',
+    'dispatchId',
+    'eventId',
+    'event',
+    'appId',
+    'environment',
+    'referenceId',
+    'createdAt',
+    'dispatchedAt',
+    'postbackRequired',
+    'postbackDueAt',
+    'bodySha256',
+    'prevHash',
+  ];
+  return Object.fromEntries(keys.map((k) => [k, item[k]])) as unknown as DispatchCreation;
+}
+
+export interface NewDispatch {
+  state: DispatchState;
+  items: TransactItem[];
+}
+
+/** The items that create a dispatch with its safety-net due entry (caller adds its claim). */
+export function newDispatchItems(
+  rt: Runtime,
+  o: {
+    event: ConsentEvent;
+    body: string;
+    endpoint: string;
+    nowMs: number;
+    due: (id: string) => DueEntry;
+    traceparent?: string | undefined;
+  },
+): NewDispatch {
+  const e = o.event;
+  const dispatchId = dispatchIdFor(e.id, o.endpoint);
+  const creation: DispatchCreation = {
+    type: 'dispatch',
+    dispatchId,
+    eventId: e.id,
+    event: e.type,
+    appId: e.appId,
+    environment: e.environment,
+    referenceId: e.data.referenceId,
+    createdAt: e.createdAt,
+    dispatchedAt: new Date(o.nowMs).toISOString(),
+    postbackRequired: e.data.postback?.required === true,
+    postbackDueAt: e.data.postback?.dueAt ?? null,
+    bodySha256: sha256Hex(o.body),
+    prevHash: GENESIS,
+  };
+  const hash = chainHash(GENESIS, { ...creation });
+  const due = o.due(dispatchId);
+  const state: DispatchState = {
+    ...creation,
+    deliveryStatus: 'pending',
+    attempts: 0,
+    lastAttemptAt: null,
+    nextAttemptAt: new Date(o.nowMs).toISOString(),
+    deliveredAt: null,
+    complianceFlag: null,
+    entryHash: hash,
+    headHash: hash,
+    body: o.body,
+    ...(o.traceparent ? { traceparent: o.traceparent } : {}),
+    duePk: due.pk,
+    dueSk: due.sk,
+  };
+  const sortKey = `${e.createdAt}#${dispatchId}`;
+  return {
+    state,
+    items: [
+      {
+        Put: {
+          TableName: rt.tables.ledger,
+          Item: {
+            ...state,
+            pk: dispatchPk(dispatchId),
+            sk: 'DSP',
+            gsi1pk: `APP#${e.appId}`,
+            gsi1sk: sortKey,
+            gsi2pk: `APP#${e.appId}#REF#${e.data.referenceId}`,
+            gsi2sk: sortKey,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      },
+      duePutItem(rt, due),
+    ],
+  };
+}
+
+export async function getDispatchState(
+  rt: Runtime,
+  dispatchId: string,
+): Promise<DispatchState | undefined> {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({
+      TableName: rt.tables.ledger,
+      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      ConsistentRead: true,
+    }),
+  );
+  return r.Item as DispatchState | undefined;
+}
+
+/** The API shape of a dispatch item. */
+export function toDispatch(item: Record<string, unknown>): Dispatch {
+  const { attempts, ...rest } = strip(item, INTERNAL);
+  return { ...rest, attemptCount: Number(attempts ?? 0) } as unknown as Dispatch;
+}
+
+export function toAttempt(item: Record<string, unknown>): Omit<AttemptEntry, 'type'> {
+  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  return entry as Omit<AttemptEntry, 'type'>;
+}
+
+/** Raw items of a dispatch (the dispatch item first, then its entries in order). */
+export async function dispatchItems(
+  rt: Runtime,
+  dispatchId: string,
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.ledger,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': dispatchPk(dispatchId) },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    out.push(...(r.Items ?? []));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  // "ATT#…" sorts before "DSP": put the dispatch first.
+  return [...out.filter((i) => i.sk === 'DSP'), ...out.filter((i) => i.sk !== 'DSP')];
+}

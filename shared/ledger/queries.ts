@@ -1,0 +1,146 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { AppError } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import type { DeliveryStatus } from '../webhooks/schedule.js';
+import {
+  creationOf,
+  dispatchItems,
+  toAttempt,
+  toDispatch,
+  type AttemptEntry,
+  type Dispatch,
+} from './dispatches.js';
+import { GENESIS, chainHash } from './hash.js';
+
+export type DispatchWithAttempts = Dispatch & { attempts: Omit<AttemptEntry, 'type'>[] };
+
+/** One dispatch with its attempts in order; undefined when unknown. */
+export async function getDispatch(
+  rt: Runtime,
+  dispatchId: string,
+): Promise<DispatchWithAttempts | undefined> {
+  const items = await dispatchItems(rt, dispatchId);
+  const head = items[0];
+  if (!head || head.sk !== 'DSP') return undefined;
+  const attempts = items.filter((i) => String(i.sk).startsWith('ATT#')).map(toAttempt);
+  return { ...toDispatch(head), attempts };
+}
+
+export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string; reason: string };
+
+/**
+ * Recomputes a dispatch's hash chain from its stored entries: the creation fields first, then
+ * every other entry in sort-key order, each linked to the one before; the last must be the
+ * dispatch's `headHash`. Entries other issues add (postbacks, flags) follow the same rule.
+ */
+export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
+  const items = await dispatchItems(rt, dispatchId);
+  const head = items[0];
+  if (!head || head.sk !== 'DSP') return { ok: false, at: 'DSP', reason: 'unknown dispatch' };
+  const creation = creationOf(head);
+  if (creation.prevHash !== GENESIS || chainHash(GENESIS, { ...creation }) !== head.entryHash)
+    return { ok: false, at: 'DSP', reason: 'creation entry does not match its hash' };
+  let prev = String(head.entryHash);
+  for (const item of items.slice(1)) {
+    const { pk: _pk, sk, hash, ...entry } = item;
+    if (entry.prevHash !== prev)
+      return { ok: false, at: String(sk), reason: 'prevHash does not link' };
+    if (chainHash(prev, entry) !== hash)
+      return { ok: false, at: String(sk), reason: 'hash does not match' };
+    prev = String(hash);
+  }
+  if (prev !== head.headHash)
+    return { ok: false, at: 'DSP', reason: 'headHash is not the last entry' };
+  return { ok: true, entries: items.length };
+}
+
+export interface ListOptions {
+  /** ISO times on the event's createdAt: from inclusive, to exclusive. */
+  from?: string | undefined;
+  to?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  order?: 'asc' | 'desc' | undefined;
+  event?: string | undefined;
+  deliveryStatus?: DeliveryStatus | undefined;
+  complianceFlag?: string | undefined;
+}
+
+export interface Page {
+  items: Dispatch[];
+  nextCursor: string | null;
+}
+
+const encodeCursor = (k: Record<string, unknown> | undefined) =>
+  k ? Buffer.from(JSON.stringify(k)).toString('base64url') : null;
+
+function decodeCursor(c: string | undefined): Record<string, unknown> | undefined {
+  if (!c) return undefined;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new AppError('SVC_VALIDATION_FAILED', 'The cursor is not valid', {
+    errors: [{ path: '/cursor', message: 'not a cursor returned by this API' }],
+  });
+}
+
+async function listBy(
+  rt: Runtime,
+  index: 'gsi1' | 'gsi2',
+  pk: string,
+  o: ListOptions,
+): Promise<Page> {
+  const filters: string[] = [];
+  const names: Record<string, string> = { '#pk': `${index}pk`, '#sk': `${index}sk` };
+  const values: Record<string, unknown> = {
+    ':pk': pk,
+    ':from': o.from ?? '0000',
+    ':to': o.to ?? '9999',
+  };
+  const filter = (attr: string, value: unknown) => {
+    if (value === undefined) return;
+    names[`#${attr}`] = attr;
+    values[`:${attr}`] = value;
+    filters.push(`#${attr} = :${attr}`);
+  };
+  filter('event', o.event);
+  filter('deliveryStatus', o.deliveryStatus);
+  filter('complianceFlag', o.complianceFlag);
+  const r = await rt.dynamo.doc.send(
+    new QueryCommand({
+      TableName: rt.tables.ledger,
+      IndexName: index,
+      // The sort key is `{createdAt}#{dispatchId}`: `to` alone sorts before every key at `to`.
+      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
+      ...(filters.length ? { FilterExpression: filters.join(' AND ') } : {}),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      Limit: Math.min(Math.max(o.limit ?? 50, 1), 1000),
+      ScanIndexForward: o.order !== 'desc',
+      ExclusiveStartKey: decodeCursor(o.cursor),
+    }),
+  );
+  return { items: (r.Items ?? []).map(toDispatch), nextCursor: encodeCursor(r.LastEvaluatedKey) };
+}
+
+/** An app's dispatches by event time (oldest first unless `order: 'desc'`). */
+export function listDispatchesByApp(
+  rt: Runtime,
+  appId: string,
+  o: ListOptions = {},
+): Promise<Page> {
+  return listBy(rt, 'gsi1', `APP#${appId}`, o);
+}
+
+/** One principal's dispatches within an app, by event time. */
+export function listDispatchesByReference(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  o: ListOptions = {},
+): Promise<Page> {
+  return listBy(rt, 'gsi2', `APP#${appId}#REF#${referenceId}`, o);
+}

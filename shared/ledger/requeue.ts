@@ -1,0 +1,79 @@
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { Runtime } from '../runtime.js';
+import { isConditionFailure } from '../storage/dynamo.js';
+import { dispatchPk, getDispatchState, type DispatchState } from './dispatches.js';
+import { dueDeleteItem, dueEntry, duePutItem, ensureWatermark, shardOf } from './due.js';
+import { listDispatchesByApp } from './queries.js';
+
+/**
+ * Operator replay: makes a dispatch due now with a `manual` entry, replacing whatever entry it
+ * had (so it never ends up with two). The dispatcher's sweeper makes the attempt with the same
+ * dispatch id and webhook-id. Returns undefined for an unknown dispatch.
+ */
+export async function requeueDispatch(
+  rt: Runtime,
+  dispatchId: string,
+  nowMs = Date.now(),
+): Promise<DispatchState | undefined> {
+  const shards = rt.config.DISPATCH_TIMER_SHARDS;
+  // A dispatcher that has never run must not start its sweep after this entry.
+  await ensureWatermark(rt, shardOf(dispatchId, shards), nowMs);
+  for (let tries = 0; tries < 5; tries++) {
+    const state = await getDispatchState(rt, dispatchId);
+    if (!state) return undefined;
+    const entry = dueEntry(dispatchId, state.appId, nowMs, 'manual', shards);
+    try {
+      await rt.dynamo.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            ...(state.duePk && state.dueSk
+              ? [dueDeleteItem(rt, { pk: state.duePk, sk: state.dueSk })]
+              : []),
+            duePutItem(rt, entry),
+            {
+              Update: {
+                TableName: rt.tables.ledger,
+                Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+                UpdateExpression: 'SET duePk = :pk, dueSk = :sk, nextAttemptAt = :at',
+                ConditionExpression: state.dueSk ? 'dueSk = :old' : 'attribute_not_exists(dueSk)',
+                ExpressionAttributeValues: {
+                  ':pk': entry.pk,
+                  ':sk': entry.sk,
+                  ':at': entry.dueAt,
+                  ...(state.dueSk ? { ':old': state.dueSk } : {}),
+                },
+              },
+            },
+          ],
+        }),
+      );
+      return { ...state, duePk: entry.pk, dueSk: entry.sk, nextAttemptAt: entry.dueAt };
+    } catch (err) {
+      // The dispatch moved on meanwhile (an attempt completed): read it again.
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+  throw new Error(`dispatch ${dispatchId} kept changing; requeue gave up`);
+}
+
+/** Re-queues every failed dispatch of an app whose event was created at or after `since`. */
+export async function recoverFailed(
+  rt: Runtime,
+  appId: string,
+  since: string,
+  nowMs = Date.now(),
+): Promise<number> {
+  let requeued = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await listDispatchesByApp(rt, appId, {
+      from: since,
+      deliveryStatus: 'failed',
+      limit: 200,
+      cursor,
+    });
+    for (const d of page.items) if (await requeueDispatch(rt, d.dispatchId, nowMs)) requeued++;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return requeued;
+}

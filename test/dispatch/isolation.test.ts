@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import type { RunningProcess } from '../../shared/process.js';
+import { dispatcherWorker } from '../../workers/dispatcher/index.js';
+import { testProcess } from '../helpers/stack.js';
+import {
+  consentEvent,
+  publish,
+  sandboxApp,
+  startReceiver,
+  waitForDispatch,
+  type Receiver,
+} from './helpers.js';
+
+let p: RunningProcess;
+let rcv: Receiver;
+beforeAll(async () => {
+  rcv = await startReceiver();
+  p = await testProcess('dispatch-isolation', [], [dispatcherWorker], {
+    WEBHOOK_TIMEOUT_MS: '8000',
+    DISPATCH_SAFETY_NET_MS: '30000',
+    DISPATCH_CONCURRENCY_PER_ENDPOINT: '3',
+  });
+});
+afterAll(async () => {
+  rcv.releaseAll();
+  await p.close();
+  await rcv.close();
+});
+
+describe('endpoint isolation', () => {
+  it('delivers to healthy endpoints promptly while another hangs, holding only its own slots', async () => {
+    const { app: stuck } = await sandboxApp(p.rt, rcv.url('/hang'));
+    const { app: healthy } = await sandboxApp(p.rt, rcv.url('/healthy'));
+    rcv.on('/hang', () => undefined); // never answers
+    const stuckEvents = Array.from({ length: 10 }, () => consentEvent(stuck));
+    const healthyEvents = Array.from({ length: 5 }, () => consentEvent(healthy));
+    // One key: one partition, the hanging endpoint's events first — head-of-line blocking would show.
+    const key = 'one-partition';
+    await publish(p.rt, stuckEvents, { key });
+    const t0 = Date.now();
+    await publish(p.rt, healthyEvents, { key });
+    await vi.waitFor(() => expect(rcv.at('/healthy')).toHaveLength(5), {
+      timeout: 6000,
+      interval: 20,
+    });
+    // Well inside the 8 s timeout the stuck endpoint's requests are still open.
+    expect(Date.now() - t0).toBeLessThan(6000);
+    expect(rcv.at('/hang')).toHaveLength(3); // DISPATCH_CONCURRENCY_PER_ENDPOINT
+    expect(rcv.open).toBe(3);
+    for (const e of healthyEvents)
+      await waitForDispatch(p.rt, dispatchIdFor(e.id, `${healthy.appId}:webhook`), (d) =>
+        expect(d.deliveryStatus).toBe('delivered'),
+      );
+    const inFlight = await p.rt.registry.getSingleMetricAsString('svc_webhook_in_flight');
+    expect(inFlight).toMatch(/lane="first"\} 3/);
+    rcv.releaseAll();
+  });
+});

@@ -1,0 +1,176 @@
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
+import { bucketOf, dueEntry, listDue } from '../../shared/ledger/due.js';
+import type { Runtime } from '../../shared/runtime.js';
+import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
+import { Sweeper } from '../../workers/dispatcher/sweeper.js';
+import { testRuntime } from '../helpers/stack.js';
+import { consentEvent } from './helpers.js';
+
+/** The due-index against DynamoDB Local: claims, catch-up after downtime, stray entries. */
+let rt: Runtime;
+beforeAll(async () => {
+  rt = await testRuntime('dispatch-sweeper', {
+    DISPATCH_TIMER_SHARDS: '4',
+    DISPATCH_SAFETY_NET_MS: '60000',
+  });
+});
+afterAll(async () => {
+  await rt.close();
+});
+
+const app = { appId: 'app_sweepersweepersweep', environment: 'sandbox' as const };
+
+/** A stored dispatch whose due entry fires at `dueAtMs`. */
+async function storedDispatch(dueAtMs: number) {
+  const event = consentEvent(app);
+  const created = newDispatchItems(rt, {
+    event,
+    body: JSON.stringify(event),
+    endpoint: `${app.appId}:webhook`,
+    nowMs: Date.now(),
+    due: (id) => dueEntry(id, app.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
+  });
+  await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
+  return created.state;
+}
+
+/** Apps whose retry lane is full, as the dispatcher's lanes would report. */
+const busy = new Set<string>();
+
+function sweeper(jobs: AttemptJob[]) {
+  return new Sweeper(rt, {
+    enqueue: (j) => (jobs.push(j), true),
+    room: () => 100,
+    accepts: () => busy.size === 0,
+  });
+}
+
+describe('retry due-index sweeper', () => {
+  it('lets exactly one of several worker copies claim a due entry', async () => {
+    const state = await storedDispatch(Date.now() - 1000);
+    const jobs: AttemptJob[] = [];
+    const copies = [sweeper(jobs), sweeper(jobs), sweeper(jobs)];
+    const entry = dueEntry(state.dispatchId, app.appId, Date.now() - 1000, 'attempt', 4);
+    const stored = {
+      ...entry,
+      pk: state.duePk!,
+      sk: state.dueSk!,
+      dueAt: state.dueSk!.split('#')[0]!,
+    };
+    await Promise.all(copies.map((c) => c.fire(stored)));
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ trigger: 'first', state: { dispatchId: state.dispatchId } });
+    // The claim left a safety-net entry in place of the fired one, referenced by the dispatch.
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).not.toBe(state.dueSk);
+    expect(after!.dueSk).toBe(jobs[0]!.state.dueSk);
+    const safety = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.timers, Key: { pk: after!.duePk, sk: after!.dueSk } }),
+    );
+    expect(safety.Item).toMatchObject({ dispatchId: state.dispatchId, kind: 'attempt' });
+    expect(jobs[0]!.deadlineMs).toBe(Date.parse(String(safety.Item!.dueAt)));
+  });
+
+  it('catches up on buckets left behind while no worker ran, and moves the watermark on', async () => {
+    const now = Date.now();
+    const longAgo = now - 20 * 60_000;
+    // As if the last sweep ran 30 minutes ago.
+    for (let shard = 0; shard < 4; shard++)
+      await rt.dynamo.doc.send(
+        new PutCommand({
+          TableName: rt.tables.timers,
+          Item: { pk: 'retry#watermark', sk: String(shard), bucket: bucketOf(now) - 30 },
+        }),
+      );
+    const state = await storedDispatch(longAgo);
+    const jobs: AttemptJob[] = [];
+    const s = sweeper(jobs);
+    await s.start();
+    try {
+      await s.sweep();
+      expect(jobs.map((j) => j.state.dispatchId)).toContain(state.dispatchId);
+      // The next pass finds the old buckets empty and moves past them for good.
+      await s.sweep();
+      const wm = await rt.dynamo.doc.send(
+        new GetCommand({ TableName: rt.tables.timers, Key: { pk: 'retry#watermark', sk: '0' } }),
+      );
+      expect(Number(wm.Item!.bucket)).toBeGreaterThanOrEqual(bucketOf(now) - 2);
+      expect(await listDue(rt, bucketOf(longAgo), 0, now, 10)).toEqual([]);
+    } finally {
+      await s.stop();
+      await s.stop();
+    }
+  });
+
+  it('drops an entry its dispatch no longer names, without attempting it', async () => {
+    const state = await storedDispatch(Date.now() + 3_600_000);
+    const stray = dueEntry(state.dispatchId, app.appId, Date.now() - 500, 'attempt', 4);
+    await rt.dynamo.doc.send(new PutCommand({ TableName: rt.tables.timers, Item: { ...stray } }));
+    const jobs: AttemptJob[] = [];
+    await sweeper(jobs).fire(stray);
+    expect(jobs).toEqual([]);
+    const left = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.timers, Key: { pk: stray.pk, sk: stray.sk } }),
+    );
+    expect(left.Item).toBeUndefined();
+    expect((await getDispatchState(rt, state.dispatchId))!.dueSk).toBe(state.dueSk);
+  });
+
+  it('snoozes the entry of an endpoint busy with retries instead of queueing it', async () => {
+    const state = await storedDispatch(Date.now() - 100);
+    const entry = {
+      pk: state.duePk!,
+      sk: state.dueSk!,
+      dispatchId: state.dispatchId,
+      appId: app.appId,
+      dueAt: state.dueSk!.split('#')[0]!,
+      kind: 'attempt' as const,
+    };
+    const jobs: AttemptJob[] = [];
+    busy.add(app.appId);
+    try {
+      await sweeper(jobs).fire(entry);
+    } finally {
+      busy.clear();
+    }
+    expect(jobs).toEqual([]);
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.attempts).toBe(0);
+    expect(Date.parse(after!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000); // a safety interval on
+    const old = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.timers, Key: { pk: entry.pk, sk: entry.sk } }),
+    );
+    expect(old.Item).toBeUndefined();
+  });
+
+  it('retires an automatic entry left on a settled dispatch', async () => {
+    const state = await storedDispatch(Date.now() - 100);
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: dispatchPk(state.dispatchId), sk: 'DSP' },
+        UpdateExpression: 'SET deliveryStatus = :d',
+        ExpressionAttributeValues: { ':d': 'delivered' },
+      }),
+    );
+    const entry = {
+      pk: state.duePk!,
+      sk: state.dueSk!,
+      dispatchId: state.dispatchId,
+      appId: app.appId,
+      dueAt: state.dueSk!.split('#')[0]!,
+      kind: 'attempt' as const,
+    };
+    const jobs: AttemptJob[] = [];
+    await sweeper(jobs).fire(entry);
+    expect(jobs).toEqual([]);
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).toBeUndefined();
+    const left = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.timers, Key: { pk: entry.pk, sk: entry.sk } }),
+    );
+    expect(left.Item).toBeUndefined();
+  });
+});

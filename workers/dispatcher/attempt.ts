@@ -1,0 +1,229 @@
+import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
+import type { App } from '../../shared/domain/types.js';
+import { coerceError } from '../../shared/errors.js';
+import { recordAttempt, type RecordAttempt } from '../../shared/ledger/attempts.js';
+import type { DispatchState } from '../../shared/ledger/dispatches.js';
+import { dueEntry, type DueEntry } from '../../shared/ledger/due.js';
+import type { Runtime } from '../../shared/runtime.js';
+import type { AttemptResult, WebhookClient } from '../../shared/webhooks/client.js';
+import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';
+import { nextStep } from '../../shared/webhooks/schedule.js';
+import { webhookHeaders } from '../../shared/webhooks/signer.js';
+import { EndpointHealth } from './health.js';
+import type { DispatcherMetrics } from './metrics.js';
+import { inAttemptSpan } from './tracing.js';
+
+export interface AttemptJob {
+  state: DispatchState;
+  trigger: 'first' | 'retry' | 'manual';
+  /** When the dispatch's safety-net entry fires: an attempt that cannot end before it is left to it. */
+  deadlineMs: number;
+}
+
+/** Room kept between an attempt's timeout and the safety net, for signing and the ledger write. */
+export const DEADLINE_MARGIN_MS = 2_000;
+
+const destinationOf = (url: string) => {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+};
+
+/**
+ * Makes one attempt of a dispatch and writes it to the ledger: reads the app (URL, settings)
+ * and its current secret at send time, signs, POSTs, decides the next step, records, and
+ * updates endpoint health. Never throws: a failure to record leaves the due entry in place,
+ * so the attempt is made again.
+ */
+export class Attempter {
+  private readonly secrets = new Map<string, Promise<string>>();
+  readonly health: EndpointHealth;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly o: {
+      client: WebhookClient;
+      guard: GuardConfig;
+      metrics: DispatcherMetrics;
+      signal: AbortSignal;
+      /** Called with an automatic retry's due entry once recorded (for a precise local timer). */
+      onScheduled: (e: DueEntry) => void;
+      random?: () => number;
+    },
+  ) {
+    this.health = new EndpointHealth(rt, o.metrics);
+  }
+
+  /**
+   * The current secret. Concurrent attempts for one app share one read; nothing is kept
+   * after it, so each new attempt sees a rotation made before it started.
+   */
+  private secretOf(app: App): Promise<string> {
+    let p = this.secrets.get(app.appId);
+    if (!p) {
+      p = getAppSecretKey(this.rt, app).finally(() => this.secrets.delete(app.appId));
+      this.secrets.set(app.appId, p);
+    }
+    return p;
+  }
+
+  async run(job: AttemptJob): Promise<void> {
+    const { rt } = this;
+    const timeoutMs = rt.config.WEBHOOK_TIMEOUT_MS;
+    if (Date.now() + timeoutMs + DEADLINE_MARGIN_MS > job.deadlineMs) {
+      this.o.metrics.deferred.inc({ reason: 'deadline' });
+      return;
+    }
+    const s = job.state;
+    try {
+      const app = await getAppCached(rt, s.appId);
+      let result: AttemptResult;
+      if (!app) result = skipped('app_missing');
+      // An operator's resend still goes out to a disabled endpoint: its success re-enables it.
+      else if (job.trigger !== 'manual' && (await this.health.disabled(app)))
+        result = skipped('endpoint_disabled');
+      else result = await this.send(app, s);
+      // Shutdown cut it short: not an outcome of the endpoint; the due entry redoes it.
+      if (result.aborted) return;
+      await this.settle(job, app, result);
+    } catch (err) {
+      rt.log.error(
+        { err, dispatchId: s.dispatchId, code: coerceError(err).code },
+        'webhook attempt not recorded; it will be redone',
+      );
+      this.o.metrics.ledger.inc({ result: 'failed' });
+    }
+  }
+
+  /** Signs with the current secret and POSTs, inside a span continuing the event's trace. */
+  private async send(app: App, s: DispatchState): Promise<AttemptResult> {
+    const n = s.attempts + 1;
+    const secretKey = await this.secretOf(app);
+    const attributes = {
+      'svc.dispatch_id': s.dispatchId,
+      'svc.event': s.event,
+      'svc.attempt': n,
+      'http.request.method': 'POST',
+    };
+    return inAttemptSpan(s.traceparent, attributes, async (span) => {
+      const r = await this.o.client.post({
+        url: app.webhookUrl,
+        headers: webhookHeaders({
+          dispatchId: s.dispatchId,
+          eventType: s.event,
+          attempt: n,
+          timestampS: Math.floor(Date.now() / 1000),
+          body: s.body,
+          secretKey,
+        }),
+        body: s.body,
+        policy: policyFor(app.environment, this.o.guard),
+        timeoutMs: this.rt.config.WEBHOOK_TIMEOUT_MS,
+        signal: this.o.signal,
+      });
+      if (r.statusCode) span.setAttribute('http.response.status_code', r.statusCode);
+      if (r.errorClass) span.setAttribute('error.type', r.errorClass);
+      return r;
+    });
+  }
+
+  private async settle(
+    job: AttemptJob,
+    app: App | undefined,
+    result: AttemptResult,
+  ): Promise<void> {
+    const { rt } = this;
+    const s = job.state;
+    const n = s.attempts + 1;
+    const endMs = result.startedAtMs + result.durationMs;
+    const step = nextStep({
+      ok: result.ok,
+      statusCode: result.statusCode,
+      errorClass: result.errorClass,
+      retryAfter: result.retryAfter,
+      attempt: n,
+      prevStatus: s.deliveryStatus,
+      timeScale: app?.slaTimeScale ?? 1,
+      nowMs: endMs,
+      random: this.o.random ?? Math.random,
+    });
+    const next =
+      step.retryInMs === undefined
+        ? undefined
+        : dueEntry(
+            s.dispatchId,
+            s.appId,
+            endMs + step.retryInMs,
+            'attempt',
+            rt.config.DISPATCH_TIMER_SHARDS,
+          );
+    const record: RecordAttempt = {
+      state: s,
+      entry: {
+        trigger: job.trigger,
+        time: new Date(result.startedAtMs).toISOString(),
+        durationMs: result.durationMs,
+        destination: app ? destinationOf(app.webhookUrl) : '',
+        ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
+        ...(result.errorClass ? { errorClass: result.errorClass } : {}),
+        ...(result.errorMessage ? { errorMessage: result.errorMessage.slice(0, 500) } : {}),
+        responseExcerpt: result.responseExcerpt,
+        outcome: result.ok ? 'delivered' : 'failed',
+      },
+      deliveryStatus: step.deliveryStatus,
+      ...(next ? { next } : {}),
+    };
+    const { result: written } = await withRetries(() => recordAttempt(rt, record));
+    const m = this.o.metrics;
+    m.ledger.inc({ result: written });
+    if (written === 'duplicate') return;
+    const outcome = result.ok ? 'delivered' : (result.errorClass ?? 'http');
+    m.deliveries.inc({ event: s.event, outcome });
+    if (
+      !result.refused &&
+      result.errorClass !== 'endpoint_disabled' &&
+      result.errorClass !== 'app_missing'
+    )
+      m.duration.observe({ outcome }, result.durationMs / 1000);
+    if (result.ok && s.deliveryStatus !== 'delivered')
+      m.endToEnd.observe({ event: s.event }, Math.max(0, endMs - Date.parse(s.createdAt)) / 1000);
+    if (next && written === 'recorded') {
+      m.retries.inc({ event: s.event });
+      this.o.onScheduled(next);
+    }
+    if (!app || result.errorClass === 'endpoint_disabled') return;
+    try {
+      if (result.ok) await this.health.success(app, new Date(endMs));
+      else await this.health.failure(app, new Date(endMs), step.disable === 'gone');
+    } catch (err) {
+      // The attempt is recorded; health catches up with the next outcome.
+      rt.log.warn({ err, appId: app.appId }, 'endpoint health not updated');
+    }
+  }
+}
+
+function skipped(errorClass: 'app_missing' | 'endpoint_disabled'): AttemptResult {
+  return {
+    ok: false,
+    startedAtMs: Date.now(),
+    durationMs: 0,
+    errorClass,
+    responseExcerpt: '',
+    refused: true,
+  };
+}
+
+/** Retries a DynamoDB write a few times on transient errors before giving up. */
+async function withRetries<T>(fn: () => Promise<T>, tries = 3): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i + 1 >= tries || !coerceError(err).retriable) throw err;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+    }
+  }
+}

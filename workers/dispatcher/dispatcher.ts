@@ -1,0 +1,135 @@
+import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { WebhookClient } from '../../shared/webhooks/client.js';
+import { parseCidrList } from '../../shared/webhooks/ip.js';
+import { ConfigError } from '../../shared/config.js';
+import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
+import { CONSUMER, consentEventHandler } from './handler.js';
+import { LANES, Lanes } from './lanes.js';
+import { dispatcherMetrics } from './metrics.js';
+import { Sweeper } from './sweeper.js';
+
+/**
+ * The dispatcher's parts, wired: consumer → lanes → attempter → ledger, and the sweeper
+ * feeding due retries into the retry lane.
+ */
+export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<void> }> {
+  const c = rt.config;
+  if (c.DISPATCH_SAFETY_NET_MS <= c.WEBHOOK_TIMEOUT_MS + DEADLINE_MARGIN_MS)
+    throw new ConfigError(
+      `DISPATCH_SAFETY_NET_MS (${c.DISPATCH_SAFETY_NET_MS}) must exceed WEBHOOK_TIMEOUT_MS + ${DEADLINE_MARGIN_MS}`,
+    );
+  const log = rt.log.child({ worker: 'dispatcher' });
+  const metrics = dispatcherMetrics(rt.registry);
+  let allowlist;
+  try {
+    allowlist = parseCidrList(c.WEBHOOK_ALLOWLIST);
+  } catch (err) {
+    throw new ConfigError(`WEBHOOK_ALLOWLIST: ${(err as Error).message}`);
+  }
+  const guard = {
+    allowlist,
+    allowLoopbackSandbox: c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX,
+  };
+  const client = new WebhookClient({
+    maxSocketsPerDestination:
+      c.DISPATCH_CONCURRENCY_PER_ENDPOINT + c.DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT,
+  });
+  const abort = new AbortController();
+  const attempter = new Attempter(rt, {
+    client,
+    guard,
+    metrics,
+    signal: abort.signal,
+    // The sweeper is built below; attempts only run after start, when it exists.
+    onScheduled: (e) => sw.schedule(e),
+  });
+  const lanes: Lanes<AttemptJob> = new Lanes<AttemptJob>({
+    limits: {
+      first: { perEndpoint: c.DISPATCH_CONCURRENCY_PER_ENDPOINT, total: c.DISPATCH_MAX_IN_FLIGHT },
+      retry: {
+        perEndpoint: c.DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT,
+        total: c.DISPATCH_MAX_RETRY_IN_FLIGHT,
+      },
+    },
+    maxBacklog: c.DISPATCH_MAX_BACKLOG,
+    endpointMaxBacklog: c.DISPATCH_ENDPOINT_MAX_BACKLOG,
+    run: (job) => attempter.run(job),
+    onError: (err) => log.error({ err }, 'attempt job failed'),
+    onChange: () => sample(),
+  });
+  const sample = () => {
+    for (const lane of LANES) {
+      metrics.inFlight.set({ lane }, lanes.inFlight[lane]);
+      metrics.backlog.set({ lane }, lanes.queued[lane]);
+    }
+  };
+  const sw = new Sweeper(rt, {
+    enqueue: (job) => lanes.enqueue(job.state.appId, 'retry', job),
+    room: () => lanes.retryRoom(),
+    accepts: (appId) => lanes.acceptsRetry(appId),
+  });
+  const runner = new ConsumerRunner({
+    kafka: rt.kafka,
+    groupId: `${c.TOPIC_PREFIX}${CONSUMER}`,
+    handlers: { [rt.topics.consentEvents]: consentEventHandler(rt, { lanes, metrics }) },
+    deadLetterTopic: rt.topics.deadLetter,
+    producer: rt.producer,
+    log,
+    registry: rt.registry,
+    maxRetries: c.CONSUMER_MAX_RETRIES,
+    // Handlers only write to DynamoDB, so every partition of the topic can progress at once.
+    partitionsConsumedConcurrently: 6,
+  });
+  try {
+    await sw.start();
+    await runner.start();
+  } catch (err) {
+    // Nothing may keep running when start fails: the process is about to report and exit.
+    await runner.stop();
+    await sw.stop();
+    lanes.close();
+    client.close();
+    throw err;
+  }
+  log.info('dispatcher started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    stop: () =>
+      (stopping ??= (async () => {
+        const steps: [string, () => Promise<unknown>][] = [
+          [
+            'consumer',
+            async () => {
+              const consumerStopped = runner.stop();
+              // Waiting handlers fail (retriable, uncommitted); queued attempts stay in the due-index.
+              lanes.close();
+              await consumerStopped;
+            },
+          ],
+          ['sweeper', () => sw.stop()],
+          [
+            'drain',
+            async () => {
+              const bound = Math.min(c.SHUTDOWN_TIMEOUT_MS, c.WEBHOOK_TIMEOUT_MS + 5_000);
+              if (await lanes.drain(bound)) return;
+              log.warn({ bound }, 'attempts still running at the drain bound; aborting them');
+              abort.abort();
+              await lanes.drain(2_000);
+            },
+          ],
+          ['client', async () => client.close()],
+        ];
+        for (const [name, run] of steps) {
+          try {
+            await run();
+          } catch (err) {
+            log.warn({ err, step: name }, 'dispatcher stop step failed');
+          }
+        }
+        sample();
+        log.info('dispatcher stopped');
+      })()),
+  };
+}

@@ -1,0 +1,72 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { getOrCreate } from '../../shared/metrics.js';
+
+/** Dispatcher metrics (DESIGN §8): bounded labels only, never ids. */
+export function dispatcherMetrics(registry: Registry) {
+  const counter = (name: string, help: string, labelNames: string[]) =>
+    getOrCreate(
+      registry,
+      name,
+      () => new Counter({ name, help, labelNames, registers: [registry] }),
+    );
+  const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
+    getOrCreate(
+      registry,
+      name,
+      () => new Histogram({ name, help, labelNames, buckets, registers: [registry] }),
+    );
+  const gauge = (name: string, help: string, labelNames: string[]) =>
+    getOrCreate(registry, name, () => new Gauge({ name, help, labelNames, registers: [registry] }));
+  return {
+    deliveries: counter(
+      'svc_webhook_deliveries_total',
+      'Webhook attempts by event and outcome (delivered, or the error class)',
+      ['event', 'outcome'],
+    ),
+    duration: histogram(
+      'svc_webhook_delivery_duration_seconds',
+      'Duration of one webhook attempt, by outcome',
+      ['outcome'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    ),
+    endToEnd: histogram(
+      'svc_webhook_end_to_end_latency_seconds',
+      'Event created → first 2xx received, by event',
+      ['event'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 3600, 86400],
+    ),
+    retries: counter(
+      'svc_webhook_retries_scheduled_total',
+      'Automatic retries scheduled, by event',
+      ['event'],
+    ),
+    inFlight: gauge(
+      'svc_webhook_in_flight',
+      'Webhook attempts running now, by lane (first, retry)',
+      ['lane'],
+    ),
+    backlog: gauge('svc_webhook_backlog', 'Webhook attempts queued in memory, by lane', ['lane']),
+    disabled: counter(
+      'svc_webhook_endpoints_disabled_total',
+      'Endpoints disabled, by reason (gone, failing)',
+      ['reason'],
+    ),
+    dispatches: counter(
+      'svc_webhook_dispatches_total',
+      'Events seen by the dispatcher, by result (created, duplicate)',
+      ['result'],
+    ),
+    deferred: counter(
+      'svc_webhook_attempts_deferred_total',
+      'Attempts left to the durable due-index instead of running now, by reason',
+      ['reason'],
+    ),
+    ledger: counter(
+      'svc_webhook_ledger_writes_total',
+      'Attempt records by result (recorded, recorded_requeued, duplicate, failed)',
+      ['result'],
+    ),
+  };
+}
+
+export type DispatcherMetrics = ReturnType<typeof dispatcherMetrics>;

@@ -1,0 +1,255 @@
+import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js';
+import {
+  advanceWatermark,
+  bucketOf,
+  deleteDue,
+  dueDeleteItem,
+  dueEntry,
+  duePutItem,
+  ensureWatermark,
+  listDue,
+  type DueEntry,
+} from '../../shared/ledger/due.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { isConditionFailure } from '../../shared/storage/dynamo.js';
+import type { AttemptJob } from './attempt.js';
+
+/** Past buckets a shard's sweep may catch up on per tick (keeps one tick short after downtime). */
+const CATCH_UP_BUCKETS = 60;
+/** Entries claimed at once (each claim is a read and a transaction). */
+const CLAIM_CONCURRENCY = 16;
+
+/**
+ * The buckets of one sweep: from the watermark on, at most CATCH_UP_BUCKETS of backlog, and
+ * always the last three minutes, so fresh retries are never held up by a long catch-up.
+ */
+export function bucketsToSweep(from: number, current: number): number[] {
+  const out: number[] = [];
+  const catchUpEnd = Math.min(current, from + CATCH_UP_BUCKETS);
+  for (let b = from; b <= catchUpEnd; b++) out.push(b);
+  for (let b = Math.max(catchUpEnd + 1, current - 2); b <= current; b++) out.push(b);
+  return out;
+}
+
+/**
+ * Reads the due-index and turns due entries into retry jobs. An entry is claimed with one
+ * transaction that deletes it (conditional: exactly one worker copy wins) and writes a new
+ * safety-net entry, so a worker that dies mid-attempt loses nothing: the safety net fires
+ * and the attempt is redone. Retries due within two sweep intervals also get a local timer,
+ * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
+ */
+export class Sweeper {
+  private readonly watermarks = new Map<number, number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly firing = new Map<string, Promise<void>>();
+  private loop: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly o: {
+      /** Queues a claimed job; false when it cannot be taken now (the safety net redoes it). */
+      enqueue: (job: AttemptJob) => boolean;
+      /** How many more jobs may be claimed now. */
+      room: () => number;
+      /** Whether this endpoint can take another retry now (else its entry is snoozed). */
+      accepts: (appId: string) => boolean;
+    },
+  ) {}
+
+  private get shards() {
+    return this.rt.config.DISPATCH_TIMER_SHARDS;
+  }
+
+  async start(): Promise<void> {
+    const now = Date.now();
+    for (let shard = 0; shard < this.shards; shard++)
+      this.watermarks.set(shard, await ensureWatermark(this.rt, shard, now));
+    const tick = () => {
+      this.running = this.sweep()
+        .catch((err: unknown) => this.rt.log.warn({ err }, 'retry sweep failed'))
+        .finally(() => {
+          if (!this.stopped)
+            this.loop = setTimeout(tick, this.rt.config.DISPATCH_SWEEP_INTERVAL_MS);
+        });
+    };
+    tick();
+  }
+
+  /** One pass over every shard, from its watermark to the current minute. */
+  async sweep(nowMs = Date.now()): Promise<void> {
+    const current = bucketOf(nowMs);
+    // Copies start at different shards so they contend less for the same entries.
+    const offset = Math.floor(Math.random() * this.shards);
+    for (let i = 0; i < this.shards && !this.stopped; i++) {
+      const shard = (offset + i) % this.shards;
+      const from = this.watermarks.get(shard) ?? current;
+      let drained = from;
+      for (const b of bucketsToSweep(from, current)) {
+        const room = this.o.room();
+        if (room <= 0 || this.stopped) return;
+        const entries = await listDue(this.rt, b, shard, nowMs, room);
+        for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
+          await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
+        // A bucket two minutes old that reads empty is done for good: move past it.
+        if (entries.length === 0 && b === drained && b < current - 1) drained = b + 1;
+      }
+      if (drained > from) {
+        this.watermarks.set(shard, drained);
+        await advanceWatermark(this.rt, shard, drained);
+      }
+    }
+  }
+
+  /** A recorded retry: also armed locally when due before the sweep would see it. */
+  schedule(e: DueEntry): void {
+    const wait = Date.parse(e.dueAt) - Date.now();
+    if (this.stopped || wait > 2 * this.rt.config.DISPATCH_SWEEP_INTERVAL_MS) return;
+    const t = setTimeout(
+      () => {
+        this.timers.delete(t);
+        if (this.o.room() > 0)
+          void this.fire(e).catch((err: unknown) =>
+            this.rt.log.warn({ err }, 'local retry failed; the sweep will retry'),
+          );
+      },
+      Math.max(0, wait),
+    );
+    this.timers.add(t);
+  }
+
+  /** Claims one due entry and queues its attempt. */
+  fire(e: DueEntry): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const running = this.firing.get(e.sk);
+    if (running) return running;
+    const p = this.claim(e).finally(() => this.firing.delete(e.sk));
+    this.firing.set(e.sk, p);
+    return p;
+  }
+
+  private async claim(e: DueEntry): Promise<void> {
+    const { rt } = this;
+    if (!this.o.accepts(e.appId)) return this.snooze(e);
+    const state = await getDispatchState(rt, e.dispatchId);
+    if (!state || state.dueSk !== e.sk) {
+      // Not the dispatch's current entry (left behind by an interrupted write): drop it.
+      await deleteDue(rt, e);
+      return;
+    }
+    if (state.deliveryStatus !== 'pending' && e.kind !== 'manual') {
+      await this.retire(e);
+      return;
+    }
+    const nowMs = Date.now();
+    const safetyMs = rt.config.DISPATCH_SAFETY_NET_MS;
+    const safety = dueEntry(
+      e.dispatchId,
+      e.appId,
+      nowMs + safetyMs,
+      e.kind,
+      rt.config.DISPATCH_TIMER_SHARDS,
+    );
+    try {
+      await rt.dynamo.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            dueDeleteItem(rt, e, true),
+            duePutItem(rt, safety),
+            {
+              Update: {
+                TableName: rt.tables.ledger,
+                Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
+                UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
+                ConditionExpression: 'dueSk = :old AND attempts = :n',
+                ExpressionAttributeValues: {
+                  ':pk': safety.pk,
+                  ':sk': safety.sk,
+                  ':old': e.sk,
+                  ':n': state.attempts,
+                },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (isConditionFailure(err)) return; // another copy claimed it, or the dispatch moved on
+      throw err;
+    }
+    const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
+    this.o.enqueue({
+      state: { ...state, duePk: safety.pk, dueSk: safety.sk },
+      trigger,
+      deadlineMs: nowMs + safetyMs,
+    });
+  }
+
+  /**
+   * An endpoint already busy with retries: move the entry one safety interval on instead of
+   * queueing it, so one saturated endpoint neither fills the retry room nor blocks the sweep.
+   */
+  private async snooze(e: DueEntry): Promise<void> {
+    const { rt } = this;
+    const later = dueEntry(
+      e.dispatchId,
+      e.appId,
+      Date.now() + rt.config.DISPATCH_SAFETY_NET_MS,
+      e.kind,
+      rt.config.DISPATCH_TIMER_SHARDS,
+    );
+    try {
+      await rt.dynamo.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            dueDeleteItem(rt, e, true),
+            duePutItem(rt, later),
+            {
+              Update: {
+                TableName: rt.tables.ledger,
+                Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
+                UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
+                ConditionExpression: 'dueSk = :old',
+                ExpressionAttributeValues: { ':pk': later.pk, ':sk': later.sk, ':old': e.sk },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
+  /** An automatic entry of a dispatch that is already settled: remove it and its reference. */
+  private async retire(e: DueEntry): Promise<void> {
+    try {
+      await this.rt.dynamo.doc.send(
+        new UpdateCommand({
+          TableName: this.rt.tables.ledger,
+          Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
+          UpdateExpression: 'REMOVE duePk, dueSk',
+          ConditionExpression: 'dueSk = :sk',
+          ExpressionAttributeValues: { ':sk': e.sk },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    await deleteDue(this.rt, e);
+  }
+
+  /** Stops sweeping and clears local timers (their entries stay in the index). Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.loop) clearTimeout(this.loop);
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    await this.running;
+    // Claims already sent finish (their jobs are refused by the closed lanes; the safety
+    // entries they wrote redo them), so nothing touches DynamoDB after stop resolves.
+    await Promise.allSettled([...this.firing.values()]);
+  }
+}
