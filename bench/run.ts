@@ -4,6 +4,7 @@
  */
 const benches: Record<string, () => Promise<void>> = {
   ingress: async () => (await import('./ingress.js')).run(),
+  dispatch: async () => (await import('./dispatch.js')).run(),
 };
 
 const name = process.argv[2];

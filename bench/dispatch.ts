@@ -1,0 +1,233 @@
+import http, { Agent, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { startProcess, type RunningProcess } from '../shared/process.js';
+import { createApp } from '../shared/domain/apps.js';
+import type { ConsentEvent } from '../shared/domain/consent/events.js';
+import { newEventId, newReferenceId } from '../shared/domain/ids.js';
+import type { App } from '../shared/domain/types.js';
+import { dispatcherWorker } from '../workers/dispatcher/index.js';
+import { benchStack, percentile } from './lib.js';
+
+const N_THROUGHPUT = Number(process.env.BENCH_DISPATCH_EVENTS ?? 3000);
+const RATE = Number(process.env.BENCH_DISPATCH_RATE ?? 1000);
+const RATE_SECONDS = Number(process.env.BENCH_DISPATCH_SECONDS ?? 5);
+const DRAIN_S = Number(process.env.BENCH_DISPATCH_DRAIN_SECONDS ?? 60);
+
+/** A loopback receiver recording, per path, when each event arrived (and its createdAt). */
+async function receiver(hangPath?: string) {
+  const arrivals: { path: string; createdAt: number; at: number }[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === hangPath) return; // never answers: the dispatcher times out
+      const at = Date.now();
+      const body = Buffer.concat(chunks).toString();
+      const createdAt = body.startsWith('{')
+        ? Date.parse((JSON.parse(body) as { createdAt: string }).createdAt)
+        : at;
+      arrivals.push({ path: req.url ?? '/', createdAt, at });
+      res.end('{"ok":true}');
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    arrivals,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+function event(app: App): ConsentEvent {
+  return {
+    id: newEventId(),
+    type: 'consent.granted',
+    apiVersion: 'v1',
+    createdAt: new Date().toISOString(),
+    appId: app.appId,
+    environment: app.environment,
+    data: {
+      referenceId: newReferenceId(),
+      userId: null,
+      consentId: randomUUID(),
+      recordIds: [randomUUID()],
+      purposes: { marketing: true },
+      noticeId: null,
+      noticeVersion: null,
+      expiresAt: null,
+    },
+  };
+}
+
+async function publish(p: RunningProcess, events: ConsentEvent[]) {
+  for (let i = 0; i < events.length; i += 500) {
+    await p.rt.producer.send(
+      events.slice(i, i + 500).map((e) => ({
+        topic: p.rt.topics.consentEvents,
+        key: `${e.appId}:${e.data.referenceId}`,
+        value: JSON.stringify(e),
+      })),
+    );
+  }
+}
+
+async function waitFor(cond: () => boolean, seconds: number) {
+  const end = Date.now() + seconds * 1000;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  return cond();
+}
+
+/** Publishes at `rate` events/s for `seconds`, spread over `apps`; returns e2e latencies of healthy paths. */
+async function paced(
+  p: RunningProcess,
+  apps: App[],
+  recv: Awaited<ReturnType<typeof receiver>>,
+  rate: number,
+  seconds: number,
+) {
+  const start = recv.arrivals.length;
+  const total = rate * seconds;
+  const tickMs = 20;
+  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
+  let sent = 0;
+  const t0 = Date.now();
+  while (sent < total) {
+    const batch = Array.from({ length: Math.min(perTick, total - sent) }, (_, i) =>
+      event(apps[(sent + i) % apps.length]!),
+    );
+    await publish(p, batch);
+    sent += batch.length;
+    const next = t0 + (sent / rate) * 1000;
+    const wait = next - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  const healthy = apps.length - (apps.some((a) => a.webhookUrl.endsWith('/hang')) ? 1 : 0);
+  const expected = Math.round((total * healthy) / apps.length);
+  await waitFor(() => recv.arrivals.length - start >= expected, DRAIN_S);
+  const lat = recv.arrivals
+    .slice(start)
+    .map((a) => a.at - a.createdAt)
+    .sort((a, b) => a - b);
+  return {
+    sent: total,
+    delivered: lat.length,
+    expected,
+    p50: percentile(lat, 50),
+    p99: percentile(lat, 99),
+  };
+}
+
+async function rawBaseline(url: string, n: number, concurrency: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = JSON.stringify(event({ appId: 'app_x', environment: 'sandbox' } as App));
+  let next = 0;
+  const t0 = Date.now();
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = request(
+        url,
+        { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve());
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < n) await one();
+    }),
+  );
+  agent.destroy();
+  return n / ((Date.now() - t0) / 1000);
+}
+
+/**
+ * Issue 4's dispatch benchmark: signed, ledgered deliveries per second vs. a plain Node
+ * client's loopback POST rate; end-to-end latency at a fixed event rate; and the effect of
+ * one hanging endpoint among 20 on the others.
+ */
+export async function run(): Promise<void> {
+  const stack = await benchStack();
+  const recv = await receiver('/hang');
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    KAFKA_BROKERS: stack.kafkaBrokers,
+    DYNAMODB_ENDPOINT: stack.dynamoEndpoint,
+    PORT: '0',
+    WEBHOOK_TIMEOUT_MS: '2000',
+    DISPATCH_SAFETY_NET_MS: '10000',
+  });
+  const p = await startProcess({
+    name: 'bench-dispatch',
+    services: [],
+    workers: [dispatcherWorker],
+    config,
+    log: createLogger({ level: 'silent' }),
+  });
+  try {
+    const mk = async (path: string) =>
+      (
+        await createApp(p.rt, {
+          name: `bench ${path}`,
+          environment: 'sandbox',
+          webhookUrl: `${recv.base}${path}`,
+          allowedOrigins: ['http://localhost:3000'],
+          contactEmail: 'ops@example.com',
+        })
+      ).app;
+    const apps = await Promise.all(Array.from({ length: 20 }, (_, i) => mk(`/ep${i}`)));
+
+    // 1. Throughput: a burst of events, delivered as fast as the dispatcher can.
+    const baseline = await rawBaseline(`${recv.base}/baseline`, N_THROUGHPUT, 64);
+    const before = recv.arrivals.filter((a) => a.path !== '/baseline').length;
+    const burst = Array.from({ length: N_THROUGHPUT }, (_, i) => event(apps[i % apps.length]!));
+    const t0 = Date.now();
+    await publish(p, burst);
+    const done = await waitFor(
+      () => recv.arrivals.filter((a) => a.path !== '/baseline').length - before >= N_THROUGHPUT,
+      DRAIN_S * 2,
+    );
+    const delivered = recv.arrivals.filter((a) => a.path !== '/baseline').length - before;
+    const rate = delivered / ((Date.now() - t0) / 1000);
+    console.log(
+      `throughput  plain Node client loopback POST:   ${baseline.toFixed(0).padStart(6)} req/s`,
+    );
+    console.log(
+      `throughput  signed + ledgered deliveries:      ${rate.toFixed(0).padStart(6)} deliveries/s (${delivered}/${N_THROUGHPUT}${done ? '' : ', drain timed out'})`,
+    );
+    console.log(
+      `throughput  ratio:                             ${(rate / baseline).toFixed(3)}  (target ≥ 0.5)`,
+    );
+
+    // 2. End-to-end latency at a fixed rate, all endpoints healthy.
+    const healthy = await paced(p, apps, recv, RATE, RATE_SECONDS);
+    console.log(
+      `latency     ${RATE}/s for ${RATE_SECONDS} s, 20 healthy endpoints: p50 ${healthy.p50} ms, p99 ${healthy.p99} ms  (${healthy.delivered}/${healthy.expected} delivered; target p50 ≤ 5, p99 ≤ 25)`,
+    );
+
+    // 3. The same with one of the 20 endpoints hanging.
+    const hang = await mk('/hang');
+    const withHang = await paced(p, [...apps.slice(0, 19), hang], recv, RATE, RATE_SECONDS);
+    console.log(
+      `isolation   1 of 20 hanging: healthy p50 ${withHang.p50} ms, p99 ${withHang.p99} ms  (${withHang.delivered}/${withHang.expected} delivered)`,
+    );
+    console.log(
+      `isolation   healthy p99 ratio hanging/all-healthy: ${(withHang.p99 / healthy.p99).toFixed(2)}  (target ≤ 1.2)`,
+    );
+  } finally {
+    await p.close();
+    await recv.close();
+    await stack.stop();
+  }
+}
