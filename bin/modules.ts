@@ -2,10 +2,12 @@ import type { ServiceModule, WorkerModule } from '../shared/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
 import { dispatchAdminService } from '../services/dispatch-admin/index.js';
+import { portalService } from '../services/portal/index.js';
 import { postbackService } from '../services/postback/index.js';
 import { publicApiService } from '../services/public-api/index.js';
 import { widgetService } from '../services/widget/index.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
+import { notifierWorker } from '../workers/notifier/index.js';
 import { relayWorker } from '../workers/relay/index.js';
 
 /** Everything `npm start` runs in one process. Each also has its own main.ts to run alone. */
@@ -16,5 +18,6 @@ export const allServices: ServiceModule[] = [
   publicApiService,
   widgetService,
   postbackService,
+  portalService,
 ];
-export const allWorkers: WorkerModule[] = [relayWorker, dispatcherWorker];
+export const allWorkers: WorkerModule[] = [relayWorker, dispatcherWorker, notifierWorker];

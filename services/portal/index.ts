@@ -1,0 +1,165 @@
+import fs from 'node:fs/promises';
+import { transform } from 'esbuild';
+import { Router, type Response } from 'express';
+import { z } from 'zod';
+import {
+  PUBLIC_OPERATIONS,
+  getTransaction,
+  listTransactions,
+  operateOnRecord,
+  operateOnTransaction,
+  transactionSchema,
+  type WriteContext,
+} from '../../shared/domain/consent/index.js';
+import { AppError } from '../../shared/errors.js';
+import { idempotency } from '../../shared/http/idempotency.js';
+import { appOf } from '../../shared/http/locals.js';
+import type { RouteDoc } from '../../shared/http/openapi.js';
+import { rateLimit } from '../../shared/http/ratelimit.js';
+import { parseBody } from '../../shared/http/validate.js';
+import { PORTAL_PATH } from '../../shared/portal/index.js';
+import type { ServiceModule } from '../../shared/process.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { checkAccess, principalOf, requirePortalToken, tokenOf } from './auth.js';
+import { errorPage, failureStatus, portalPage, sendPage } from './page.js';
+
+/**
+ * The hosted portal (DESIGN §4.G): `GET /portal/{referenceId}?token=…` is the page; its
+ * script calls `/portal/api/{referenceId}/…` with the same token. Changes go through the same
+ * consent domain as the public API, with source "portal" (the principal acting).
+ */
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().min(1).max(2048).optional(),
+});
+const listResponse = z.object({
+  items: z.array(transactionSchema),
+  nextCursor: z.string().nullable(),
+});
+
+const ASSET_TYPES = {
+  'portal.js': 'text/javascript',
+  'portal.css': 'text/css',
+  'favicon.svg': 'image/svg+xml',
+} as const;
+type AssetName = keyof typeof ASSET_TYPES;
+
+/**
+ * Built when the service is mounted (never at import) and kept in memory. The script is
+ * written in TypeScript (type-checked and linted with the rest) and only transpiled here:
+ * no bundling, it imports nothing.
+ */
+async function loadAssets(): Promise<Record<AssetName, string>> {
+  const read = (name: string) => fs.readFile(new URL(`./assets/${name}`, import.meta.url), 'utf8');
+  const script = await transform(await read('portal.ts'), {
+    loader: 'ts',
+    format: 'iife',
+    target: 'es2020',
+    legalComments: 'none',
+  });
+  return {
+    'portal.js': script.code,
+    'portal.css': await read('portal.css'),
+    'favicon.svg': await read('favicon.svg'),
+  };
+}
+
+function writeContext(rt: Runtime, res: Response): WriteContext {
+  return { rt, app: appOf(res), actor: { source: 'portal', credential: 'portalToken' } };
+}
+
+const param = (v: unknown) => (typeof v === 'string' ? v : '');
+
+const common = {
+  401: { description: 'Missing or expired portal token' },
+  403: { description: 'Forged token, or a token for another referenceId' },
+  429: { description: 'Rate limited' },
+};
+
+export const portalService: ServiceModule = {
+  name: 'portal',
+  async mount(app, rt) {
+    const assets = await loadAssets();
+    const r = Router();
+    const auth = requirePortalToken(rt);
+    const read = [auth, rateLimit(rt)];
+    const write = [auth, rateLimit(rt), idempotency(rt)];
+    const doc = (d: Omit<RouteDoc, 'tag'>) =>
+      rt.docs.add({ ...d, path: `${PORTAL_PATH}${d.path}`, tag: 'Hosted portal' });
+
+    r.get('/assets/:name', (req, res, next) => {
+      const name = req.params.name as AssetName;
+      if (!Object.hasOwn(ASSET_TYPES, name)) return next();
+      res
+        .type(ASSET_TYPES[name])
+        .set({ 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' })
+        .send(assets[name]);
+    });
+
+    r.get('/:referenceId', async (req, res) => {
+      const ref = param(req.params.referenceId);
+      const a = await checkAccess(rt, tokenOf(req), ref);
+      if (!a.ok) return sendPage(res, failureStatus(a.failure), errorPage(a.failure));
+      sendPage(res, 200, portalPage(a.app, a.referenceId));
+    });
+
+    r.get('/api/:referenceId/transactions', ...read, async (req, res) => {
+      const q = parseBody(listQuery, req.query, 'query');
+      res.set('Cache-Control', 'no-store');
+      res.json(await listTransactions(rt, appOf(res).appId, principalOf(res), q));
+    });
+    doc({
+      method: 'get',
+      path: '/api/{referenceId}/transactions',
+      summary: 'The principal’s transactions, newest first (Authorization: Portal <token>)',
+      query: listQuery,
+      responses: { 200: { description: 'One page', schema: listResponse }, ...common },
+    });
+
+    r.get('/api/:referenceId/transactions/:transactionId', ...read, async (req, res) => {
+      const view = await getTransaction(rt, appOf(res).appId, param(req.params.transactionId));
+      if (!view || view.referenceId !== principalOf(res))
+        throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+      res.set('Cache-Control', 'no-store').json(view);
+    });
+    doc({
+      method: 'get',
+      path: '/api/{referenceId}/transactions/{transactionId}',
+      summary: 'One transaction of the principal',
+      responses: {
+        200: { description: 'The transaction', schema: transactionSchema },
+        ...common,
+        404: { description: 'Unknown transaction' },
+      },
+    });
+
+    for (const op of PUBLIC_OPERATIONS) {
+      r.post(`/api/:referenceId/transactions/:transactionId/${op}`, ...write, async (req, res) => {
+        const id = param(req.params.transactionId);
+        res.json(await operateOnTransaction(writeContext(rt, res), id, op, principalOf(res)));
+      });
+      r.post(`/api/:referenceId/records/:recordId/${op}`, ...write, async (req, res) => {
+        const id = param(req.params.recordId);
+        res.json(await operateOnRecord(writeContext(rt, res), id, op, principalOf(res)));
+      });
+      for (const [what, path] of [
+        ['every record of a transaction', `/api/{referenceId}/transactions/{transactionId}/${op}`],
+        ['one record', `/api/{referenceId}/records/{recordId}/${op}`],
+      ] as const)
+        doc({
+          method: 'post',
+          path,
+          summary: `${op[0]!.toUpperCase()}${op.slice(1)} ${what} of the principal (source "portal")`,
+          responses: {
+            200: { description: 'The transaction', schema: transactionSchema },
+            ...common,
+            404: { description: 'Not one of the principal’s' },
+            409: { description: 'Not allowed in the record’s state (e.g. grant after erase)' },
+          },
+        });
+    }
+
+    app.use(PORTAL_PATH, r);
+  },
+};
