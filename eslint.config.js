@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.svc/**', 'widget/**/*.js', 'test/browser/pages/**', 'services/portal/assets/**', 'test-results/**', 'eslint.config.js'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.svc/**',
+      'widget/**/*.js',
+      'test/browser/pages/**',
+      'services/portal/assets/**',
+      'test-results/**',
+      'eslint.config.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
