@@ -71,8 +71,17 @@ describe('a process on the real stack', () => {
 
   it('applies table and topic definitions idempotently', async () => {
     await applyDefinitions(p.rt); // second time: no error, nothing changed
-    const tables = await p.rt.dynamo.client.send(new ListTablesCommand({}));
-    const ours = (tables.TableNames ?? []).filter((t) => t.startsWith(p.rt.config.TABLE_PREFIX));
+    // ListTables pages at 100 names and other test files create tables too: page through all.
+    const names: string[] = [];
+    let start: string | undefined;
+    do {
+      const page = await p.rt.dynamo.client.send(
+        new ListTablesCommand({ ExclusiveStartTableName: start }),
+      );
+      names.push(...(page.TableNames ?? []));
+      start = page.LastEvaluatedTableName;
+    } while (start);
+    const ours = names.filter((t) => t.startsWith(p.rt.config.TABLE_PREFIX));
     expect(ours.sort()).toEqual(Object.values(p.rt.tables).sort());
     const ledger = await p.rt.dynamo.client.send(
       new DescribeTableCommand({ TableName: p.rt.tables.ledger }),
