@@ -5,6 +5,7 @@
 const benches: Record<string, () => Promise<void>> = {
   ingress: async () => (await import('./ingress.js')).run(),
   dispatch: async () => (await import('./dispatch.js')).run(),
+  widget: async () => (await import('./widget.js')).run(),
 };
 
 const name = process.argv[2];

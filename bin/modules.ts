@@ -5,6 +5,7 @@ import { dispatchAdminService } from '../services/dispatch-admin/index.js';
 import { portalService } from '../services/portal/index.js';
 import { postbackService } from '../services/postback/index.js';
 import { publicApiService } from '../services/public-api/index.js';
+import { widgetAssetsService } from '../services/widget-assets/index.js';
 import { widgetService } from '../services/widget/index.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
 import { notifierWorker } from '../workers/notifier/index.js';
@@ -17,6 +18,7 @@ export const allServices: ServiceModule[] = [
   consentsService,
   publicApiService,
   widgetService,
+  widgetAssetsService,
   postbackService,
   portalService,
 ];

@@ -1,0 +1,4 @@
+import { main } from '../../shared/process.js';
+import { widgetAssetsService } from './index.js';
+
+await main({ name: 'widget-assets', services: [widgetAssetsService], workers: [] });
