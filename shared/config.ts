@@ -77,6 +77,13 @@ export const baseConfigSchema = z.object({
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */
   DISPATCH_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
   DISPATCH_TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
+  /** Shards of the SLA-check and consent-expiry due-index (grow only), and how often it is swept. */
+  TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
+  TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+  /** How long a timers worker holds a due entry it fired; past it another copy fires it again. */
+  TIMER_LEASE_MS: z.coerce.number().int().positive().default(60_000),
+  /** How often the compliance worker refreshes the awaiting-postback and erasure gauges. */
+  COMPLIANCE_GAUGE_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Outgoing e-mail: `smtp://user:pass@host:587` or `smtps://…`; unset writes .eml files under SVC_HOME/mail. */
   SMTP_URL: z.string().url().optional(),
   /** Where .eml files go when SMTP_URL is unset; default `${SVC_HOME or .svc}/mail`. */

@@ -31,14 +31,45 @@ export type RecordResult =
   /** Another worker already recorded this attempt number (an at-least-once duplicate). */
   | 'duplicate';
 
+/** Re-reads allowed when other entries (postbacks, flags) move the head meanwhile. */
+const MAX_RECHAINS = 5;
+
 /**
  * Appends attempt `attempts + 1` and moves the dispatch on, in one transaction that also
  * swaps its due entry, conditional on the dispatch still being where this attempt found it.
+ * The condition includes `headHash`: the compliance worker appends postback and flag entries
+ * to the same chain, and an entry chained to a stale head would fork it. When only the head
+ * moved, the entry is chained again to the new head and the write retried.
  */
 export async function recordAttempt(
   rt: Runtime,
   r: RecordAttempt,
 ): Promise<{ result: RecordResult; entry: AttemptEntry }> {
+  let state = r.state;
+  let withDue = true;
+  for (let tries = 0; ; tries++) {
+    const { entry, items } = attemptItems(rt, { ...r, state }, withDue);
+    try {
+      await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return { result: withDue ? 'recorded' : 'recorded_requeued', entry };
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    // This attempt number is taken (a duplicate), the due entry moved (re-queued), or the
+    // head moved (another entry was appended).
+    const now = await getDispatchState(rt, r.state.dispatchId);
+    if (!now || now.attempts !== r.state.attempts || tries >= MAX_RECHAINS)
+      return { result: 'duplicate', entry };
+    if (now.dueSk !== state.dueSk) withDue = false;
+    state = { ...state, headHash: now.headHash };
+  }
+}
+
+function attemptItems(
+  rt: Runtime,
+  r: RecordAttempt,
+  withDue: boolean,
+): { entry: AttemptEntry; items: TransactItem[] } {
   const n = r.state.attempts + 1;
   const body = {
     type: 'attempt' as const,
@@ -59,6 +90,7 @@ export async function recordAttempt(
   const values: Record<string, unknown> = {
     ':n': n,
     ':prev': r.state.attempts,
+    ':prevHead': r.state.headHash,
     ':head': entry.hash,
     ':status': r.deliveryStatus,
     ':at': entry.time,
@@ -70,53 +102,32 @@ export async function recordAttempt(
     'lastAttemptAt = :at',
   ];
   if (entry.outcome === 'delivered') sets.push('deliveredAt = if_not_exists(deliveredAt, :at)');
-  const update = (withDue: boolean): TransactItem => {
-    const s = [...sets];
-    const v = { ...values };
-    let cond = 'attempts = :prev';
-    let remove = '';
-    if (withDue) {
-      cond += r.state.dueSk ? ' AND dueSk = :oldSk' : ' AND attribute_not_exists(dueSk)';
-      if (r.state.dueSk) v[':oldSk'] = r.state.dueSk;
-      if (r.next) {
-        s.push('duePk = :dpk', 'dueSk = :dsk', 'nextAttemptAt = :next');
-        Object.assign(v, { ':dpk': r.next.pk, ':dsk': r.next.sk, ':next': r.next.dueAt });
-      } else {
-        s.push('nextAttemptAt = :null');
-        v[':null'] = null;
-        remove = ' REMOVE duePk, dueSk';
-      }
+  let cond = 'attempts = :prev AND headHash = :prevHead';
+  let remove = '';
+  if (withDue) {
+    cond += r.state.dueSk ? ' AND dueSk = :oldSk' : ' AND attribute_not_exists(dueSk)';
+    if (r.state.dueSk) values[':oldSk'] = r.state.dueSk;
+    if (r.next) {
+      sets.push('duePk = :dpk', 'dueSk = :dsk', 'nextAttemptAt = :next');
+      Object.assign(values, { ':dpk': r.next.pk, ':dsk': r.next.sk, ':next': r.next.dueAt });
+    } else {
+      sets.push('nextAttemptAt = :null');
+      values[':null'] = null;
+      remove = ' REMOVE duePk, dueSk';
     }
-    return {
-      Update: {
-        TableName: rt.tables.ledger,
-        Key: key,
-        UpdateExpression: `SET ${s.join(', ')}${remove}`,
-        ConditionExpression: cond,
-        ExpressionAttributeValues: v,
-      },
-    };
+  }
+  const update: TransactItem = {
+    Update: {
+      TableName: rt.tables.ledger,
+      Key: key,
+      UpdateExpression: `SET ${sets.join(', ')}${remove}`,
+      ConditionExpression: cond,
+      ExpressionAttributeValues: values,
+    },
   };
   const swap: TransactItem[] = [];
-  if (r.state.duePk && r.state.dueSk)
+  if (withDue && r.state.duePk && r.state.dueSk)
     swap.push(dueDeleteItem(rt, { pk: r.state.duePk, sk: r.state.dueSk }));
-  if (r.next) swap.push(duePutItem(rt, r.next));
-  try {
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({ TransactItems: [put, update(true), ...swap] }),
-    );
-    return { result: 'recorded', entry };
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
-  // Either this attempt number is taken (a duplicate) or only the due entry moved (re-queued).
-  const now = await getDispatchState(rt, r.state.dispatchId);
-  if (!now || now.attempts !== r.state.attempts) return { result: 'duplicate', entry };
-  try {
-    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: [put, update(false)] }));
-    return { result: 'recorded_requeued', entry };
-  } catch (err) {
-    if (isConditionFailure(err)) return { result: 'duplicate', entry };
-    throw err;
-  }
+  if (withDue && r.next) swap.push(duePutItem(rt, r.next));
+  return { entry, items: [put, update, ...swap] };
 }

@@ -5,6 +5,7 @@ import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { duePutItem, type DueEntry } from './due.js';
+import { slaCheckEntry } from './flags.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 
 /**
@@ -94,7 +95,21 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
 }
 
 const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
-const INTERNAL = new Set(['body', 'traceparent', 'duePk', 'dueSk', 'type', 'prevHash']);
+const INTERNAL = new Set([
+  'body',
+  'traceparent',
+  'duePk',
+  'dueSk',
+  'type',
+  'prevHash',
+  // The compliance worker's bookkeeping (gauge memberships, flag entry count).
+  'awaitingPostback',
+  'nearDeadline',
+  'flagCount',
+  'flagAt',
+  // Set by the erasure sweep when it nulls the user id in `body` (see redact.ts).
+  'bodyRedactedAt',
+]);
 const strip = (item: Record<string, unknown>, drop: Set<string>) =>
   Object.fromEntries(Object.entries(item).filter(([k]) => !drop.has(k) && !STORAGE.has(k)));
 
@@ -122,7 +137,12 @@ export interface NewDispatch {
   items: TransactItem[];
 }
 
-/** The items that create a dispatch with its safety-net due entry (caller adds its claim). */
+/**
+ * The items that create a dispatch with its safety-net due entry (caller adds its claim). A
+ * dispatch that needs a postback also gets its first SLA check, due when its SLA clock starts
+ * (at once, normally): the compliance worker counts it as awaiting and schedules the next
+ * check (near-deadline mark, deadlines).
+ */
 export function newDispatchItems(
   rt: Runtime,
   o: {
@@ -169,6 +189,8 @@ export function newDispatchItems(
     dueSk: due.sk,
   };
   const sortKey = `${e.createdAt}#${dispatchId}`;
+  // The SLA clock starts when the event was created; a check is never due in the past.
+  const firstCheck = Math.max(o.nowMs, Date.parse(e.createdAt) || 0);
   return {
     state,
     items: [
@@ -188,6 +210,9 @@ export function newDispatchItems(
         },
       },
       duePutItem(rt, due),
+      ...(creation.postbackRequired
+        ? [duePutItem(rt, slaCheckEntry(dispatchId, e.appId, firstCheck, rt.config.TIMER_SHARDS))]
+        : []),
     ],
   };
 }

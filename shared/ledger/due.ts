@@ -11,12 +11,17 @@ import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 
 /**
- * The dispatch due-index in the timers table: pk `retry#{minute bucket}#{shard}`, sk
- * `{dueAt ISO}#{dispatchId}`. A sweep reads only buckets that are due, so its cost grows with
- * due entries, not with stored ones; shards let several worker copies share the work.
- * Invariant: a dispatch has at most one entry, named by its `duePk`/`dueSk` attributes.
+ * The due-index in the timers table: pk `{family}#{minute bucket}#{shard}`, sk
+ * `{dueAt ISO}#{id}`. A sweep reads only buckets that are due, so its cost grows with due
+ * entries, not with stored ones; shards let several worker copies share the work. Each family
+ * has its own partitions and watermarks, so one mechanism serves the dispatcher's retries
+ * (`retry#`), the SLA checks (`sla#`) and the consent expiry timers (`expiry#`) without one
+ * sweeper ever reading another's entries.
+ * Invariant (retry family): a dispatch has at most one entry, named by its `duePk`/`dueSk`.
  * Shard counts may grow but never shrink (entries in a dropped shard would not be read).
  */
+
+export type DueFamily = 'retry' | 'sla' | 'expiry';
 
 export type DueKind = 'attempt' | 'manual';
 
@@ -25,27 +30,47 @@ export interface DueKey {
   sk: string;
 }
 
-export interface DueEntry extends DueKey {
+/** Any entry of the index: its keys, when it is due, and what to do (`kind`). */
+export interface TimerEntry extends DueKey {
+  dueAt: string;
+  kind: string;
+}
+
+/** A retry-family entry (the dispatcher's). */
+export interface DueEntry extends TimerEntry {
   dispatchId: string;
   appId: string;
-  dueAt: string;
   kind: DueKind;
 }
 
 const MINUTE_MS = 60_000;
-const PREFIX = 'retry#';
-const WATERMARK_PK = 'retry#watermark';
+const watermarkPk = (family: DueFamily) => `${family}#watermark`;
 
 /** Minute bucket number of a time. */
 export const bucketOf = (ms: number) => Math.floor(ms / MINUTE_MS);
 const bucketText = (b: number) => new Date(b * MINUTE_MS).toISOString().slice(0, 16);
 
-export function shardOf(dispatchId: string, shards: number): number {
-  return createHash('sha256').update(dispatchId).digest().readUInt32BE(0) % shards;
+export function shardOf(id: string, shards: number): number {
+  return createHash('sha256').update(id).digest().readUInt32BE(0) % shards;
 }
 
-export function duePk(bucket: number, shard: number): string {
-  return `${PREFIX}${bucketText(bucket)}#${shard}`;
+export function duePk(bucket: number, shard: number, family: DueFamily = 'retry'): string {
+  return `${family}#${bucketText(bucket)}#${shard}`;
+}
+
+/** The keys of an entry for `id` due at `dueAtMs`; the id picks the shard and ends the sk. */
+export function timerKey(
+  family: DueFamily,
+  id: string,
+  dueAtMs: number,
+  shards: number,
+): DueKey & { dueAt: string } {
+  const dueAt = new Date(dueAtMs).toISOString();
+  return {
+    pk: duePk(bucketOf(dueAtMs), shardOf(id, shards), family),
+    sk: `${dueAt}#${id}`,
+    dueAt,
+  };
 }
 
 export function dueEntry(
@@ -55,18 +80,10 @@ export function dueEntry(
   kind: DueKind,
   shards: number,
 ): DueEntry {
-  const dueAt = new Date(dueAtMs).toISOString();
-  return {
-    pk: duePk(bucketOf(dueAtMs), shardOf(dispatchId, shards)),
-    sk: `${dueAt}#${dispatchId}`,
-    dispatchId,
-    appId,
-    dueAt,
-    kind,
-  };
+  return { ...timerKey('retry', dispatchId, dueAtMs, shards), dispatchId, appId, kind };
 }
 
-export function duePutItem(rt: Runtime, e: DueEntry): TransactItem {
+export function duePutItem(rt: Runtime, e: TimerEntry): TransactItem {
   return { Put: { TableName: rt.tables.timers, Item: { ...e } } };
 }
 
@@ -87,26 +104,27 @@ export async function deleteDue(rt: Runtime, k: DueKey): Promise<void> {
 }
 
 /** Entries of one bucket and shard due at or before `nowMs`, oldest first. */
-export async function listDue(
+export async function listDue<T extends TimerEntry = DueEntry>(
   rt: Runtime,
   bucket: number,
   shard: number,
   nowMs: number,
   limit: number,
-): Promise<DueEntry[]> {
+  family: DueFamily = 'retry',
+): Promise<T[]> {
   const r = await rt.dynamo.doc.send(
     new QueryCommand({
       TableName: rt.tables.timers,
       KeyConditionExpression: 'pk = :pk AND sk <= :now',
       ExpressionAttributeValues: {
-        ':pk': duePk(bucket, shard),
+        ':pk': duePk(bucket, shard, family),
         ':now': `${new Date(nowMs).toISOString()}#~`,
       },
       ConsistentRead: true,
       Limit: limit,
     }),
   );
-  return (r.Items ?? []) as DueEntry[];
+  return (r.Items ?? []) as T[];
 }
 
 /**
@@ -114,8 +132,13 @@ export async function listDue(
  * current time when absent, before anything is written to the index by this process, so no
  * entry can sit below a watermark that never existed.
  */
-export async function ensureWatermark(rt: Runtime, shard: number, nowMs: number): Promise<number> {
-  const key = { pk: WATERMARK_PK, sk: String(shard) };
+export async function ensureWatermark(
+  rt: Runtime,
+  shard: number,
+  nowMs: number,
+  family: DueFamily = 'retry',
+): Promise<number> {
+  const key = { pk: watermarkPk(family), sk: String(shard) };
   const initial = bucketOf(nowMs) - 2;
   try {
     await rt.dynamo.doc.send(
@@ -135,17 +158,114 @@ export async function ensureWatermark(rt: Runtime, shard: number, nowMs: number)
   return Number(r.Item?.bucket ?? initial);
 }
 
+/** Per runtime, the families whose watermarks this process already made sure of. */
+const ensured = new WeakMap<Runtime, Map<DueFamily, Promise<void>>>();
+
+/**
+ * Makes sure every shard of a family has a watermark before this process first writes an
+ * entry of that family (once per process). Writers other than the family's sweeper (the
+ * dispatcher writes SLA checks, the consent domain expiry timers) call this, so an entry
+ * written before any sweeper ever ran is never left below a watermark created after it.
+ */
+export function ensureFamily(
+  rt: Runtime,
+  family: DueFamily,
+  shards: number,
+  nowMs = Date.now(),
+): Promise<void> {
+  let byFamily = ensured.get(rt);
+  if (!byFamily) ensured.set(rt, (byFamily = new Map()));
+  let p = byFamily.get(family);
+  if (!p) {
+    p = (async () => {
+      for (let s = 0; s < shards; s++) await ensureWatermark(rt, s, nowMs, family);
+    })();
+    // A failure is not remembered: the next write tries again.
+    p.catch(() => byFamily.delete(family));
+    byFamily.set(family, p);
+  }
+  return p;
+}
+
 /** Moves a shard's watermark forward (never back; concurrent sweepers may race). */
-export async function advanceWatermark(rt: Runtime, shard: number, bucket: number): Promise<void> {
+export async function advanceWatermark(
+  rt: Runtime,
+  shard: number,
+  bucket: number,
+  family: DueFamily = 'retry',
+): Promise<void> {
   try {
     await rt.dynamo.doc.send(
       new UpdateCommand({
         TableName: rt.tables.timers,
-        Key: { pk: WATERMARK_PK, sk: String(shard) },
+        Key: { pk: watermarkPk(family), sk: String(shard) },
         UpdateExpression: 'SET #b = :b',
         ConditionExpression: '#b < :b',
         ExpressionAttributeNames: { '#b': 'bucket' }, // a reserved word
         ExpressionAttributeValues: { ':b': bucket },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/** Past buckets a shard's sweep may catch up on per tick (keeps one tick short after downtime). */
+const CATCH_UP_BUCKETS = 60;
+
+/**
+ * The buckets of one sweep: from the watermark on, at most CATCH_UP_BUCKETS of backlog, and
+ * always the last three minutes, so fresh entries are never held up by a long catch-up.
+ */
+export function bucketsToSweep(from: number, current: number): number[] {
+  const out: number[] = [];
+  const catchUpEnd = Math.min(current, from + CATCH_UP_BUCKETS);
+  for (let b = from; b <= catchUpEnd; b++) out.push(b);
+  for (let b = Math.max(catchUpEnd + 1, current - 2); b <= current; b++) out.push(b);
+  return out;
+}
+
+/**
+ * Claims an entry for `leaseMs` (a conditional update: one worker copy wins). The entry stays
+ * in its bucket until `deleteDue`, so a worker that dies holding it loses nothing: the lease
+ * runs out and another copy fires it again (the actions are idempotent). Returns the lease
+ * token, or undefined when the entry is gone or leased by someone else.
+ */
+export async function leaseDue(
+  rt: Runtime,
+  k: DueKey,
+  nowMs: number,
+  leaseMs: number,
+  token: string,
+): Promise<string | undefined> {
+  try {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.timers,
+        Key: { pk: k.pk, sk: k.sk },
+        UpdateExpression: 'SET leaseUntil = :until, leaseToken = :token',
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
+        ExpressionAttributeValues: { ':until': nowMs + leaseMs, ':token': token, ':now': nowMs },
+      }),
+    );
+    return token;
+  } catch (err) {
+    if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Gives a lease back early (the action failed) so the next sweep retries at once. */
+export async function releaseDue(rt: Runtime, k: DueKey, token: string): Promise<void> {
+  try {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.timers,
+        Key: { pk: k.pk, sk: k.sk },
+        UpdateExpression: 'REMOVE leaseUntil, leaseToken',
+        ConditionExpression: 'leaseToken = :token',
+        ExpressionAttributeValues: { ':token': token },
       }),
     );
   } catch (err) {

@@ -10,11 +10,22 @@ import {
   type AttemptEntry,
   type Dispatch,
 } from './dispatches.js';
+import { toFlagChange, type FlagChange } from './flags.js';
 import { GENESIS, chainHash } from './hash.js';
+import { toPostback, type PostbackEntry } from './postbacks.js';
 
-export type DispatchWithAttempts = Dispatch & { attempts: Omit<AttemptEntry, 'type'>[] };
+export type DispatchWithAttempts = Dispatch & {
+  attempts: Omit<AttemptEntry, 'type'>[];
+  /** Postbacks accepted for the dispatch, by receipt time. */
+  postbacks: Omit<PostbackEntry, 'type'>[];
+  /** Every change of its compliance flag, oldest first. */
+  flagHistory: Pick<FlagChange, 'flag' | 'at' | 'cause'>[];
+};
 
-/** One dispatch with its attempts in order; undefined when unknown. */
+const entriesOf = (items: Record<string, unknown>[], prefix: string) =>
+  items.filter((i) => String(i.sk).startsWith(prefix));
+
+/** One dispatch with its attempts, postbacks and flag history; undefined when unknown. */
 export async function getDispatch(
   rt: Runtime,
   dispatchId: string,
@@ -22,16 +33,23 @@ export async function getDispatch(
   const items = await dispatchItems(rt, dispatchId);
   const head = items[0];
   if (!head || head.sk !== 'DSP') return undefined;
-  const attempts = items.filter((i) => String(i.sk).startsWith('ATT#')).map(toAttempt);
-  return { ...toDispatch(head), attempts };
+  return {
+    ...toDispatch(head),
+    attempts: entriesOf(items, 'ATT#').map(toAttempt),
+    postbacks: entriesOf(items, 'PB#').map(toPostback),
+    // The sk is `FLAG#{at}#{seq}` with `at` never going back: sort order is change order.
+    flagHistory: entriesOf(items, 'FLAG#').map(toFlagChange),
+  };
 }
 
 export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string; reason: string };
 
 /**
- * Recomputes a dispatch's hash chain from its stored entries: the creation fields first, then
- * every other entry in sort-key order, each linked to the one before; the last must be the
- * dispatch's `headHash`. Entries other issues add (postbacks, flags) follow the same rule.
+ * Recomputes a dispatch's hash chain from its stored entries. The creation fields are the
+ * first entry; from there each entry is the one whose `prevHash` is the previous entry's hash
+ * (attempts, postbacks and flags interleave in time, so sort-key order is not chain order).
+ * Every stored entry must be on that single path, each hash must match its content, and the
+ * last must be the dispatch's `headHash`.
  */
 export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
   const items = await dispatchItems(rt, dispatchId);
@@ -40,15 +58,28 @@ export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Prom
   const creation = creationOf(head);
   if (creation.prevHash !== GENESIS || chainHash(GENESIS, { ...creation }) !== head.entryHash)
     return { ok: false, at: 'DSP', reason: 'creation entry does not match its hash' };
+  const rest = items.slice(1);
+  const next = new Map<string, Record<string, unknown>[]>();
+  for (const item of rest) {
+    const key = String(item.prevHash);
+    next.set(key, [...(next.get(key) ?? []), item]);
+  }
   let prev = String(head.entryHash);
-  for (const item of items.slice(1)) {
-    const { pk: _pk, sk, hash, ...entry } = item;
-    if (entry.prevHash !== prev)
-      return { ok: false, at: String(sk), reason: 'prevHash does not link' };
+  const seen = new Set<unknown>();
+  for (;;) {
+    const following = next.get(prev) ?? [];
+    if (following.length === 0) break;
+    if (following.length > 1)
+      return { ok: false, at: String(following[1]!.sk), reason: 'the chain forks here' };
+    const { pk: _pk, sk, hash, ...entry } = following[0]!;
+    if (seen.has(sk)) return { ok: false, at: String(sk), reason: 'the chain loops' };
+    seen.add(sk);
     if (chainHash(prev, entry) !== hash)
       return { ok: false, at: String(sk), reason: 'hash does not match' };
     prev = String(hash);
   }
+  const unlinked = rest.find((i) => !seen.has(i.sk));
+  if (unlinked) return { ok: false, at: String(unlinked.sk), reason: 'prevHash does not link' };
   if (prev !== head.headHash)
     return { ok: false, at: 'DSP', reason: 'headHash is not the last entry' };
   return { ok: true, entries: items.length };

@@ -3,7 +3,7 @@ import type { Handler } from '../../shared/bus/consumer.js';
 import { consentEventSchema } from '../../shared/domain/consent/events.js';
 import { AppError } from '../../shared/errors.js';
 import { newDispatchItems } from '../../shared/ledger/dispatches.js';
-import { dueEntry } from '../../shared/ledger/due.js';
+import { dueEntry, ensureFamily } from '../../shared/ledger/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
@@ -34,6 +34,8 @@ export function consentEventHandler(
     const event = parsed.data;
     const roomy = await d.lanes.waitForRoom();
     const nowMs = Date.now();
+    // The first SLA check is written with the dispatch: its shard watermarks must exist first.
+    if (event.data.postback) await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
     const deadlineMs = nowMs + rt.config.DISPATCH_SAFETY_NET_MS;
     const created = newDispatchItems(rt, {
       event,

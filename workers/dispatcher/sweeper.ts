@@ -3,6 +3,7 @@ import { dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js'
 import {
   advanceWatermark,
   bucketOf,
+  bucketsToSweep,
   deleteDue,
   dueDeleteItem,
   dueEntry,
@@ -15,22 +16,11 @@ import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
 
-/** Past buckets a shard's sweep may catch up on per tick (keeps one tick short after downtime). */
-const CATCH_UP_BUCKETS = 60;
 /** Entries claimed at once (each claim is a read and a transaction). */
 const CLAIM_CONCURRENCY = 16;
 
-/**
- * The buckets of one sweep: from the watermark on, at most CATCH_UP_BUCKETS of backlog, and
- * always the last three minutes, so fresh retries are never held up by a long catch-up.
- */
-export function bucketsToSweep(from: number, current: number): number[] {
-  const out: number[] = [];
-  const catchUpEnd = Math.min(current, from + CATCH_UP_BUCKETS);
-  for (let b = from; b <= catchUpEnd; b++) out.push(b);
-  for (let b = Math.max(catchUpEnd + 1, current - 2); b <= current; b++) out.push(b);
-  return out;
-}
+// The bucket walk is shared with the timers worker; re-exported for this module's tests.
+export { bucketsToSweep };
 
 /**
  * Reads the due-index and turns due entries into retry jobs. An entry is claimed with one

@@ -102,8 +102,12 @@ export async function captureConsent(
   const ctx = { rt, app, actor: { source: 'widget' as const, credential: 'siteKey' } };
   const txn =
     input.referenceId === undefined
-      ? await createWithPrincipal(ctx, { principal: {}, build })
-      : await createInPrincipal(ctx, input.referenceId, build);
+      ? await createWithPrincipal(ctx, {
+          principal: {},
+          build,
+          reminderDaysBefore: notice.reminderDaysBefore,
+        })
+      : await createInPrincipal(ctx, input.referenceId, build, notice.reminderDaysBefore);
   return {
     transactionId: txn.transactionId,
     referenceId: txn.referenceId,

@@ -138,6 +138,19 @@ export function planEvents(c: EventContext): ConsentEvent[] {
   return out;
 }
 
+/**
+ * `consent.expiry.reminder` for a transaction: no record changes, so not planned from changes;
+ * it lists the records still granted, which are the ones about to lapse (DESIGN §5).
+ */
+export function reminderEvent(c: EventContext): ConsentEvent {
+  const granted = c.txn.records.filter((r) => r.state === 'granted');
+  return build(
+    c,
+    'consent.expiry.reminder',
+    granted.map((r) => ({ recordId: r.recordId, purpose: r.purpose, granted: true })),
+  );
+}
+
 /** Kafka message for an event: keyed by app and principal so one principal stays in order. */
 export function toOutboxItem(e: ConsentEvent, topic: string): OutboxItem {
   return {

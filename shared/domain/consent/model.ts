@@ -83,6 +83,8 @@ export interface StoredTransaction {
   records: ConsentRecord[];
   version: number;
   proof?: CaptureProof;
+  /** When the `consent.expiry.reminder` went out (sent once). */
+  reminderSentAt?: string;
 }
 
 export interface StoredPrincipal {

@@ -1,9 +1,10 @@
 import { AppError } from '../../errors.js';
+import { ensureFamily } from '../../ledger/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { newEventId, newReferenceId, uuidv7 } from '../ids.js';
 import type { App } from '../types.js';
-import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';
+import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
 import type {
   Actor,
   ConsentRecord,
@@ -20,6 +21,7 @@ import {
   putTransaction,
   putUser,
 } from './repository.js';
+import { timerItems } from './timers.js';
 
 /**
  * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
@@ -33,6 +35,16 @@ export interface WriteContext {
   rt: Runtime;
   app: App;
   actor: Actor;
+  /** The time of the change; the timers worker passes its (injectable) clock. */
+  now?: () => Date;
+}
+
+const clock = (ctx: WriteContext) => ctx.now?.() ?? new Date();
+
+/** What a commit adds beyond the planned events: timers of a new transaction, extra events. */
+interface CommitOptions {
+  reminderDaysBefore?: number | undefined;
+  events?: ((c: EventContext) => ConsentEvent[]) | undefined;
 }
 
 /** An extra conditional write; `conflict` is the 409 detail when its condition fails. */
@@ -68,8 +80,9 @@ async function commit(
   items: TransactItem[],
   created: boolean,
   now: Date,
+  o: CommitOptions = {},
 ): Promise<ConsentEvent[]> {
-  const events = planEvents({
+  const ec: EventContext = {
     app: ctx.app,
     txn,
     changes,
@@ -77,12 +90,21 @@ async function commit(
     now,
     baseUrl: ctx.rt.config.PUBLIC_BASE_URL.replace(/\/+$/, ''),
     newId: newEventId,
-  });
+  };
+  const events = [...planEvents(ec), ...(o.events?.(ec) ?? [])];
   const history = historyItems(ctx.rt, txn, changes, ctx.actor, now.toISOString());
   const pointers = changes
     .filter((c) => c.operation === 'create')
     .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
-  const all = [...items, ...pointers, ...history];
+  const timers = timerItems(ctx.rt, ctx.app, txn, {
+    created,
+    changes,
+    nowMs: now.getTime(),
+    reminderDaysBefore: o.reminderDaysBefore,
+  });
+  if (timers.length > 0)
+    await ensureFamily(ctx.rt, 'expiry', ctx.rt.config.TIMER_SHARDS, now.getTime());
+  const all = [...items, ...pointers, ...history, ...timers];
   if (all.length + events.length > 100)
     throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
       errors: [{ path: '/consents', message: 'too many purposes for one change' }],
@@ -111,6 +133,8 @@ export interface NewTransaction {
   principal: Pick<StoredPrincipal, 'userId' | 'email'>;
   /** Also claim the user pointer (record API): a second claim for the user is 409. */
   userId?: string;
+  /** The notice's reminder lead time (default 30 days). */
+  reminderDaysBefore?: number | undefined;
 }
 
 /**
@@ -122,7 +146,7 @@ export async function createWithPrincipal(
   o: NewTransaction,
 ): Promise<StoredTransaction> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const now = new Date();
+    const now = clock(ctx);
     const at = now.toISOString();
     const referenceId = newReferenceId();
     const txn: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
@@ -148,7 +172,9 @@ export async function createWithPrincipal(
         }),
       );
     try {
-      await commit(ctx, txn, changes, items, true, now);
+      await commit(ctx, txn, changes, items, true, now, {
+        reminderDaysBefore: o.reminderDaysBefore,
+      });
       return txn;
     } catch (err) {
       const c = cancellation(err);
@@ -170,11 +196,12 @@ export async function createInPrincipal(
   ctx: WriteContext,
   referenceId: string,
   build: NewTransaction['build'],
+  reminderDaysBefore?: number,
 ): Promise<StoredTransaction> {
   const principal = await loadPrincipal(ctx.rt, ctx.app.appId, referenceId);
   const unknown = () => new AppError('SVC_NOT_FOUND', 'Unknown referenceId');
   if (!principal) throw unknown();
-  const now = new Date();
+  const now = clock(ctx);
   const at = now.toISOString();
   const txn: StoredTransaction = {
     ...build(referenceId, at),
@@ -194,7 +221,7 @@ export async function createInPrincipal(
     putTransaction(ctx.rt, txn),
   ];
   try {
-    await commit(ctx, txn, changes, items, true, now);
+    await commit(ctx, txn, changes, items, true, now, { reminderDaysBefore });
   } catch (err) {
     const c = cancellation(err);
     if (c?.failed.has(0)) throw unknown();
@@ -207,8 +234,10 @@ export async function createInPrincipal(
 export interface Mutation {
   records: ConsentRecord[];
   changes: RecordChange[];
-  patch?: Pick<StoredTransaction, 'userId'>;
+  patch?: Partial<Pick<StoredTransaction, 'userId' | 'reminderSentAt'>>;
   extra?: ExtraWrite[];
+  /** Events beyond those the record changes imply (the expiry reminder). */
+  events?: (c: EventContext) => ConsentEvent[];
   /** Write even when no record changed (e.g. only the e-mail or the user link changed). */
   force?: boolean;
 }
@@ -226,7 +255,7 @@ export async function mutateTransaction(
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const current = await locate();
     if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
-    const now = new Date();
+    const now = clock(ctx);
     const at = now.toISOString();
     const m = apply(current, at);
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
@@ -246,6 +275,7 @@ export async function mutateTransaction(
         [putTransaction(ctx.rt, next, current.version), ...extra.map((x) => x.item)],
         false,
         now,
+        { events: m.events },
       );
       return { txn: next, events };
     } catch (err) {

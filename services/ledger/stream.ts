@@ -1,0 +1,94 @@
+import { once } from 'node:events';
+import type { Response } from 'express';
+import { coerceError } from '../../shared/errors.js';
+import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { detailOf } from './view.js';
+
+/**
+ * The NDJSON export. Line format (one JSON object per line, `type` first):
+ *
+ *   {"type":"dispatch", ...one dispatch as GET /dispatches/{id} returns it}
+ *   {"type":"summary","count":n,"from":"…","to":"…"}      always the last line of a full export
+ *   {"type":"error","code":"SVC_…","detail":"…"}          last line when reading failed midway
+ *
+ * Why a summary line: the 200 status and headers leave before the data, so a failure or a
+ * cut connection halfway cannot change them. An export is complete only if its last line is
+ * the summary and `count` equals the dispatch lines read.
+ */
+
+/** Writes a chunk, waiting for 'drain' when the socket's buffer is full (back-pressure). */
+export async function writeChunk(res: Response, chunk: string, signal: AbortSignal) {
+  if (res.write(chunk)) return;
+  // Rejects with an AbortError when the client goes away while we wait.
+  await once(res, 'drain', { signal });
+}
+
+export interface NdjsonStream {
+  /** The records; pulled one at a time, only as fast as the client reads. */
+  source: (signal: AbortSignal) => AsyncIterable<Record<string, unknown>>;
+  /** The last line of a complete stream. */
+  summary: (count: number) => Record<string, unknown>;
+  log: Logger;
+}
+
+/**
+ * Streams records as NDJSON with back-pressure, and stops pulling from the source once the
+ * client disconnects (its iterator is returned, so a generator's `finally` runs). Errors before
+ * the first byte are thrown (the caller's problem+json answer); later ones end the stream with
+ * an error line.
+ */
+export async function writeNdjson(res: Response, s: NdjsonStream): Promise<void> {
+  const gone = new AbortController();
+  // 'close' after the response finished is the normal end; before, the client went away.
+  const onClose = () => {
+    if (!res.writableFinished) gone.abort();
+  };
+  res.on('close', onClose);
+  let count = 0;
+  try {
+    for await (const record of s.source(gone.signal)) {
+      await writeChunk(res, `${JSON.stringify(record)}\n`, gone.signal);
+      count++;
+    }
+    if (!gone.signal.aborted) res.end(`${JSON.stringify(s.summary(count))}\n`);
+  } catch (err) {
+    if (gone.signal.aborted) return; // nobody left to tell
+    if (!res.headersSent) throw err;
+    const e = coerceError(err);
+    s.log.error({ err, count }, 'NDJSON stream failed midway');
+    res.end(`${JSON.stringify({ type: 'error', code: e.code, detail: e.message })}\n`);
+  } finally {
+    res.off('close', onClose);
+    if (gone.signal.aborted) s.log.info({ count }, 'NDJSON stream abandoned by the client');
+  }
+}
+
+export async function streamExport(
+  rt: Runtime,
+  res: Response,
+  q: DispatchQuery & { from: string; to: string },
+): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader(
+    'Content-Disposition',
+    `attachment; filename="ledger-${q.appId}-${q.from.slice(0, 10)}-${q.to.slice(0, 10)}.ndjson"`,
+  );
+  try {
+    await writeNdjson(res, {
+      source: async function* (signal) {
+        for await (const d of exportDispatches(rt, q, { signal }))
+          yield { type: 'dispatch', ...detailOf(d) };
+      },
+      summary: (count) => ({ type: 'summary', count, from: q.from, to: q.to }),
+      log: rt.log.child({ route: 'ledger export', appId: q.appId }),
+    });
+  } catch (err) {
+    // Nothing was sent: the problem+json handler answers (e.g. 503) instead of an attachment.
+    res.removeHeader('Content-Disposition');
+    throw err;
+  }
+}

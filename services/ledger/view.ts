@@ -1,0 +1,76 @@
+import type { Dispatch } from '../../shared/ledger/dispatches.js';
+import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
+import type { DispatchDetail, DispatchSummary } from './schemas.js';
+
+/**
+ * The API shapes of ledger entries, built by picking named fields: whatever else the stored
+ * items hold (the webhook body, trace context, due-index keys, storage keys) never leaves.
+ */
+
+const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'type']);
+
+type Loose = Record<string, unknown>;
+
+const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
+
+export function summaryOf(d: Dispatch): DispatchSummary {
+  return {
+    dispatchId: d.dispatchId,
+    eventId: d.eventId,
+    event: d.event,
+    appId: d.appId,
+    environment: d.environment,
+    referenceId: d.referenceId,
+    createdAt: d.createdAt,
+    dispatchedAt: d.dispatchedAt,
+    deliveryStatus: d.deliveryStatus,
+    attemptCount: d.attemptCount,
+    lastAttemptAt: orNull(d.lastAttemptAt),
+    nextAttemptAt: orNull(d.nextAttemptAt),
+    deliveredAt: orNull(d.deliveredAt),
+    postbackRequired: d.postbackRequired,
+    postbackDueAt: orNull(d.postbackDueAt),
+    complianceFlag: orNull(d.complianceFlag) as DispatchSummary['complianceFlag'],
+  };
+}
+
+function attemptOf(a: Loose): DispatchDetail['attempts'][number] {
+  const keys = [
+    'attempt',
+    'trigger',
+    'time',
+    'durationMs',
+    'destination',
+    'statusCode',
+    'errorClass',
+    'errorMessage',
+    'responseExcerpt',
+    'outcome',
+    'prevHash',
+    'hash',
+  ];
+  return Object.fromEntries(
+    keys.filter((k) => a[k] !== undefined).map((k) => [k, a[k]]),
+  ) as DispatchDetail['attempts'][number];
+}
+
+/** Postback and flag entries come from the compliance worker: all but storage keys. */
+const entryOf = (e: Loose): Loose =>
+  Object.fromEntries(Object.entries(e).filter(([k]) => !STORAGE.has(k)));
+
+/**
+ * One dispatch with its chain. `postbacks` and `flagHistory` are read from getDispatch when it
+ * provides them (the compliance worker's entries) and are empty lists otherwise.
+ */
+export function detailOf(d: DispatchWithAttempts): DispatchDetail {
+  const extra = d as DispatchWithAttempts & { postbacks?: Loose[]; flagHistory?: Loose[] };
+  return {
+    ...summaryOf(d),
+    bodySha256: d.bodySha256,
+    entryHash: d.entryHash,
+    headHash: d.headHash,
+    attempts: (d.attempts as unknown as Loose[]).map(attemptOf),
+    postbacks: (extra.postbacks ?? []).map(entryOf),
+    flagHistory: (extra.flagHistory ?? []).map(entryOf) as DispatchDetail['flagHistory'],
+  };
+}

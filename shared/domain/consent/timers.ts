@@ -1,0 +1,114 @@
+import { duePutItem, timerKey, type TimerEntry } from '../../ledger/due.js';
+import type { TransactItem } from '../../outbox/outbox.js';
+import type { Runtime } from '../../runtime.js';
+import type { App } from '../types.js';
+import type { RecordChange, StoredTransaction } from './model.js';
+import { deriveStatus } from './states.js';
+
+/**
+ * The consent domain's timers in the `expiry#` family of the due-index, written in the same
+ * commit as the change that makes them due, and fired by the timers worker:
+ * - `reminder` and `expire` for a new transaction (its validity window),
+ * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep).
+ * Pure builders: no I/O, the clock is a parameter.
+ */
+
+export const DAY_MS = 86_400_000;
+/** DESIGN §5: the reminder goes out this long before expiry unless the notice says otherwise. */
+export const DEFAULT_REMINDER_DAYS = 30;
+/** DESIGN §7: an erased principal's e-mail and user id are removed this long after the erase. */
+export const SCRUB_AFTER_MS = 30 * DAY_MS;
+
+export type ExpiryKind = 'reminder' | 'expire' | 'scrub';
+
+export interface ExpiryEntry extends TimerEntry {
+  kind: ExpiryKind;
+  appId: string;
+  referenceId: string;
+  /** For reminder and expire; a scrub concerns the whole principal. */
+  transactionId?: string;
+}
+
+export function expiryEntry(
+  kind: ExpiryKind,
+  t: { appId: string; referenceId: string; transactionId?: string | undefined },
+  dueAtMs: number,
+  shards: number,
+): ExpiryEntry {
+  const id = `${kind}:${t.appId}:${t.transactionId ?? t.referenceId}`;
+  return {
+    ...timerKey('expiry', id, dueAtMs, shards),
+    kind,
+    appId: t.appId,
+    referenceId: t.referenceId,
+    ...(t.transactionId !== undefined ? { transactionId: t.transactionId } : {}),
+  };
+}
+
+const scaleOf = (app: Pick<App, 'slaTimeScale'>) => Math.max(1, app.slaTimeScale || 1);
+
+/**
+ * When a transaction's reminder and expiry fire. A sandbox app's time scale compresses the
+ * whole validity window from `createdAt` (as it does SLA windows), so a 365-day window with
+ * scale 3600 ends after about 2.4 hours. No reminder when it would not come before the expiry.
+ */
+export function expiryInstants(
+  txn: Pick<StoredTransaction, 'createdAt' | 'expiresAt'>,
+  reminderDaysBefore: number,
+  app: Pick<App, 'slaTimeScale'>,
+): { reminderAt?: number; expireAt: number } {
+  const start = Date.parse(txn.createdAt);
+  const scale = scaleOf(app);
+  const at = (ms: number) => Math.ceil(start + (ms - start) / scale);
+  const end = Date.parse(txn.expiresAt);
+  const expireAt = at(end);
+  const reminderAt = at(end - reminderDaysBefore * DAY_MS);
+  return reminderDaysBefore > 0 && reminderAt > start && reminderAt < expireAt
+    ? { reminderAt, expireAt }
+    : { expireAt };
+}
+
+/** The erase of the last live record of a transaction: its principal may be scrubbed later. */
+export function completesErasure(txn: StoredTransaction, changes: readonly RecordChange[]) {
+  return (
+    changes.some((c) => c.to === 'erased') &&
+    deriveStatus(txn.records.map((r) => r.state)) === 'erased'
+  );
+}
+
+/**
+ * The timer puts to add to a commit that changes `txn`. Due times are never before `nowMs`
+ * (an entry below a sweeper's watermark would never be read).
+ */
+export function timerItems(
+  rt: Runtime,
+  app: Pick<App, 'slaTimeScale'>,
+  txn: StoredTransaction,
+  o: {
+    created: boolean;
+    changes: readonly RecordChange[];
+    nowMs: number;
+    reminderDaysBefore?: number | undefined;
+  },
+): TransactItem[] {
+  const shards = rt.config.TIMER_SHARDS;
+  const put = (kind: ExpiryKind, atMs: number, withTxn: boolean) =>
+    duePutItem(
+      rt,
+      expiryEntry(
+        kind,
+        { ...txn, transactionId: withTxn ? txn.transactionId : undefined },
+        Math.max(atMs, o.nowMs),
+        shards,
+      ),
+    );
+  const out: TransactItem[] = [];
+  if (o.created) {
+    const when = expiryInstants(txn, o.reminderDaysBefore ?? DEFAULT_REMINDER_DAYS, app);
+    if (when.reminderAt !== undefined) out.push(put('reminder', when.reminderAt, true));
+    out.push(put('expire', when.expireAt, true));
+  }
+  if (completesErasure(txn, o.changes))
+    out.push(put('scrub', o.nowMs + SCRUB_AFTER_MS / scaleOf(app), false));
+  return out;
+}

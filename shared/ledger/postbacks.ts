@@ -1,0 +1,193 @@
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { ComplianceFlag } from '../compliance/flags.js';
+import type { PostbackMessage } from '../compliance/postback.js';
+import type { EventType } from '../domain/consent/events.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { Runtime } from '../runtime.js';
+import { dispatchPk } from './dispatches.js';
+import { duePutItem, type TimerEntry } from './due.js';
+import {
+  chainAfter,
+  flagSk,
+  gaugeCounterItem,
+  type FlagChange,
+  type FlagEntry,
+  type GaugeDeltas,
+} from './flags.js';
+
+/**
+ * Postback entries of the dispatch ledger (sk `PB#{receivedAt}#{postbackId}`: the whole
+ * postback as accepted, with the service's receipt time) and the compliance worker's one
+ * write, which appends postback and flag entries to the dispatch's chain.
+ */
+
+export const postbackSk = (receivedAt: string, postbackId: string) =>
+  `PB#${receivedAt}#${postbackId}`;
+
+export interface PostbackEntry extends Omit<PostbackMessage, 'appId'> {
+  type: 'postback';
+  prevHash: string;
+  hash: string;
+}
+
+/** The API shape of a postback entry: storage keys and the entry type removed. */
+export function toPostback(item: Record<string, unknown>): Omit<PostbackEntry, 'type'> {
+  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  return entry as unknown as Omit<PostbackEntry, 'type'>;
+}
+
+/** The dispatch as the compliance worker read it: its write holds only if this still holds. */
+export interface ComplianceBase {
+  dispatchId: string;
+  event: EventType;
+  headHash: string;
+  complianceFlag: ComplianceFlag | null;
+  /** Gauge memberships as stored; undefined before the first evaluation. */
+  awaitingPostback: boolean | undefined;
+  nearDeadline: boolean | undefined;
+  /** Flag entries so far (the next one is numbered flagCount + 1). */
+  flagCount: number;
+}
+
+export interface ComplianceWrite {
+  base: ComplianceBase;
+  /** A postback to record, with the consumer's idempotency claim that commits with it. */
+  postback?: { message: PostbackMessage; claim: TransactItem };
+  changes: FlagChange[];
+  gauges: { awaitingPostback: boolean; nearDeadline: boolean };
+  /** The next SLA check (an idempotent put: its key is the dispatch and the instant). */
+  next?: TimerEntry;
+}
+
+export type ComplianceResult =
+  | { result: 'written'; postback?: PostbackEntry; flags: FlagEntry[] }
+  /** This postback was recorded before (a redelivery): nothing written. */
+  | { result: 'duplicate' }
+  /** The dispatch changed since it was read: read again, plan again. */
+  | { result: 'moved' };
+
+const one = (b: boolean) => (b ? 1 : 0);
+
+/** How the gauge counters move when the dispatch goes from `base` to the written state. */
+export function gaugeDeltas(w: ComplianceWrite): GaugeDeltas {
+  const last = w.changes.at(-1)?.flag ?? w.base.complianceFlag;
+  return {
+    awaiting: one(w.gauges.awaitingPostback) - one(w.base.awaitingPostback === true),
+    near: one(w.gauges.nearDeadline) - one(w.base.nearDeadline === true),
+    unconfirmed:
+      one(last === 'unconfirmed_erasure') - one(w.base.complianceFlag === 'unconfirmed_erasure'),
+  };
+}
+
+/**
+ * Which items of a cancelled transaction failed their condition; undefined when it was not
+ * cancelled. A cancellation for contention (TransactionConflict) fails none of them.
+ */
+function failedConditions(err: unknown): Set<number> | undefined {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  if (e?.name !== 'TransactionCanceledException') return undefined;
+  const failed = new Set<number>();
+  (e.CancellationReasons ?? []).forEach((r, i) => {
+    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
+  });
+  return failed;
+}
+
+/**
+ * One transaction: the idempotency claim, the postback entry, the flag entries, the dispatch
+ * update (head, flag, gauge memberships) conditional on the dispatch being as read, the gauge
+ * counters and the next SLA check. Either all of it happens or none.
+ */
+export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<ComplianceResult> {
+  const b = w.base;
+  const pk = dispatchPk(b.dispatchId);
+  const { postback: pb } = w;
+  type Body = Omit<PostbackEntry, 'prevHash' | 'hash'> | Omit<FlagEntry, 'prevHash' | 'hash'>;
+  const bodies: Body[] = [];
+  if (pb) {
+    const { appId: _appId, ...message } = pb.message;
+    bodies.push({ type: 'postback', ...message });
+  }
+  w.changes.forEach((c, i) =>
+    bodies.push({ type: 'flag', dispatchId: b.dispatchId, seq: b.flagCount + i + 1, ...c }),
+  );
+  const chained = chainAfter<PostbackEntry | FlagEntry>(b.headHash, bodies);
+  const entries = chained.entries;
+  const deltas = gaugeDeltas(w);
+  const gaugesMoved =
+    w.gauges.awaitingPostback !== b.awaitingPostback || w.gauges.nearDeadline !== b.nearDeadline;
+
+  const items: TransactItem[] = [];
+  if (pb) items.push(pb.claim);
+  for (const e of entries)
+    items.push({
+      Put: {
+        TableName: rt.tables.ledger,
+        Item: {
+          ...e,
+          pk,
+          sk: e.type === 'postback' ? postbackSk(e.receivedAt, e.postbackId) : flagSk(e.at, e.seq),
+        },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    });
+  if (entries.length > 0 || gaugesMoved) items.push(dispatchUpdate(rt, w, chained.head));
+  const counter = gaugeCounterItem(rt, b.event, b.dispatchId, deltas);
+  if (counter) items.push(counter);
+  if (w.next) items.push(duePutItem(rt, w.next));
+  if (items.length === 0) return { result: 'written', flags: [] };
+  try {
+    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+  } catch (err) {
+    const failed = failedConditions(err);
+    if (!failed) throw err;
+    // The claim, or the postback entry itself (claims expire; entries do not), already exists.
+    if (pb && (failed.has(0) || failed.has(1))) return { result: 'duplicate' };
+    // A failed condition on the dispatch, or contention with another transaction.
+    return { result: 'moved' };
+  }
+  const flags = entries.filter((e): e is FlagEntry & { hash: string } => e.type === 'flag');
+  const postback = entries.find(
+    (e): e is PostbackEntry & { hash: string } => e.type === 'postback',
+  );
+  return { result: 'written', ...(postback ? { postback } : {}), flags };
+}
+
+function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string): TransactItem {
+  const b = w.base;
+  const sets = ['headHash = :head', 'awaitingPostback = :aw', 'nearDeadline = :near'];
+  const values: Record<string, unknown> = {
+    ':prevHead': b.headHash,
+    ':head': head,
+    ':aw': w.gauges.awaitingPostback,
+    ':near': w.gauges.nearDeadline,
+  };
+  const conds = ['headHash = :prevHead'];
+  const was = (attr: string, v: boolean | undefined) => {
+    if (v === undefined) conds.push(`attribute_not_exists(${attr})`);
+    else {
+      conds.push(`${attr} = :was_${attr}`);
+      values[`:was_${attr}`] = v;
+    }
+  };
+  was('awaitingPostback', b.awaitingPostback);
+  was('nearDeadline', b.nearDeadline);
+  const last = w.changes.at(-1);
+  if (last) {
+    sets.push('complianceFlag = :flag', 'flagCount = :count', 'flagAt = :flagAt');
+    Object.assign(values, {
+      ':flag': last.flag,
+      ':count': b.flagCount + w.changes.length,
+      ':flagAt': last.at,
+    });
+  }
+  return {
+    Update: {
+      TableName: rt.tables.ledger,
+      Key: { pk: dispatchPk(b.dispatchId), sk: 'DSP' },
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: conds.join(' AND '),
+      ExpressionAttributeValues: values,
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Runtime } from '../runtime.js';
+import { isConditionFailure } from '../storage/dynamo.js';
+
+/**
+ * The erasure sweep's part in the ledger: a dispatch keeps the webhook body it sends (for
+ * retries and operator replays), and that body carries the principal's user id. Once the
+ * principal is scrubbed the stored body gets `data.userId: null`. The chain is untouched: it
+ * holds `bodySha256` of what was really sent, never the body, so it still verifies and still
+ * proves what went out; a later replay sends the redacted body.
+ */
+export async function redactDispatchBodies(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  now: Date,
+): Promise<number> {
+  let redacted = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.ledger,
+        IndexName: 'gsi2',
+        KeyConditionExpression: 'gsi2pk = :pk',
+        ExpressionAttributeValues: { ':pk': `APP#${appId}#REF#${referenceId}` },
+        ProjectionExpression: 'pk, sk, body',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of r.Items ?? []) {
+      const body = redactedBody(item.body);
+      if (body === undefined) continue;
+      try {
+        await rt.dynamo.doc.send(
+          new UpdateCommand({
+            TableName: rt.tables.ledger,
+            Key: { pk: item.pk, sk: item.sk },
+            UpdateExpression: 'SET body = :body, bodyRedactedAt = :at',
+            // Only the body that was read: a concurrent change is picked up by the next sweep.
+            ConditionExpression: 'body = :old',
+            ExpressionAttributeValues: {
+              ':body': body,
+              ':old': item.body,
+              ':at': now.toISOString(),
+            },
+          }),
+        );
+        redacted++;
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+      }
+    }
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return redacted;
+}
+
+/** The body with `data.userId` nulled, or undefined when it holds none (or is not an event). */
+export function redactedBody(body: unknown): string | undefined {
+  if (typeof body !== 'string') return undefined;
+  let parsed: { data?: { userId?: unknown } };
+  try {
+    parsed = JSON.parse(body) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  if (!parsed?.data || parsed.data.userId === null || parsed.data.userId === undefined)
+    return undefined;
+  parsed.data.userId = null;
+  return JSON.stringify(parsed);
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { POSTBACK_EVENTS, readGauges } from '../../shared/ledger/flags.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { isConditionFailure } from '../../shared/storage/dynamo.js';
+import type { ComplianceMetrics } from './metrics.js';
+
+const LEASE_KEY = { pk: 'lease#compliance-gauges', sk: 'lease' };
+
+/**
+ * Publishes the compliance gauges from the counters in the ledger every interval. The gauges
+ * are global counts, and the dashboard sums them across instances, so exactly one worker copy
+ * reports them: whoever holds a short lease (an item in the timers table). The others export
+ * no series for them, and take over within a few intervals when the holder stops or dies.
+ */
+export class GaugeReporter {
+  private readonly owner = randomUUID();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private holding = false;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly o: { metrics: ComplianceMetrics; now: () => number; intervalMs: number },
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      this.running = this.refresh()
+        .catch((err: unknown) => this.rt.log.warn({ err }, 'compliance gauges not refreshed'))
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs);
+        });
+    };
+    tick();
+  }
+
+  /** One refresh: renew (or take) the lease, then read the counters, or clear the gauges. */
+  async refresh(): Promise<void> {
+    const m = this.o.metrics;
+    this.holding = await this.lease();
+    if (!this.holding) {
+      m.awaiting.reset();
+      m.nearDeadline.reset();
+      m.unconfirmedErasures.reset();
+      return;
+    }
+    const totals = await readGauges(this.rt);
+    let unconfirmed = 0;
+    for (const event of POSTBACK_EVENTS) {
+      const t = totals[event]!;
+      m.awaiting.set({ event }, t.awaiting);
+      m.nearDeadline.set({ event }, t.near);
+      unconfirmed += t.unconfirmed;
+    }
+    m.unconfirmedErasures.set(unconfirmed);
+  }
+
+  private async lease(): Promise<boolean> {
+    const now = this.o.now();
+    try {
+      await this.rt.dynamo.doc.send(
+        new PutCommand({
+          TableName: this.rt.tables.timers,
+          Item: { ...LEASE_KEY, owner: this.owner, leaseUntil: now + 3 * this.o.intervalMs },
+          ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #o = :me',
+          ExpressionAttributeNames: { '#o': 'owner' },
+          ExpressionAttributeValues: { ':now': now, ':me': this.owner },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Stops refreshing and hands the lease back so another copy reports at once. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    if (!this.holding) return;
+    this.holding = false;
+    await this.rt.dynamo.doc
+      .send(
+        new DeleteCommand({
+          TableName: this.rt.tables.timers,
+          Key: LEASE_KEY,
+          ConditionExpression: '#o = :me',
+          ExpressionAttributeNames: { '#o': 'owner' },
+          ExpressionAttributeValues: { ':me': this.owner },
+        }),
+      )
+      .catch((err: unknown) => {
+        if (!isConditionFailure(err)) this.rt.log.warn({ err }, 'gauge lease not released');
+      });
+  }
+}

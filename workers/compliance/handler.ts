@@ -1,0 +1,155 @@
+import type { Handler } from '../../shared/bus/consumer.js';
+import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js';
+import { postbackMessage, type PostbackMessage } from '../../shared/compliance/postback.js';
+import { getAppCached } from '../../shared/domain/apps.js';
+import { AppError } from '../../shared/errors.js';
+import { dispatchItems, type DispatchRecord } from '../../shared/ledger/dispatches.js';
+import { slaCheckEntry, slaCheckMessage } from '../../shared/ledger/flags.js';
+import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
+import type { Runtime } from '../../shared/runtime.js';
+import type { ComplianceMetrics } from './metrics.js';
+import { gaugeMembership, nextCheckAt, planFlagChanges } from './plan.js';
+
+/** The consumer name in the idempotency table. */
+export const CONSUMER = 'compliance';
+
+/** Re-reads when the dispatch moves under a write (an attempt, or a busy counter item). */
+const MAX_TRIES = 10;
+
+interface Job {
+  dispatchId: string;
+  /** The instant to assess at. */
+  evalAtMs: number;
+  postback?: PostbackMessage;
+  /** SLA checks schedule the next one; postbacks leave the chain of checks as it is. */
+  scheduleNext: boolean;
+}
+
+/**
+ * postbacks topic → the ledger. Two kinds of message, both keyed by dispatchId so one
+ * dispatch's are handled in order: a postback (recorded once, by postbackId, then the flag
+ * recomputed) and an SLA check from the timers worker (flag recomputed at that instant, next
+ * check scheduled). This worker is the only writer of flags.
+ */
+export function postbacksHandler(
+  rt: Runtime,
+  o: { now: () => number; metrics: ComplianceMetrics },
+): Handler {
+  return async (raw, ctx) => {
+    const check = slaCheckMessage.safeParse(raw);
+    if (check.success) {
+      const at = Date.parse(check.data.at);
+      // Never assess before the instant the check was due, whatever this worker's clock says.
+      const evalAtMs = Math.max(o.now(), Number.isNaN(at) ? 0 : at);
+      await apply(rt, o.metrics, {
+        dispatchId: check.data.dispatchId,
+        evalAtMs,
+        scheduleNext: true,
+      });
+      return;
+    }
+    const parsed = postbackMessage.safeParse(raw);
+    if (!parsed.success)
+      throw new AppError(
+        'SVC_VALIDATION_FAILED',
+        `not a postback or SLA check: ${parsed.error.issues[0]?.message ?? ''}`,
+      );
+    const pb = parsed.data;
+    const evalAtMs = Math.max(o.now(), Date.parse(pb.receivedAt));
+    const done = await apply(rt, o.metrics, {
+      dispatchId: pb.dispatchId,
+      evalAtMs,
+      postback: pb,
+      scheduleNext: false,
+    });
+    if (!done) ctx.log.debug({ postbackId: pb.postbackId }, 'postback already recorded');
+  };
+}
+
+/** Read, plan, write; again on a lost race. Returns false for an already recorded postback. */
+async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boolean> {
+  for (let tries = 0; tries < MAX_TRIES; tries++) {
+    const items = await dispatchItems(rt, job.dispatchId);
+    const head = items[0] as (DispatchRecord & Record<string, unknown>) | undefined;
+    if (!head || head.sk !== 'DSP') {
+      if (!job.postback) {
+        rt.log.warn({ dispatchId: job.dispatchId }, 'SLA check for an unknown dispatch; dropped');
+        return true;
+      }
+      // The postback API checked the dispatch exists: this is not for this ledger.
+      throw new AppError('SVC_NOT_FOUND', `postback for unknown dispatch ${job.dispatchId}`);
+    }
+    const entries = (p: string) => items.filter((i) => String(i.sk).startsWith(p));
+    const recorded = entries('PB#') as unknown as PostbackMessage[];
+    if (job.postback && recorded.some((p) => p.postbackId === job.postback!.postbackId))
+      return false;
+    const flags = entries('FLAG#');
+    const lastFlag = flags.at(-1);
+    const app = await getAppCached(rt, head.appId);
+    const policy = app ? { slaTimeScale: app.slaTimeScale, graceMs: app.graceMs } : {};
+    const facts: FlagFacts = {
+      event: head.event,
+      createdAt: head.createdAt,
+      postbackDueAt: head.postbackDueAt,
+      postbacks: [...recorded, ...(job.postback ? [job.postback] : [])],
+    };
+    const evalAt = new Date(job.evalAtMs);
+    const base: ComplianceBase = {
+      dispatchId: job.dispatchId,
+      event: head.event,
+      headHash: head.headHash,
+      complianceFlag: (head.complianceFlag ?? null) as ComplianceFlag | null,
+      awaitingPostback: head.awaitingPostback as boolean | undefined,
+      nearDeadline: head.nearDeadline as boolean | undefined,
+      flagCount: flags.length,
+    };
+    const changes = planFlagChanges(
+      facts,
+      { flag: base.complianceFlag, at: lastFlag ? String(lastFlag.at) : undefined },
+      evalAt,
+      policy,
+    );
+    const next = job.scheduleNext ? nextCheckAt(facts, evalAt, policy) : null;
+    const written = await writeCompliance(rt, {
+      base,
+      ...(job.postback
+        ? {
+            postback: {
+              message: job.postback,
+              claim: rt.processed.claimItem(CONSUMER, job.postback.postbackId, job.evalAtMs),
+            },
+          }
+        : {}),
+      changes,
+      gauges: gaugeMembership(facts, evalAt, policy),
+      ...(next
+        ? {
+            next: slaCheckEntry(job.dispatchId, head.appId, next.getTime(), rt.config.TIMER_SHARDS),
+          }
+        : {}),
+    });
+    if (written.result === 'moved') {
+      // Contention (an attempt, another partition on the same counter item): back off a little.
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** tries));
+      continue;
+    }
+    if (written.result === 'duplicate') return false;
+    for (const c of changes) {
+      m.transitions.inc({ flag: c.flag });
+      if (c.flag === 'breach') m.breaches.inc({ event: head.event });
+    }
+    if (job.postback) {
+      const flag = changes.at(-1)?.flag ?? base.complianceFlag ?? 'ok';
+      m.postbacks.inc({ status: job.postback.status, flag });
+      if (recorded.length === 0)
+        m.timeToPostback.observe(
+          { event: head.event },
+          Math.max(0, Date.parse(job.postback.receivedAt) - Date.parse(head.createdAt)) / 1000,
+        );
+    }
+    return true;
+  }
+  throw new AppError('SVC_UNAVAILABLE', `dispatch ${job.dispatchId} kept changing; retrying`, {
+    retryAfterS: 1,
+  });
+}

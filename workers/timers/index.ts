@@ -1,0 +1,92 @@
+import type { WorkerModule } from '../../shared/process.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { emptyTally, fireExpiry, fireSlaCheck, timersMetrics } from './actions.js';
+import { FamilySweeper, type SweepStats } from './sweep.js';
+
+export interface TimersOptions {
+  /** The clock deciding what is due (epoch ms); tests inject one. */
+  now?: () => number;
+}
+
+/**
+ * Fires what the due-index says is due (DESIGN §7): SLA checks (handed to the compliance
+ * worker), expiry reminders, expiries and the 30-day erasure sweep. Two families of the
+ * index, each swept by shard from its watermark, so a sweep reads only what is due and any
+ * number of copies can run.
+ */
+export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
+  const now = o.now ?? Date.now;
+  return {
+    name: 'timers',
+    start: async (rt: Runtime) => {
+      const c = rt.config;
+      const log = rt.log.child({ worker: 'timers' });
+      const metrics = timersMetrics(rt.registry);
+      const count = (s: SweepStats) => {
+        for (const outcome of ['done', 'failed'] as const)
+          for (const [kind, n] of Object.entries(s[outcome]))
+            metrics.fired.inc({ kind, outcome }, n);
+      };
+      const common = {
+        shards: c.TIMER_SHARDS,
+        intervalMs: c.TIMER_SWEEP_INTERVAL_MS,
+        leaseMs: c.TIMER_LEASE_MS,
+        now,
+        log,
+      };
+      const sla = new FamilySweeper(rt, {
+        ...common,
+        family: 'sla',
+        act: (e) => fireSlaCheck(rt, e),
+        onSweep: (s) => {
+          count(s);
+          log.info(
+            { family: 'sla', fired: s.done, failed: s.failed, taken: s.taken },
+            'timers sweep',
+          );
+        },
+      });
+      let tally = emptyTally();
+      const expiry = new FamilySweeper(rt, {
+        ...common,
+        family: 'expiry',
+        act: (e, nowMs) => fireExpiry(rt, e, new Date(nowMs), tally),
+        onSweep: (s) => {
+          count(s);
+          log.info(
+            {
+              family: 'expiry',
+              fired: s.done,
+              failed: s.failed,
+              taken: s.taken,
+              events: tally.events,
+              scrubbed: tally.scrub,
+            },
+            'timers sweep',
+          );
+          tally = emptyTally();
+        },
+      });
+      const sweepers = [sla, expiry];
+      try {
+        for (const s of sweepers) await s.start();
+      } catch (err) {
+        await Promise.allSettled(sweepers.map((s) => s.stop()));
+        throw err;
+      }
+      log.info({ shards: c.TIMER_SHARDS }, 'timers worker started');
+      let stopping: Promise<void> | undefined;
+      return {
+        stop: () =>
+          (stopping ??= (async () => {
+            const results = await Promise.allSettled(sweepers.map((s) => s.stop()));
+            for (const r of results)
+              if (r.status === 'rejected') log.warn({ err: r.reason }, 'timers stop step failed');
+            log.info('timers worker stopped');
+          })()),
+      };
+    },
+  };
+}
+
+export const timersWorker: WorkerModule = createTimersWorker();

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import {
+  advanceWatermark,
+  bucketOf,
+  bucketsToSweep,
+  deleteDue,
+  ensureWatermark,
+  leaseDue,
+  listDue,
+  releaseDue,
+  type DueFamily,
+  type TimerEntry,
+} from '../../shared/ledger/due.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Runtime } from '../../shared/runtime.js';
+
+/** Entries read per query, and fired at once. */
+const BATCH = 100;
+const CONCURRENCY = 16;
+/** Queries per bucket per sweep: a huge backlog is worked off over several sweeps. */
+const MAX_ROUNDS = 20;
+
+export type FireOutcome = 'done' | 'failed' | 'taken';
+
+/** What one sweep did: entries fired per kind, failed, and left to another copy. */
+export interface SweepStats {
+  done: Record<string, number>;
+  failed: Record<string, number>;
+  taken: number;
+}
+
+/**
+ * Sweeps one family of the due-index (shared/ledger/due.ts): from each shard's watermark to
+ * the current minute, reading only due entries. An entry is leased (conditional update, one
+ * copy wins), its action run, then deleted; if the action fails the lease is given back and
+ * the next sweep tries again, and if this copy dies the lease runs out and another copy
+ * fires it. Actions are idempotent, so the rare double firing after a lease ran out is safe.
+ */
+export class FamilySweeper {
+  private readonly watermarks = new Map<number, number>();
+  private loop: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly o: {
+      family: DueFamily;
+      shards: number;
+      intervalMs: number;
+      leaseMs: number;
+      now: () => number;
+      log: Logger;
+      /** Runs the entry's action; throws to have it retried. */
+      act: (e: TimerEntry, nowMs: number) => Promise<void>;
+      /** Called after each sweep that did something (for logs and metrics). */
+      onSweep?: (s: SweepStats) => void;
+    },
+  ) {}
+
+  /** Reads (or creates) every shard's watermark: enough to call `sweep()` by hand. */
+  async init(): Promise<void> {
+    const now = this.o.now();
+    for (let shard = 0; shard < this.o.shards; shard++)
+      this.watermarks.set(shard, await ensureWatermark(this.rt, shard, now, this.o.family));
+  }
+
+  /** `init`, then a sweep every `intervalMs` until `stop`. */
+  async start(): Promise<void> {
+    await this.init();
+    const tick = () => {
+      this.running = this.sweep()
+        .catch((err: unknown) =>
+          this.o.log.warn({ err, family: this.o.family }, 'timers sweep failed'),
+        )
+        .finally(() => {
+          if (!this.stopped) this.loop = setTimeout(tick, this.o.intervalMs);
+        });
+    };
+    tick();
+  }
+
+  /** One pass over every shard, from its watermark to the current minute. */
+  async sweep(): Promise<SweepStats> {
+    const nowMs = this.o.now();
+    const current = bucketOf(nowMs);
+    const stats: SweepStats = { done: {}, failed: {}, taken: 0 };
+    // Copies start at different shards so they contend less for the same entries.
+    const offset = Math.floor(Math.random() * this.o.shards);
+    for (let i = 0; i < this.o.shards && !this.stopped; i++) {
+      const shard = (offset + i) % this.o.shards;
+      const from = this.watermarks.get(shard) ?? current;
+      let drained = from;
+      for (const b of bucketsToSweep(from, current)) {
+        if (this.stopped) break;
+        const seen = await this.drainBucket(b, shard, nowMs, stats);
+        // A bucket two minutes old that reads empty is done for good: move past it.
+        if (!seen && b === drained && b < current - 1) drained = b + 1;
+      }
+      if (drained > from) {
+        this.watermarks.set(shard, drained);
+        await advanceWatermark(this.rt, shard, drained, this.o.family);
+      }
+    }
+    if (Object.keys(stats.done).length + Object.keys(stats.failed).length > 0)
+      this.o.onSweep?.(stats);
+    return stats;
+  }
+
+  /** Fires a bucket's due entries; returns whether it held any. */
+  private async drainBucket(b: number, shard: number, nowMs: number, stats: SweepStats) {
+    let seen = false;
+    for (let round = 0; round < MAX_ROUNDS && !this.stopped; round++) {
+      const entries = await listDue<TimerEntry>(this.rt, b, shard, nowMs, BATCH, this.o.family);
+      if (entries.length === 0) break;
+      seen = true;
+      let fired = 0;
+      for (let i = 0; i < entries.length; i += CONCURRENCY) {
+        const outcomes = await Promise.all(
+          entries.slice(i, i + CONCURRENCY).map((e) => this.fire(e, nowMs)),
+        );
+        outcomes.forEach((out, j) => {
+          const kind = entries[i + j]!.kind;
+          if (out === 'taken') stats.taken++;
+          else stats[out][kind] = (stats[out][kind] ?? 0) + 1;
+          if (out === 'done') fired++;
+        });
+      }
+      // Only leased or failing entries left (or a short page): nothing more to gain now.
+      if (fired === 0 || entries.length < BATCH) break;
+    }
+    return seen;
+  }
+
+  /** Leases one entry, runs its action, deletes it; gives the lease back when the action fails. */
+  async fire(e: TimerEntry, nowMs = this.o.now()): Promise<FireOutcome> {
+    const token = randomUUID();
+    if (!(await leaseDue(this.rt, e, nowMs, this.o.leaseMs, token))) return 'taken';
+    try {
+      await this.o.act(e, nowMs);
+    } catch (err) {
+      this.o.log.warn({ err, kind: e.kind, sk: e.sk }, 'timer action failed; it will be retried');
+      await releaseDue(this.rt, e, token).catch(() => undefined);
+      return 'failed';
+    }
+    // Left behind, the entry fires again once the lease runs out: harmless, actions are idempotent.
+    await deleteDue(this.rt, e).catch((err: unknown) =>
+      this.o.log.warn({ err, sk: e.sk }, 'fired timer not deleted'),
+    );
+    return 'done';
+  }
+
+  /** Stops sweeping; a sweep in progress finishes its current entries. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.loop) clearTimeout(this.loop);
+    await this.running;
+  }
+}
