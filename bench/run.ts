@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<void>> = {
   ingress: async () => (await import('./ingress.js')).run(),
   dispatch: async () => (await import('./dispatch.js')).run(),
   widget: async () => (await import('./widget.js')).run(),
+  timers: async () => (await import('./timers.js')).run(),
 };
 
 const name = process.argv[2];
