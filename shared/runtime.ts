@@ -67,6 +67,7 @@ export function createRuntime(
     },
     close: () =>
       (closed ??= (async () => {
+        await outbox.drain().catch(() => undefined);
         await producer.close().catch(() => undefined);
         dynamo.close();
       })()),

@@ -1,5 +1,5 @@
 import {
-  DeleteCommand,
+  BatchWriteCommand,
   ScanCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
@@ -60,6 +60,8 @@ function outboxMetrics(registry: Registry) {
  */
 export class Outbox {
   private readonly m;
+  private pendingDeletes: string[] = [];
+  private deleting: Promise<void> | undefined;
 
   constructor(private readonly d: OutboxDeps) {
     this.m = outboxMetrics(d.registry);
@@ -111,17 +113,47 @@ export class Outbox {
       return false;
     }
     this.m.published.inc({ path }, messages.length);
-    await Promise.all(
-      messages.map((m) =>
-        this.d.doc
-          .send(new DeleteCommand({ TableName: this.d.table, Key: { id: m.id } }))
-          .catch((err: unknown) =>
-            // Published but not deleted: the relay publishes it again; consumers dedupe.
-            this.d.log.warn({ err, id: m.id }, 'outbox delete failed'),
-          ),
-      ),
-    );
+    // Deletes leave in the background, batched 25 to a request: they are bookkeeping, not
+    // part of the answer, and a lost one only makes the relay publish again (consumers dedupe).
+    for (const m of messages) this.pendingDeletes.push(m.id);
+    void this.flushDeletes();
     return true;
+  }
+
+  /** Deletes published items, 25 per BatchWriteItem, while any are queued. */
+  private flushDeletes(): Promise<void> {
+    this.deleting ??= (async () => {
+      try {
+        while (this.pendingDeletes.length > 0) {
+          const ids = this.pendingDeletes.splice(0, 25);
+          try {
+            const r = await this.d.doc.send(
+              new BatchWriteCommand({
+                RequestItems: {
+                  [this.d.table]: ids.map((id) => ({ DeleteRequest: { Key: { id } } })),
+                },
+              }),
+            );
+            const left = r.UnprocessedItems?.[this.d.table] ?? [];
+            // Throttled deletes go round again; the relay covers any that never succeed.
+            for (const it of left) {
+              const id = it.DeleteRequest?.Key?.id;
+              if (typeof id === 'string') this.pendingDeletes.push(id);
+            }
+          } catch (err) {
+            this.d.log.warn({ err, count: ids.length }, 'outbox delete failed');
+          }
+        }
+      } finally {
+        this.deleting = undefined;
+      }
+    })();
+    return this.deleting;
+  }
+
+  /** Waits for queued deletes (shutdown, tests). */
+  async drain(): Promise<void> {
+    while (this.deleting || this.pendingDeletes.length > 0) await this.flushDeletes();
   }
 
   /**

@@ -84,8 +84,8 @@ export async function createUserConsent(
 ): Promise<UserRecord> {
   const { rt, app } = ctx;
   await assertDeclared(rt, app.appId, input.consents);
-  // A fast answer for the common case; the conditional put decides under races.
-  if (await loadUser(rt, app.appId, input.userId)) throw taken();
+  // No read first: the conditional put of the user pointer answers 409 for an existing user,
+  // so the common case (a new user) costs one transaction and nothing else.
   if (input.consentId !== undefined)
     return linkCapture(ctx, { ...input, consentId: input.consentId });
   if (Object.keys(input.consents).length === 0)
