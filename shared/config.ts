@@ -44,6 +44,9 @@ export const baseConfigSchema = z.object({
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(1_000),
   /** Origin the service is reached at, for links in events and e-mails ({postback_url} etc.). */
   PUBLIC_BASE_URL: z.string().url().default('http://localhost:8080'),
+  /** Standard OpenTelemetry variables: traces go to this OTLP/HTTP endpoint when set. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_TRACES_EXPORTER: z.string().optional(),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
   /** 32-byte key (base64 or hex) for encrypting secret keys at rest. */
   SVC_ENCRYPTION_KEY: z.string().optional(),

@@ -18,6 +18,7 @@ import { closeServer, createHttpApp, finishHttpApp, listen } from './http/server
 import { createLogger, type Logger } from './logger.js';
 import { applyDefinitions, createRuntime, type Runtime } from './runtime.js';
 import { installShutdown, makeCloser, type ShutdownStep } from './shutdown.js';
+import { startTelemetry } from './telemetry.js';
 
 /** An HTTP service: mounts its routes on the shared app. */
 export interface ServiceModule {
@@ -168,7 +169,17 @@ export async function startProcess(o: {
 /** The composition root used by every main.ts: start, install signal handling, report failures in one line. */
 export async function main(o: Parameters<typeof startProcess>[0]): Promise<void> {
   try {
-    const p = await startProcess(o);
+    const config = o.config ?? loadConfig();
+    const log = o.log ?? createLogger({ level: config.LOG_LEVEL, name: o.name });
+    const telemetry = startTelemetry(config, log);
+    const started = await startProcess({ ...o, config, log });
+    const p = {
+      ...started,
+      close: async () => {
+        await started.close();
+        await telemetry.shutdown().catch(() => undefined);
+      },
+    };
     // A forced exit (second Ctrl-C, drain timeout) must not orphan the JVMs this process started.
     process.on('exit', () => p.stack?.killSync());
     installShutdown(p.close, p.rt.log, p.rt.config.SHUTDOWN_TIMEOUT_MS + 20_000);

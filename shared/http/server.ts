@@ -4,6 +4,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { notFoundHandler, problemHandler } from './problem.js';
+import { traceRequests } from '../telemetry.js';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -60,6 +61,7 @@ export function createHttpApp(o: HttpAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  app.use(traceRequests());
   app.use(httpMetrics(o.registry));
   app.use(
     express.json({ limit: o.bodyLimitBytes, type: ['application/json', 'application/*+json'] }),

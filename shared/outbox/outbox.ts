@@ -9,6 +9,7 @@ import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
+import { withTraceHeaders } from '../telemetry.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -93,6 +94,8 @@ export class Outbox {
    * publish is the relay's work, not the caller's error.
    */
   async commit(changes: TransactItem[], messages: OutboxItem[]): Promise<{ published: boolean }> {
+    // The active trace (the HTTP request's) travels with each event, through the relay too.
+    messages = messages.map((m) => ({ ...m, headers: withTraceHeaders(m.headers) }));
     const items = [...changes, ...messages.map((m) => this.item(m))];
     if (items.length > 100)
       throw new Error(`transaction has ${items.length} items; DynamoDB allows 100`);
