@@ -1,8 +1,12 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { portalService } from '../../services/portal/index.js';
 import { signPortalToken } from '../../shared/portal/index.js';
+import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';
 import {
   SCREENSHOTS,
@@ -30,12 +34,25 @@ let events: Awaited<ReturnType<typeof collectTopic>>;
 let consentId: string;
 let referenceId: string;
 const pageErrors: Error[] = [];
+/** Webhooks the app's server received (a real receiver on loopback), raw for verification. */
+const hooks: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    hooks.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    res.end('{"ok":true}');
+  });
+});
 const scriptRequests: string[] = [];
 
 beforeAll(async () => {
-  world = await startWorld('dashboard', [portalService]);
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  world = await startWorld('dashboard', [portalService], [dispatcherWorker]);
   events = await collectTopic(world.p.rt.kafka, world.p.rt.topics.consentEvents);
-  app = await world.createApp([{ triggerKey: 'newsletter_signup' }]);
+  app = await world.createApp([{ triggerKey: 'newsletter_signup' }], {
+    webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+  });
   page = await world.browser.newPage({ viewport: { width: 1000, height: 900 } });
   page.on('pageerror', (e) => pageErrors.push(e));
   page.on('request', (r) => {
@@ -45,6 +62,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await events?.stop();
   await world?.close();
+  receiver.closeAllConnections();
+  receiver.close();
 });
 
 const board = () => page.locator('svc-dashboard-ui section');
@@ -142,6 +161,21 @@ describe('embeddable dashboard', () => {
       purposes: { marketing: false },
     });
     expect(withdrawn.data.postback.required).toBe(true);
+    // …and the app's server receives it as a signed webhook that needs a postback.
+    const hook = await vi.waitFor(
+      () => {
+        const h = hooks.find((x) => x.headers['x-svc-event'] === 'consent.withdrawn');
+        expect(h).toBeDefined();
+        return h!;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    const verified = new Webhook(Buffer.from(app.secretKey), { format: 'raw' }).verify(
+      hook.body,
+      hook.headers as Record<string, string>,
+    ) as Json;
+    expect(verified).toMatchObject({ id: withdrawn.id, type: 'consent.withdrawn' });
+    expect(hook.headers['x-svc-dispatch-id']).toMatch(/^dsp_/);
 
     // The widget's state for the notice is gone: its trigger asks again.
     expect(await isGated('#signup')).toBe(true);

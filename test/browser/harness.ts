@@ -11,7 +11,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetAssetsService } from '../../services/widget-assets/index.js';
 import { widgetService } from '../../services/widget/index.js';
-import type { RunningProcess, ServiceModule } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule, WorkerModule } from '../../shared/process.js';
 import { testProcess } from '../helpers/stack.js';
 
 /**
@@ -201,7 +201,11 @@ function escapeHtml(s: string): string {
 }
 
 /** One test file's world: service process, page server, Chromium, and admin helpers. */
-export async function startWorld(name: string, extraServices: ServiceModule[] = []) {
+export async function startWorld(
+  name: string,
+  extraServices: ServiceModule[] = [],
+  workers: WorkerModule[] = [],
+) {
   const token = `browser-admin-${randomBytes(12).toString('hex')}`;
   const p: RunningProcess = await testProcess(
     `browser-${name}`,
@@ -213,7 +217,7 @@ export async function startWorld(name: string, extraServices: ServiceModule[] = 
       widgetAssetsService,
       ...extraServices,
     ],
-    [],
+    workers,
     { SVC_ADMIN_TOKEN: token },
   );
   const pages = await startPageServer(p.url);

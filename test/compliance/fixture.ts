@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
+import { ledgerService } from '../../services/ledger/index.js';
 import { postbackService } from '../../services/postback/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { POSTBACK_PATH, type ConsentEvent } from '../../shared/domain/consent/events.js';
-import { getDispatch, type DispatchWithAttempts } from '../../shared/ledger/queries.js';
+import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { createComplianceWorker } from '../../workers/compliance/index.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
@@ -49,7 +50,7 @@ export async function startPipeline(name: string, extra: Record<string, string> 
   const rcv = await startReceiver();
   const p: RunningProcess = await testProcess(
     name,
-    [adminService, consentsService, publicApiService, postbackService],
+    [adminService, consentsService, publicApiService, postbackService, ledgerService],
     [
       relayWorker,
       dispatcherWorker,
@@ -67,6 +68,8 @@ export async function startPipeline(name: string, extra: Record<string, string> 
     },
   );
   const events = await collectTopic(p.rt.kafka, p.rt.topics.consentEvents);
+  /** Each app's ledger:read key: flags are read back through the auditors' ledger API. */
+  const ledgerKeys = new Map<string, string>();
   const http = client(p.url);
 
   async function admin(method: string, path: string, body?: unknown) {
@@ -91,6 +94,7 @@ export async function startPipeline(name: string, extra: Record<string, string> 
       name: 'all',
       scopes: ['consents:read', 'consents:write', 'ledger:read'],
     });
+    ledgerKeys.set(appId, key.key as string);
     return { appId, key: key.key as string, secretKey: created.secretKey as string };
   }
 
@@ -146,22 +150,29 @@ export async function startPipeline(name: string, extra: Record<string, string> 
     );
   }
 
-  /** Polls the ledger until the dispatch's flag history is `flags` (exactly, in order). */
+  /** The dispatch as an auditor sees it: GET /api/v1/ledger/dispatches/{id} with ledger:read. */
+  async function ledger(dispatchId: string): Promise<DispatchWithAttempts> {
+    const hook = webhooks().find((h) => h.dispatchId === dispatchId);
+    expect(hook, `a webhook for ${dispatchId}`).toBeDefined();
+    const key = ledgerKeys.get(hook!.event.appId);
+    expect(key, `a ledger key for ${hook!.event.appId}`).toBeDefined();
+    const r = await http('GET', `/api/v1/ledger/dispatches/${dispatchId}`, undefined, {
+      authorization: `Bearer ${key}`,
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body as DispatchWithAttempts;
+  }
+
+  /** Polls the ledger API until the dispatch's flag history is `flags` (exactly, in order). */
   async function waitForFlags(dispatchId: string, flags: string[], timeout = 20_000) {
     return vi.waitFor(
       async () => {
-        const d = await getDispatch(p.rt, dispatchId);
-        expect(d?.flagHistory.map((f) => f.flag)).toEqual(flags);
-        return d!;
+        const d = await ledger(dispatchId);
+        expect(d.flagHistory.map((f) => f.flag)).toEqual(flags);
+        return d;
       },
       { timeout, interval: 100 },
     );
-  }
-
-  async function ledger(dispatchId: string): Promise<DispatchWithAttempts> {
-    const d = await getDispatch(p.rt, dispatchId);
-    expect(d).toBeDefined();
-    return d!;
   }
 
   /** The value of one series of a metric on the process's registry (0 when absent). */
