@@ -78,7 +78,11 @@ export async function scrubPrincipal(
   const at = now.toISOString();
   const hash = (userId: unknown) => keyedHash(rt.config, 'user', String(userId));
   const counts: ScrubCounts = { principals: 0, userPointers: 0, transactions: 0, history: 0 };
-  const withIdentity = items.filter((i) => i.userId !== undefined || i.email !== undefined);
+  // The principal goes last: once it has no identity the whole scrub is done, and a sweep cut
+  // short before that finds the principal still identified and runs again.
+  const withIdentity = items
+    .filter((i) => i.userId !== undefined || i.email !== undefined)
+    .sort((a, b) => Number(a.sk === 'PRINCIPAL') - Number(b.sk === 'PRINCIPAL'));
 
   const userIds = new Set(withIdentity.map((i) => i.userId).filter((u) => u !== undefined));
   for (const userId of userIds) {
