@@ -4,6 +4,7 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import type { Producer } from './producer.js';
+import type { Runtime } from '../runtime.js';
 
 export interface HandlerContext {
   topic: string;
@@ -198,4 +199,32 @@ export class ConsumerRunner {
     })();
     return this.stopped;
   }
+}
+
+/**
+ * A runner wired to a process's runtime: its Kafka client, producer, dead-letter topic,
+ * registry and retry budget; the group is `${TOPIC_PREFIX}${name}`.
+ */
+export function runtimeConsumer(
+  rt: Runtime,
+  o: {
+    name: string;
+    handlers: Record<string, Handler>;
+    log: Logger;
+    partitionsConsumedConcurrently?: number;
+  },
+): ConsumerRunner {
+  return new ConsumerRunner({
+    kafka: rt.kafka,
+    groupId: `${rt.config.TOPIC_PREFIX}${o.name}`,
+    handlers: o.handlers,
+    deadLetterTopic: rt.topics.deadLetter,
+    producer: rt.producer,
+    log: o.log,
+    registry: rt.registry,
+    maxRetries: rt.config.CONSUMER_MAX_RETRIES,
+    ...(o.partitionsConsumedConcurrently
+      ? { partitionsConsumedConcurrently: o.partitionsConsumedConcurrently }
+      : {}),
+  });
 }

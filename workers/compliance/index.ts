@@ -1,4 +1,4 @@
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import { ensureFamily } from '../../shared/ledger/due.js';
 import type { WorkerModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -31,15 +31,10 @@ export function createComplianceWorker(o: ComplianceOptions = {}): WorkerModule 
         now,
         intervalMs: c.COMPLIANCE_GAUGE_INTERVAL_MS,
       });
-      const runner = new ConsumerRunner({
-        kafka: rt.kafka,
-        groupId: `${c.TOPIC_PREFIX}${CONSUMER}`,
+      const runner = runtimeConsumer(rt, {
+        name: CONSUMER,
         handlers: { [rt.topics.postbacks]: postbacksHandler(rt, { now, metrics }) },
-        deadLetterTopic: rt.topics.deadLetter,
-        producer: rt.producer,
         log,
-        registry: rt.registry,
-        maxRetries: c.CONSUMER_MAX_RETRIES,
         // Each handler is a few DynamoDB calls; partitions (dispatches) progress independently.
         partitionsConsumedConcurrently: 6,
       });

@@ -1,4 +1,4 @@
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
 import { parseCidrList } from '../../shared/webhooks/ip.js';
@@ -69,15 +69,10 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     room: () => lanes.retryRoom(),
     accepts: (appId) => lanes.acceptsRetry(appId),
   });
-  const runner = new ConsumerRunner({
-    kafka: rt.kafka,
-    groupId: `${c.TOPIC_PREFIX}${CONSUMER}`,
+  const runner = runtimeConsumer(rt, {
+    name: CONSUMER,
     handlers: { [rt.topics.consentEvents]: consentEventHandler(rt, { lanes, metrics }) },
-    deadLetterTopic: rt.topics.deadLetter,
-    producer: rt.producer,
     log,
-    registry: rt.registry,
-    maxRetries: c.CONSUMER_MAX_RETRIES,
     // Handlers only write to DynamoDB, so every partition of the topic can progress at once.
     partitionsConsumedConcurrently: 6,
   });

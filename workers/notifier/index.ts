@@ -1,4 +1,4 @@
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import { createMailer, type Mailer } from '../../shared/mail/index.js';
 import type { WorkerModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -28,18 +28,13 @@ export function createNotifierWorker(o: NotifierOptions = {}): WorkerModule {
         now: o.now ?? (() => new Date()),
         count: emailCounter(rt.registry),
       };
-      const runner = new ConsumerRunner({
-        kafka: rt.kafka,
-        groupId: `${rt.config.TOPIC_PREFIX}${CONSUMER}`,
+      const runner = runtimeConsumer(rt, {
+        name: CONSUMER,
         handlers: {
           [rt.topics.consentEvents]: consentEventsHandler(deps),
           [rt.topics.notifications]: notificationsHandler(deps),
         },
-        deadLetterTopic: rt.topics.deadLetter,
-        producer: rt.producer,
         log,
-        registry: rt.registry,
-        maxRetries: rt.config.CONSUMER_MAX_RETRIES,
       });
       let stopped: Promise<void> | undefined;
       const stop = () =>
