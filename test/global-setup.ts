@@ -27,6 +27,9 @@ export async function setup(project: TestProject) {
     readyTimeoutMs: 90_000,
     log: (m) => process.stdout.write(`[stack] ${m}\n`),
   });
+  // If the run dies without teardown (a crash, a kill), the JVMs must not outlive it.
+  const started = stack;
+  process.on('exit', () => started.killSync());
   process.stdout.write(
     `[stack] Kafka ${stack.kafka.version} at ${stack.kafkaBrokers}, DynamoDB Local ${stack.dynamodb.version} at ${stack.dynamoEndpoint}\n`,
   );
