@@ -135,40 +135,9 @@ export class Sweeper {
     }
     const nowMs = Date.now();
     const safetyMs = rt.config.DISPATCH_SAFETY_NET_MS;
-    const safety = dueEntry(
-      e.dispatchId,
-      e.appId,
-      nowMs + safetyMs,
-      e.kind,
-      rt.config.DISPATCH_TIMER_SHARDS,
-    );
-    try {
-      await rt.dynamo.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            dueDeleteItem(rt, e, true),
-            duePutItem(rt, safety),
-            {
-              Update: {
-                TableName: rt.tables.ledger,
-                Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
-                UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
-                ConditionExpression: 'dueSk = :old AND attempts = :n',
-                ExpressionAttributeValues: {
-                  ':pk': safety.pk,
-                  ':sk': safety.sk,
-                  ':old': e.sk,
-                  ':n': state.attempts,
-                },
-              },
-            },
-          ],
-        }),
-      );
-    } catch (err) {
-      if (isConditionFailure(err)) return; // another copy claimed it, or the dispatch moved on
-      throw err;
-    }
+    // Only if no attempt was recorded since the state was read.
+    const safety = await this.moveOn(e, nowMs + safetyMs, state.attempts);
+    if (!safety) return; // another copy claimed it, or the dispatch moved on
     const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
     this.o.enqueue({
       state: { ...state, duePk: safety.pk, dueSk: safety.sk },
@@ -182,34 +151,49 @@ export class Sweeper {
    * queueing it, so one saturated endpoint neither fills the retry room nor blocks the sweep.
    */
   private async snooze(e: DueEntry): Promise<void> {
+    await this.moveOn(e, Date.now() + this.rt.config.DISPATCH_SAFETY_NET_MS);
+  }
+
+  /**
+   * Replaces the due entry `e` with one at `dueAtMs` and points the dispatch at it, in one
+   * transaction conditional on `e` still being the dispatch's entry (and, when given, on its
+   * attempt count). Returns the new entry, or undefined when the condition did not hold.
+   */
+  private async moveOn(
+    e: DueEntry,
+    dueAtMs: number,
+    attempts?: number,
+  ): Promise<DueEntry | undefined> {
     const { rt } = this;
-    const later = dueEntry(
-      e.dispatchId,
-      e.appId,
-      Date.now() + rt.config.DISPATCH_SAFETY_NET_MS,
-      e.kind,
-      rt.config.DISPATCH_TIMER_SHARDS,
-    );
+    const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.DISPATCH_TIMER_SHARDS);
     try {
       await rt.dynamo.doc.send(
         new TransactWriteCommand({
           TransactItems: [
             dueDeleteItem(rt, e, true),
-            duePutItem(rt, later),
+            duePutItem(rt, next),
             {
               Update: {
                 TableName: rt.tables.ledger,
                 Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
                 UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
-                ConditionExpression: 'dueSk = :old',
-                ExpressionAttributeValues: { ':pk': later.pk, ':sk': later.sk, ':old': e.sk },
+                ConditionExpression:
+                  attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
+                ExpressionAttributeValues: {
+                  ':pk': next.pk,
+                  ':sk': next.sk,
+                  ':old': e.sk,
+                  ...(attempts === undefined ? {} : { ':n': attempts }),
+                },
               },
             },
           ],
         }),
       );
+      return next;
     } catch (err) {
-      if (!isConditionFailure(err)) throw err;
+      if (isConditionFailure(err)) return undefined;
+      throw err;
     }
   }
 
