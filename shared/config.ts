@@ -75,6 +75,13 @@ export const baseConfigSchema = z.object({
   DISPATCH_MAX_BACKLOG: z.coerce.number().int().positive().default(5_000),
   /** Queued attempts per endpoint; beyond it they are left to the durable due-index. */
   DISPATCH_ENDPOINT_MAX_BACKLOG: z.coerce.number().int().positive().default(500),
+  /**
+   * Per partition, how many consent events the dispatcher may take past the committed offset
+   * (the events a new owner re-checks against the ledger after a rebalance or restart).
+   */
+  DISPATCH_MAX_UNCOMMITTED: z.coerce.number().int().positive().default(10_000),
+  /** Group-commit ledger writes (BatchWriteItem requests) in flight per dispatcher. */
+  DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(4),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */

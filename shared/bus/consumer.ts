@@ -34,7 +34,7 @@ export interface ConsumerRunnerOptions {
   fromBeginning?: boolean;
 }
 
-function headersOf(m: KafkaMessage): Record<string, string> {
+export function headersOf(m: KafkaMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) {
     if (v === undefined) continue;
@@ -43,7 +43,7 @@ function headersOf(m: KafkaMessage): Record<string, string> {
   return out;
 }
 
-function metrics(registry: Registry) {
+export function consumerMetrics(registry: Registry) {
   return {
     handled: getOrCreate(
       registry,
@@ -82,7 +82,7 @@ export class ConsumerRunner {
   private readonly m;
 
   constructor(private readonly o: ConsumerRunnerOptions) {
-    this.m = metrics(o.registry);
+    this.m = consumerMetrics(o.registry);
   }
 
   async start(): Promise<void> {
@@ -170,22 +170,7 @@ export class ConsumerRunner {
     code: string,
     reason: string,
   ) {
-    await this.o.producer.send([
-      {
-        topic: this.o.deadLetterTopic,
-        key: m.key?.toString() ?? '',
-        value: m.value?.toString() ?? '',
-        headers: {
-          ...headersOf(m),
-          'x-dlq-group': this.o.groupId,
-          'x-dlq-topic': topic,
-          'x-dlq-partition': String(partition),
-          'x-dlq-offset': m.offset,
-          'x-dlq-code': code,
-          'x-dlq-reason': reason.slice(0, 500),
-        },
-      },
-    ]);
+    await deadLetter(this.o, { topic, partition, message: m, code, reason });
     this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
   }
 
@@ -199,6 +184,30 @@ export class ConsumerRunner {
     })();
     return this.stopped;
   }
+}
+
+/** Sends a message, with where it came from and why, to the dead-letter topic. */
+export async function deadLetter(
+  o: { producer: Producer; deadLetterTopic: string; groupId: string },
+  d: { topic: string; partition: number; message: KafkaMessage; code: string; reason: string },
+): Promise<void> {
+  const m = d.message;
+  await o.producer.send([
+    {
+      topic: o.deadLetterTopic,
+      key: m.key?.toString() ?? '',
+      value: m.value?.toString() ?? '',
+      headers: {
+        ...headersOf(m),
+        'x-dlq-group': o.groupId,
+        'x-dlq-topic': d.topic,
+        'x-dlq-partition': String(d.partition),
+        'x-dlq-offset': m.offset,
+        'x-dlq-code': d.code,
+        'x-dlq-reason': d.reason.slice(0, 500),
+      },
+    },
+  ]);
 }
 
 /**

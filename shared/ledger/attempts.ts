@@ -5,7 +5,9 @@ import { isConditionFailure } from '../storage/dynamo.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
 import {
   attemptSk,
+  dispatchItem,
   dispatchPk,
+  firstSlaCheck,
   getDispatchState,
   type AttemptEntry,
   type DispatchState,
@@ -63,6 +65,56 @@ export async function recordAttempt(
     if (now.dueSk !== state.dueSk) withDue = false;
     state = { ...state, headHash: now.headHash };
   }
+}
+
+/** A first attempt and the dispatch it creates, as written together (see the dispatcher's writer). */
+export interface FirstAttemptRecord {
+  entry: AttemptEntry;
+  /** The dispatch item as it stands after the attempt. */
+  head: Record<string, unknown>;
+  /** Written before the head (so a head in the ledger means they are there): the attempt entry, the retry's due entry, the first SLA check. */
+  children: { table: string; item: Record<string, unknown> }[];
+}
+
+/**
+ * Attempt 1 of a dispatch that is not yet in the ledger, and the dispatch itself in its state
+ * after that attempt: one write creates both (no write before the attempt; the event stays
+ * uncommitted in Kafka until it lands, which is what redoes an attempt cut short).
+ */
+export function firstAttemptRecord(
+  rt: Runtime,
+  r: Omit<RecordAttempt, 'state'> & { state: DispatchState; nowMs: number },
+): FirstAttemptRecord {
+  const s = r.state;
+  const body = {
+    type: 'attempt' as const,
+    dispatchId: s.dispatchId,
+    attempt: 1,
+    ...r.entry,
+    prevHash: s.headHash,
+  };
+  const entry: AttemptEntry = { ...body, hash: chainHash(s.headHash, body) };
+  const { duePk: _dp, dueSk: _ds, ...rest } = s;
+  const after: DispatchState = {
+    ...rest,
+    attempts: 1,
+    headHash: entry.hash,
+    deliveryStatus: r.deliveryStatus,
+    lastAttemptAt: entry.time,
+    deliveredAt: entry.outcome === 'delivered' ? entry.time : null,
+    nextAttemptAt: r.next ? r.next.dueAt : null,
+    ...(r.next ? { duePk: r.next.pk, dueSk: r.next.sk } : {}),
+  };
+  const sla = firstSlaCheck(rt, s, r.nowMs);
+  return {
+    entry,
+    head: dispatchItem(after),
+    children: [
+      { table: rt.tables.ledger, item: { ...entry, pk: dispatchPk(s.dispatchId), sk: attemptSk(1) } },
+      ...(r.next ? [{ table: rt.tables.timers, item: { ...r.next } }] : []),
+      ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
+    ],
+  };
 }
 
 function attemptItems(

@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  QueryCommand,
+  type BatchGetCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
@@ -137,28 +142,18 @@ export interface NewDispatch {
   items: TransactItem[];
 }
 
-/**
- * The items that create a dispatch with its safety-net due entry (caller adds its claim). A
- * dispatch that needs a postback also gets its first SLA check, due when its SLA clock starts
- * (at once, normally): the compliance worker counts it as awaiting and schedules the next
- * check (near-deadline mark, deadlines).
- */
-export function newDispatchItems(
-  rt: Runtime,
-  o: {
-    event: ConsentEvent;
-    body: string;
-    endpoint: string;
-    nowMs: number;
-    due: (id: string) => DueEntry;
-    traceparent?: string | undefined;
-  },
-): NewDispatch {
+/** A dispatch as created, before any attempt: not yet written anywhere. */
+export function newDispatchState(o: {
+  event: ConsentEvent;
+  body: string;
+  endpoint: string;
+  nowMs: number;
+  traceparent?: string | undefined;
+}): DispatchState {
   const e = o.event;
-  const dispatchId = dispatchIdFor(e.id, o.endpoint);
   const creation: DispatchCreation = {
     type: 'dispatch',
-    dispatchId,
+    dispatchId: dispatchIdFor(e.id, o.endpoint),
     eventId: e.id,
     event: e.type,
     appId: e.appId,
@@ -172,8 +167,7 @@ export function newDispatchItems(
     prevHash: GENESIS,
   };
   const hash = chainHash(GENESIS, { ...creation });
-  const due = o.due(dispatchId);
-  const state: DispatchState = {
+  return {
     ...creation,
     deliveryStatus: 'pending',
     attempts: 0,
@@ -185,36 +179,92 @@ export function newDispatchItems(
     headHash: hash,
     body: o.body,
     ...(o.traceparent ? { traceparent: o.traceparent } : {}),
-    duePk: due.pk,
-    dueSk: due.sk,
   };
-  const sortKey = `${e.createdAt}#${dispatchId}`;
-  // The SLA clock starts when the event was created; a check is never due in the past.
-  const firstCheck = Math.max(o.nowMs, Date.parse(e.createdAt) || 0);
+}
+
+/** The stored dispatch item: the state with its keys (by app + time, by referenceId). */
+export function dispatchItem(state: DispatchState): Record<string, unknown> {
+  const sortKey = `${state.createdAt}#${state.dispatchId}`;
+  return {
+    ...state,
+    pk: dispatchPk(state.dispatchId),
+    sk: 'DSP',
+    gsi1pk: `APP#${state.appId}`,
+    gsi1sk: sortKey,
+    gsi2pk: `APP#${state.appId}#REF#${state.referenceId}`,
+    gsi2sk: sortKey,
+  };
+}
+
+/**
+ * A dispatch needing a postback gets its first SLA check, due when its SLA clock starts (the
+ * event's creation; never in the past): the compliance worker counts it as awaiting and
+ * schedules the next check (near-deadline mark, deadlines).
+ */
+export function firstSlaCheck(rt: Runtime, state: DispatchState, nowMs: number) {
+  if (!state.postbackRequired) return undefined;
+  const firstCheck = Math.max(nowMs, Date.parse(state.createdAt) || 0);
+  return slaCheckEntry(state.dispatchId, state.appId, firstCheck, rt.config.TIMER_SHARDS);
+}
+
+/**
+ * The items that create a dispatch with its safety-net due entry, before any attempt (the
+ * caller adds its claim, if any): the path of a dispatch whose first attempt is left to the
+ * due-index.
+ */
+export function newDispatchItems(
+  rt: Runtime,
+  o: {
+    event: ConsentEvent;
+    body: string;
+    endpoint: string;
+    nowMs: number;
+    due: (id: string) => DueEntry;
+    traceparent?: string | undefined;
+  },
+): NewDispatch {
+  const fresh = newDispatchState(o);
+  const due = o.due(fresh.dispatchId);
+  const state: DispatchState = { ...fresh, duePk: due.pk, dueSk: due.sk };
+  const sla = firstSlaCheck(rt, state, o.nowMs);
   return {
     state,
     items: [
       {
         Put: {
           TableName: rt.tables.ledger,
-          Item: {
-            ...state,
-            pk: dispatchPk(dispatchId),
-            sk: 'DSP',
-            gsi1pk: `APP#${e.appId}`,
-            gsi1sk: sortKey,
-            gsi2pk: `APP#${e.appId}#REF#${e.data.referenceId}`,
-            gsi2sk: sortKey,
-          },
+          Item: dispatchItem(state),
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
       duePutItem(rt, due),
-      ...(creation.postbackRequired
-        ? [duePutItem(rt, slaCheckEntry(dispatchId, e.appId, firstCheck, rt.config.TIMER_SHARDS))]
-        : []),
+      ...(sla ? [duePutItem(rt, sla)] : []),
     ],
   };
+}
+
+/** Which of these dispatches exist in the ledger (consistent reads, 100 keys a request). */
+export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = unique
+      .slice(i, i + 100)
+      .map((id) => ({ pk: dispatchPk(id), sk: 'DSP' }));
+    for (let round = 0; keys && keys.length > 0; round++) {
+      if (round > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** round, 2_000)));
+      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [rt.tables.ledger]: { Keys: keys, ConsistentRead: true, ProjectionExpression: 'dispatchId' },
+          },
+        }),
+      );
+      for (const item of r.Responses?.[rt.tables.ledger] ?? []) found.add(String(item.dispatchId));
+      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
+    }
+  }
+  return found;
 }
 
 export async function getDispatchState(

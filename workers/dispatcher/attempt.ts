@@ -1,7 +1,11 @@
 import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
 import type { App } from '../../shared/domain/types.js';
-import { coerceError } from '../../shared/errors.js';
-import { recordAttempt, type RecordAttempt } from '../../shared/ledger/attempts.js';
+import { AppError, coerceError } from '../../shared/errors.js';
+import {
+  firstAttemptRecord,
+  recordAttempt,
+  type RecordAttempt,
+} from '../../shared/ledger/attempts.js';
 import type { DispatchState } from '../../shared/ledger/dispatches.js';
 import { dueEntry, type DueEntry } from '../../shared/ledger/due.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -12,12 +16,24 @@ import { webhookHeaders } from '../../shared/webhooks/signer.js';
 import { EndpointHealth } from './health.js';
 import type { DispatcherMetrics } from './metrics.js';
 import { inAttemptSpan } from './tracing.js';
+import type { FirstAttemptWriter, FirstWriteResult, WriteMode } from './writer.js';
 
 export interface AttemptJob {
   state: DispatchState;
   trigger: 'first' | 'retry' | 'manual';
   /** When the dispatch's safety-net entry fires: an attempt that cannot end before it is left to it. */
   deadlineMs: number;
+  /**
+   * A first attempt straight from the event stream: the dispatch is not in the ledger yet and
+   * is written with the attempt. `done` settles the Kafka message (rejected: it is not
+   * committed, and is handled again).
+   */
+  fresh?: {
+    /** How to write it; 'duplicate' when the dispatch turned out to be recorded already. */
+    mode: () => Promise<WriteMode | 'duplicate'>;
+    done: (r: FirstWriteResult) => void;
+    fail: (err: unknown) => void;
+  };
 }
 
 /** Room kept between an attempt's timeout and the safety net, for signing and the ledger write. */
@@ -46,6 +62,7 @@ export class Attempter {
     private readonly rt: Runtime,
     private readonly o: {
       client: WebhookClient;
+      writer: FirstAttemptWriter;
       guard: GuardConfig;
       metrics: DispatcherMetrics;
       signal: AbortSignal;
@@ -86,15 +103,21 @@ export class Attempter {
       else if (job.trigger !== 'manual' && (await this.health.disabled(app)))
         result = skipped('endpoint_disabled');
       else result = await this.send(app, s);
-      // Shutdown cut it short: not an outcome of the endpoint; the due entry redoes it.
-      if (result.aborted) return;
-      await this.settle(job, app, result);
+      // Shutdown cut it short: not an outcome of the endpoint; the due entry (or the
+      // uncommitted event) redoes it.
+      if (result.aborted) {
+        job.fresh?.fail(new AppError('SVC_UNAVAILABLE', 'attempt aborted by shutdown'));
+        return;
+      }
+      const written = await this.settle(job, app, result);
+      job.fresh?.done(written);
     } catch (err) {
       rt.log.error(
         { err, dispatchId: s.dispatchId, code: coerceError(err).code },
         'webhook attempt not recorded; it will be redone',
       );
       this.o.metrics.ledger.inc({ result: 'failed' });
+      job.fresh?.fail(err);
     }
   }
 
@@ -130,11 +153,21 @@ export class Attempter {
     });
   }
 
+  private writeFirst(
+    record: RecordAttempt,
+    mode: WriteMode | 'duplicate',
+    nowMs: number,
+  ): Promise<FirstWriteResult> {
+    if (mode === 'duplicate') return Promise.resolve('duplicate');
+    const state = record.state as DispatchState;
+    return this.o.writer.write(firstAttemptRecord(this.rt, { ...record, state, nowMs }), mode);
+  }
+
   private async settle(
     job: AttemptJob,
     app: App | undefined,
     result: AttemptResult,
-  ): Promise<void> {
+  ): Promise<FirstWriteResult> {
     const { rt } = this;
     const s = job.state;
     const n = s.attempts + 1;
@@ -176,10 +209,12 @@ export class Attempter {
       deliveryStatus: step.deliveryStatus,
       ...(next ? { next } : {}),
     };
-    const { result: written } = await withRetries(() => recordAttempt(rt, record));
+    const written = job.fresh
+      ? await this.writeFirst(record, await job.fresh.mode(), endMs)
+      : (await withRetries(() => recordAttempt(rt, record))).result;
     const m = this.o.metrics;
     m.ledger.inc({ result: written });
-    if (written === 'duplicate') return;
+    if (written === 'duplicate') return 'duplicate';
     const outcome = result.ok ? 'delivered' : (result.errorClass ?? 'http');
     m.deliveries.inc({ event: s.event, outcome });
     if (
@@ -194,7 +229,7 @@ export class Attempter {
       m.retries.inc({ event: s.event });
       this.o.onScheduled(next);
     }
-    if (!app || result.errorClass === 'endpoint_disabled') return;
+    if (!app || result.errorClass === 'endpoint_disabled') return 'recorded';
     try {
       if (result.ok) await this.health.success(app, new Date(endMs));
       else await this.health.failure(app, new Date(endMs), step.disable === 'gone');
@@ -202,6 +237,7 @@ export class Attempter {
       // The attempt is recorded; health catches up with the next outcome.
       rt.log.warn({ err, appId: app.appId }, 'endpoint health not updated');
     }
+    return 'recorded';
   }
 }
 

@@ -1,4 +1,4 @@
-import { runtimeConsumer } from '../../shared/bus/consumer.js';
+import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
 import { parseCidrList } from '../../shared/webhooks/ip.js';
@@ -8,6 +8,7 @@ import { CONSUMER, consentEventHandler } from './handler.js';
 import { LANES, Lanes } from './lanes.js';
 import { dispatcherMetrics } from './metrics.js';
 import { Sweeper } from './sweeper.js';
+import { FirstAttemptWriter } from './writer.js';
 
 /**
  * The dispatcher's parts, wired: consumer → lanes → attempter → ledger, and the sweeper
@@ -36,8 +37,10 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
       c.DISPATCH_CONCURRENCY_PER_ENDPOINT + c.DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT,
   });
   const abort = new AbortController();
+  const writer = new FirstAttemptWriter(rt, { metrics, log, maxFlushes: c.DISPATCH_LEDGER_FLUSHES });
   const attempter = new Attempter(rt, {
     client,
+    writer,
     guard,
     metrics,
     signal: abort.signal,
@@ -69,11 +72,13 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     room: () => lanes.retryRoom(),
     accepts: (appId) => lanes.acceptsRetry(appId),
   });
-  const runner = runtimeConsumer(rt, {
+  const runner = runtimePipeline(rt, {
     name: CONSUMER,
-    handlers: { [rt.topics.consentEvents]: consentEventHandler(rt, { lanes, metrics }) },
+    topic: rt.topics.consentEvents,
+    handler: consentEventHandler(rt, { lanes, metrics }),
     log,
-    // Handlers only write to DynamoDB, so every partition of the topic can progress at once.
+    maxUncommitted: c.DISPATCH_MAX_UNCOMMITTED,
+    // The handler never waits for an endpoint, so every partition can progress at once.
     partitionsConsumedConcurrently: 6,
   });
   try {
@@ -84,6 +89,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     await runner.stop();
     await sw.stop();
     lanes.close();
+    writer.close();
     client.close();
     throw err;
   }
@@ -95,12 +101,12 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
       (stopping ??= (async () => {
         const steps: [string, () => Promise<unknown>][] = [
           [
-            'consumer',
+            'intake',
             async () => {
-              const consumerStopped = runner.stop();
-              // Waiting handlers fail (retriable, uncommitted); queued attempts stay in the due-index.
+              // No new events; queued first attempts are dropped (their events stay
+              // uncommitted) and queued retries stay in the due-index.
+              runner.quiesce();
               lanes.close();
-              await consumerStopped;
             },
           ],
           ['sweeper', () => sw.stop()],
@@ -114,6 +120,9 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
               await lanes.drain(2_000);
             },
           ],
+          ['writer', async () => writer.close()],
+          // What is recorded is committed; the rest is consumed again by the next owner.
+          ['consumer', () => runner.stop()],
           ['client', async () => client.close()],
         ];
         for (const [name, run] of steps) {

@@ -66,6 +66,12 @@ export function dispatcherMetrics(registry: Registry) {
       'Attempt records by result (recorded, recorded_requeued, duplicate, failed)',
       ['result'],
     ),
+    ledgerBatch: histogram(
+      'svc_webhook_ledger_batch_size',
+      'First attempts written to the ledger per group commit',
+      [],
+      [1, 2, 5, 10, 15, 20, 25],
+    ),
   };
 }
 

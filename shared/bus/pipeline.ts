@@ -1,0 +1,340 @@
+import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import type { Registry } from 'prom-client';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Runtime } from '../runtime.js';
+import { consumerMetrics, deadLetter, headersOf } from './consumer.js';
+import type { Producer } from './producer.js';
+import { PartitionTracker } from './tracker.js';
+
+export interface PipelineMessage {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | undefined;
+  headers: Record<string, string>;
+  /** The decoded JSON value. */
+  value: unknown;
+  /**
+   * A previous owner of the partition may already have handled it (it lies in the first
+   * `maxUncommitted` offsets after an assignment): check before acting, write conditionally.
+   */
+  uncertain: boolean;
+  /** The assignment generation it was fetched in. */
+  generation: number;
+  fetchedAtMs: number;
+}
+
+export interface PipelineContext {
+  log: Logger;
+  /**
+   * True while the message's partition is certainly still this consumer's: no rebalance
+   * since it was fetched, and fetched recently enough (under half the session timeout) that
+   * the group cannot have handed the partition to another member without this one noticing.
+   * Only then may its effects be written without conditions.
+   */
+  held(m: PipelineMessage): boolean;
+}
+
+/**
+ * Accepts a chunk of messages (waiting as long as it needs room: back-pressure) and returns,
+ * per message, a promise that settles when the message's work is durably done. A rejection
+ * with a retriable error re-runs that message; any other rejection dead-letters it.
+ */
+export type PipelineHandler = (
+  messages: PipelineMessage[],
+  ctx: PipelineContext,
+) => Promise<Promise<unknown>[]>;
+
+export interface PipelineOptions {
+  kafka: Kafka;
+  groupId: string;
+  topic: string;
+  handler: PipelineHandler;
+  deadLetterTopic: string;
+  producer: Producer;
+  log: Logger;
+  registry: Registry;
+  /** Per partition, the most offsets handed out past the committed position. */
+  maxUncommitted: number;
+  commitIntervalMs?: number;
+  maxRetries?: number;
+  retryBaseMs?: number;
+  partitionsConsumedConcurrently?: number;
+  sessionTimeoutMs?: number;
+  /** Messages passed to the handler at once. */
+  chunkSize?: number;
+}
+
+/**
+ * A consumer whose handler does not finish a message before taking the next: messages are
+ * handed over as fast as the handler accepts them, their work completes in any order, and an
+ * offset is committed only once every message before it is done. So a slow message holds
+ * back only the commit position of its partition, never the delivery of the messages after it,
+ * and nothing uncommitted is lost: after a crash or a rebalance the next owner gets it again,
+ * flagged `uncertain`.
+ */
+export class PipelinedConsumer {
+  private consumer: Consumer | undefined;
+  private generation = 0;
+  private readonly trackers = new Map<string, PartitionTracker>();
+  private commitTimer: NodeJS.Timeout | undefined;
+  private committing: Promise<void> | undefined;
+  private quiescing = false;
+  private stopped?: Promise<void>;
+  private readonly m;
+  private readonly sessionTimeoutMs: number;
+
+  constructor(private readonly o: PipelineOptions) {
+    this.m = consumerMetrics(o.registry);
+    this.sessionTimeoutMs = o.sessionTimeoutMs ?? 30_000;
+    this.ctx = {
+      log: o.log,
+      held: (m) =>
+        m.generation === this.generation &&
+        Date.now() - m.fetchedAtMs < this.sessionTimeoutMs / 2,
+    };
+  }
+
+  readonly ctx: PipelineContext;
+
+  async start(): Promise<void> {
+    const { kafka, groupId, topic, log } = this.o;
+    const consumer = kafka.consumer({
+      groupId,
+      sessionTimeout: this.sessionTimeoutMs,
+      heartbeatInterval: 3_000,
+      maxWaitTimeInMs: 100,
+      allowAutoTopicCreation: false,
+    });
+    this.consumer = consumer;
+    // A rebalance may move any partition: what was fetched before it is no longer held.
+    consumer.on(consumer.events.REBALANCING, () => this.newGeneration());
+    consumer.on(consumer.events.GROUP_JOIN, () => this.newGeneration());
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      partitionsConsumedConcurrently: this.o.partitionsConsumedConcurrently ?? 3,
+      eachBatchAutoResolve: false,
+      autoCommit: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        const msgs = batch.messages;
+        if (msgs.length === 0) return;
+        const gen = this.generation;
+        const key = `${batch.topic}:${batch.partition}`;
+        let t = this.trackers.get(key);
+        if (!t) {
+          t = new PartitionTracker(Number(msgs[0]!.offset), this.o.maxUncommitted);
+          this.trackers.set(key, t);
+        }
+        let i = 0;
+        const live = () => isRunning() && !isStale() && !this.quiescing && gen === this.generation;
+        while (i < msgs.length && live()) {
+          // A partition whose oldest work is stuck stops here, heartbeating, until it moves.
+          while (t.room() === 0 && live()) {
+            await t.waitForRoom(1_000);
+            await heartbeat();
+          }
+          if (!live()) break;
+          const chunk = msgs.slice(i, i + Math.min(t.room(), this.o.chunkSize ?? 100));
+          await this.hand(batch.topic, batch.partition, t, gen, chunk);
+          i += chunk.length;
+          resolveOffset(chunk[chunk.length - 1]!.offset);
+          await heartbeat();
+        }
+        this.m.lag.set(
+          { group: groupId, topic: batch.topic, partition: String(batch.partition) },
+          Number(batch.offsetLagLow()),
+        );
+      },
+    });
+    this.commitTimer = setInterval(() => void this.commit(), this.o.commitIntervalMs ?? 100);
+    this.commitTimer.unref();
+    log.info({ groupId, topic }, 'pipelined consumer started');
+  }
+
+  private newGeneration(): void {
+    this.generation++;
+    // Positions of the old assignment are committed no more: the group may have moved them.
+    this.trackers.clear();
+  }
+
+  private async hand(
+    topic: string,
+    partition: number,
+    t: PartitionTracker,
+    gen: number,
+    chunk: KafkaMessage[],
+  ): Promise<void> {
+    const now = Date.now();
+    const good: { pm: PipelineMessage; raw: KafkaMessage; entry: { offset: number; done: boolean } }[] =
+      [];
+    for (const raw of chunk) {
+      const entry = t.add(Number(raw.offset));
+      let value: unknown;
+      try {
+        value = JSON.parse(raw.value?.toString() ?? 'null');
+      } catch (err) {
+        this.track(
+          t,
+          entry,
+          this.dead(topic, partition, raw, 'SVC_BAD_JSON', (err as Error).message),
+        );
+        continue;
+      }
+      const pm: PipelineMessage = {
+        topic,
+        partition,
+        offset: raw.offset,
+        key: raw.key?.toString(),
+        headers: headersOf(raw),
+        value,
+        uncertain: t.uncertain(Number(raw.offset)),
+        generation: gen,
+        fetchedAtMs: now,
+      };
+      // Tracked below, once the handler accepted the chunk.
+      good.push({ pm, raw, entry });
+    }
+    if (good.length === 0) return;
+    const done = await this.accept(good.map((g) => g.pm));
+    good.forEach((g, j) => this.track(t, g.entry, this.settle(g.pm, g.raw, done[j]!, 0)));
+  }
+
+  /** Runs the handler; a handler that throws while accepting fails every message of the chunk. */
+  private async accept(pms: PipelineMessage[]): Promise<Promise<unknown>[]> {
+    try {
+      const out = await this.o.handler(pms, this.ctx);
+      if (out.length !== pms.length) throw new Error('pipeline handler answered for other messages');
+      return out;
+    } catch (err) {
+      return pms.map(() => Promise.reject(err));
+    }
+  }
+
+  /** The message's outcome: done, retried, or dead-lettered; never rejects unless stopping. */
+  private async settle(
+    pm: PipelineMessage,
+    raw: KafkaMessage,
+    work: Promise<unknown>,
+    attempt: number,
+  ): Promise<void> {
+    const { groupId } = this.o;
+    try {
+      await work;
+      this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'ok' });
+      return;
+    } catch (e) {
+      const err = coerceError(e);
+      const log = this.o.log.child({ topic: pm.topic, partition: pm.partition, offset: pm.offset });
+      // Left uncommitted: whoever owns the partition next handles it again.
+      if (this.quiescing) throw e;
+      if (err.retriable && attempt < (this.o.maxRetries ?? 5)) {
+        this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'retried' });
+        const wait = Math.min((this.o.retryBaseMs ?? 200) * 2 ** attempt, 10_000);
+        log.warn({ err: e, attempt, wait }, 'message failed; retrying');
+        await new Promise((r) => setTimeout(r, wait));
+        if (this.quiescing) throw e;
+        // Whatever the failed try left behind is checked for first.
+        const [again] = await this.accept([{ ...pm, uncertain: true }]);
+        return this.settle(pm, raw, again!, attempt + 1);
+      }
+      log.error({ err: e, code: err.code }, 'message failed; dead-lettering');
+      await this.dead(pm.topic, pm.partition, raw, err.code, (e as Error)?.message ?? String(e));
+    }
+  }
+
+  private async dead(
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+    code: string,
+    reason: string,
+  ): Promise<void> {
+    await deadLetter(this.o, { topic, partition, message, code, reason });
+    this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
+  }
+
+  private track(
+    t: PartitionTracker,
+    entry: { offset: number; done: boolean },
+    outcome: Promise<void>,
+  ): void {
+    outcome.then(
+      () => {
+        if (t.done(entry) && t.position - t.committed >= 500) void this.commit();
+      },
+      (err: unknown) => {
+        if (!this.quiescing) this.o.log.error({ err }, 'message left uncommitted');
+      },
+    );
+  }
+
+  /** Commits every partition's done prefix (one request; one at a time). */
+  commit(): Promise<void> {
+    if (this.committing) return this.committing;
+    const consumer = this.consumer;
+    const due = [...this.trackers.entries()].filter(([, t]) => t.position > t.committed);
+    if (!consumer || due.length === 0) return Promise.resolve();
+    const gen = this.generation;
+    const offsets = due.map(([key, t]) => {
+      const i = key.lastIndexOf(':');
+      return {
+        topic: key.slice(0, i),
+        partition: Number(key.slice(i + 1)),
+        offset: String(t.position),
+        t,
+        position: t.position,
+      };
+    });
+    this.committing = consumer
+      .commitOffsets(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })))
+      .then(
+        () => {
+          if (gen === this.generation) for (const x of offsets) x.t.committedTo(x.position);
+        },
+        (err: unknown) => this.o.log.warn({ err }, 'offset commit failed; retried with the next'),
+      )
+      .finally(() => (this.committing = undefined));
+    return this.committing;
+  }
+
+  /** Stops taking messages (work already handed over goes on). */
+  quiesce(): void {
+    this.quiescing = true;
+  }
+
+  /** Commits what is done, then leaves the group. Idempotent. */
+  stop(): Promise<void> {
+    this.quiescing = true;
+    this.stopped ??= (async () => {
+      if (this.commitTimer) clearInterval(this.commitTimer);
+      await this.committing;
+      await this.commit();
+      await this.consumer
+        ?.disconnect()
+        .catch((err: unknown) => this.o.log.warn({ err }, 'consumer disconnect failed'));
+    })();
+    return this.stopped;
+  }
+}
+
+/** A pipelined consumer wired to a process's runtime (group `${TOPIC_PREFIX}${name}`). */
+export function runtimePipeline(
+  rt: Runtime,
+  o: Pick<
+    PipelineOptions,
+    'topic' | 'handler' | 'log' | 'maxUncommitted' | 'partitionsConsumedConcurrently'
+  > & { name: string },
+): PipelinedConsumer {
+  const { name, ...rest } = o;
+  return new PipelinedConsumer({
+    ...rest,
+    kafka: rt.kafka,
+    groupId: `${rt.config.TOPIC_PREFIX}${name}`,
+    deadLetterTopic: rt.topics.deadLetter,
+    producer: rt.producer,
+    registry: rt.registry,
+    maxRetries: rt.config.CONSUMER_MAX_RETRIES,
+  });
+}
