@@ -19,21 +19,39 @@ const DRAIN_S = Number(process.env.BENCH_DISPATCH_DRAIN_SECONDS ?? 90);
 const LOW_RATE = Number(process.env.BENCH_DISPATCH_LOW_RATE ?? 20);
 const LOW_SECONDS = Number(process.env.BENCH_DISPATCH_LOW_SECONDS ?? 10);
 
-/** A loopback receiver recording, per path, when each event arrived (and its createdAt). */
+/**
+ * A loopback receiver recording, per path, when each webhook first arrived (and its
+ * createdAt); a repeated webhook-id is counted as a retry (another attempt number) or a
+ * duplicate send (the same attempt again), not as another arrival.
+ */
 async function receiver(hangPath?: string) {
   const arrivals: { path: string; createdAt: number; at: number }[] = [];
+  const attemptsById = new Map<string, Set<string>>();
+  const counts = { retries: 0, duplicates: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       if (req.url === hangPath) return; // never answers: the dispatcher times out
       const at = Date.now();
+      res.end('{"ok":true}');
+      const id = req.headers['webhook-id'];
+      if (typeof id === 'string') {
+        const attempt = String(req.headers['x-svc-attempt']);
+        const seen = attemptsById.get(id);
+        if (seen) {
+          if (seen.has(attempt)) counts.duplicates++;
+          else counts.retries++;
+          seen.add(attempt);
+          return;
+        }
+        attemptsById.set(id, new Set([attempt]));
+      }
       const body = Buffer.concat(chunks).toString();
       const createdAt = body.startsWith('{')
         ? Date.parse((JSON.parse(body) as { createdAt: string }).createdAt)
         : at;
       arrivals.push({ path: req.url ?? '/', createdAt, at });
-      res.end('{"ok":true}');
     });
   });
   server.keepAliveTimeout = 30_000;
@@ -42,6 +60,7 @@ async function receiver(hangPath?: string) {
   return {
     base,
     arrivals,
+    counts,
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
@@ -171,6 +190,7 @@ export async function run(): Promise<void> {
     WEBHOOK_TIMEOUT_MS: '2000',
     DISPATCH_SAFETY_NET_MS: '10000',
   });
+  const startedAt = Date.now();
   const p = await startProcess({
     name: 'bench-dispatch',
     services: [],
@@ -200,6 +220,28 @@ export async function run(): Promise<void> {
     );
     await waitFor(() => recv.arrivals.length - warmStart >= warmN, DRAIN_S);
 
+    // Steady state: in its first minute on a partition the dispatcher looks every event up in
+    // the ledger (it cannot yet tell fresh events from ones a previous owner handled).
+    const steady = startedAt + 62_000 - Date.now();
+    if (steady > 0) await new Promise((r) => setTimeout(r, steady));
+
+    // DynamoDB requests the dispatcher makes, by command (printed per delivery).
+    const requests = new Map<string, { n: number; ms: number }>();
+    p.rt.dynamo.doc.middlewareStack.add(
+      (next, context) => async (args) => {
+        const t = performance.now();
+        try {
+          return await next(args);
+        } finally {
+          const r = requests.get(context.commandName ?? '?') ?? { n: 0, ms: 0 };
+          r.n++;
+          r.ms += performance.now() - t;
+          requests.set(context.commandName ?? '?', r);
+        }
+      },
+      { step: 'initialize', name: 'benchCount' },
+    );
+
     // 1. Throughput: a burst of events, delivered as fast as the dispatcher can.
     const baseline = await rawBaseline(`${recv.base}/baseline`, N_THROUGHPUT, 64);
     const before = recv.arrivals.filter((a) => a.path !== '/baseline').length;
@@ -221,6 +263,13 @@ export async function run(): Promise<void> {
     console.log(
       `throughput  ratio:                             ${(rate / baseline).toFixed(3)}  (target ≥ 0.5)`,
     );
+    console.log(
+      `            receiver saw ${recv.counts.retries} retries and ${recv.counts.duplicates} duplicate sends so far`,
+    );
+    for (const [name, r] of requests)
+      console.log(
+        `            DynamoDB ${name}: ${(r.n / delivered).toFixed(3)} per delivery, mean ${(r.ms / r.n).toFixed(1)} ms`,
+      );
 
     // 2. End-to-end latency at the target rate (above capacity here: mostly queueing).
     const fast = await paced(p, apps, recv, RATE, RATE_SECONDS);
@@ -241,6 +290,16 @@ export async function run(): Promise<void> {
     console.log(
       `isolation   healthy p99 ratio hanging/all-healthy: ${(withHang.p99 / healthy.p99).toFixed(2)}  (target ≤ 1.2)`,
     );
+    console.log(
+      `            receiver saw ${recv.counts.retries} retries and ${recv.counts.duplicates} duplicate sends in all`,
+    );
+    for (const name of [
+      'svc_webhook_deliveries_total',
+      'svc_webhook_attempts_deferred_total',
+      'svc_webhook_ledger_writes_total',
+    ])
+      for (const v of (await p.rt.registry.getSingleMetric(name)?.get())?.values ?? [])
+        console.log(`            ${name}${JSON.stringify(v.labels)} ${v.value}`);
   } finally {
     await p.close();
     await recv.close();

@@ -68,6 +68,11 @@ export const baseConfigSchema = z.object({
   /** Concurrent first attempts per endpoint, and concurrent retries per endpoint (separate budgets). */
   DISPATCH_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().positive().default(8),
   DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().positive().default(2),
+  /**
+   * Keep-alive sockets per destination origin (several apps' endpoints may share one); the
+   * per-endpoint limits above still bound each endpoint.
+   */
+  DISPATCH_MAX_SOCKETS_PER_ORIGIN: z.coerce.number().int().positive().default(64),
   /** Concurrent attempts per dispatcher process: first attempts, and retries. */
   DISPATCH_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(512),
   DISPATCH_MAX_RETRY_IN_FLIGHT: z.coerce.number().int().positive().default(128),

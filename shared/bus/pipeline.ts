@@ -22,6 +22,8 @@ export interface PipelineMessage {
   uncertain: boolean;
   /** The assignment generation it was fetched in. */
   generation: number;
+  /** When its partition was (last) assigned to this consumer. */
+  assignedAtMs: number;
   fetchedAtMs: number;
 }
 
@@ -91,8 +93,7 @@ export class PipelinedConsumer {
     this.ctx = {
       log: o.log,
       held: (m) =>
-        m.generation === this.generation &&
-        Date.now() - m.fetchedAtMs < this.sessionTimeoutMs / 2,
+        m.generation === this.generation && Date.now() - m.fetchedAtMs < this.sessionTimeoutMs / 2,
     };
   }
 
@@ -124,7 +125,11 @@ export class PipelinedConsumer {
         const key = `${batch.topic}:${batch.partition}`;
         let t = this.trackers.get(key);
         if (!t) {
-          t = new PartitionTracker(Number(msgs[0]!.offset), this.o.maxUncommitted);
+          t = new PartitionTracker(
+            Number(msgs[0]!.offset),
+            this.o.maxUncommitted,
+            Number(batch.highWatermark),
+          );
           this.trackers.set(key, t);
         }
         let i = 0;
@@ -167,8 +172,11 @@ export class PipelinedConsumer {
     chunk: KafkaMessage[],
   ): Promise<void> {
     const now = Date.now();
-    const good: { pm: PipelineMessage; raw: KafkaMessage; entry: { offset: number; done: boolean } }[] =
-      [];
+    const good: {
+      pm: PipelineMessage;
+      raw: KafkaMessage;
+      entry: { offset: number; done: boolean };
+    }[] = [];
     for (const raw of chunk) {
       const entry = t.add(Number(raw.offset));
       let value: unknown;
@@ -191,6 +199,7 @@ export class PipelinedConsumer {
         value,
         uncertain: t.uncertain(Number(raw.offset)),
         generation: gen,
+        assignedAtMs: t.since,
         fetchedAtMs: now,
       };
       // Tracked below, once the handler accepted the chunk.
@@ -205,7 +214,8 @@ export class PipelinedConsumer {
   private async accept(pms: PipelineMessage[]): Promise<Promise<unknown>[]> {
     try {
       const out = await this.o.handler(pms, this.ctx);
-      if (out.length !== pms.length) throw new Error('pipeline handler answered for other messages');
+      if (out.length !== pms.length)
+        throw new Error('pipeline handler answered for other messages');
       return out;
     } catch (err) {
       return pms.map(() => Promise.reject(err));

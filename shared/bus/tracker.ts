@@ -13,13 +13,21 @@ export class PartitionTracker {
   /** The next offset this partition will fetch. */
   next: number;
   private readonly waiters: (() => void)[] = [];
+  /** When the assignment began (this tracker is made at its first fetch). */
+  readonly since = Date.now();
+
+  /** Offsets from here on were appended after the assignment: no one else handled them. */
+  private readonly uncertainEnd: number;
 
   constructor(
     /** The first offset fetched after the assignment: the group's committed position. */
     readonly start: number,
     /** At most this many offsets past the committed position may be handed out. */
     readonly maxUncommitted: number,
+    /** The partition's end (high watermark) as first fetched after the assignment. */
+    endAtAssignment = Number.POSITIVE_INFINITY,
   ) {
+    this.uncertainEnd = Math.min(start + maxUncommitted, endAtAssignment);
     this.committed = start;
     this.position = start;
     this.next = start;
@@ -27,10 +35,11 @@ export class PartitionTracker {
 
   /**
    * True for offsets a previous owner of the partition may already have handled: it obeyed
-   * the same bound from a committed position no later than ours.
+   * the same bound from a committed position no later than ours, and it can only have seen
+   * offsets that existed before this assignment.
    */
   uncertain(offset: number): boolean {
-    return offset < this.start + this.maxUncommitted;
+    return offset < this.uncertainEnd;
   }
 
   /** How many more offsets may be handed out before a commit moves the bound. */

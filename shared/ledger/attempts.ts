@@ -72,7 +72,7 @@ export interface FirstAttemptRecord {
   entry: AttemptEntry;
   /** The dispatch item as it stands after the attempt. */
   head: Record<string, unknown>;
-  /** Written before the head (so a head in the ledger means they are there): the attempt entry, the retry's due entry, the first SLA check. */
+  /** Written before the head (so a head in the ledger means they are there): the retry's due entry, the first SLA check. */
   children: { table: string; item: Record<string, unknown> }[];
 }
 
@@ -110,7 +110,10 @@ export function firstAttemptRecord(
     entry,
     head: dispatchItem(after),
     children: [
-      { table: rt.tables.ledger, item: { ...entry, pk: dispatchPk(s.dispatchId), sk: attemptSk(1) } },
+      {
+        table: rt.tables.ledger,
+        item: { ...entry, pk: dispatchPk(s.dispatchId), sk: attemptSk(1) },
+      },
       ...(r.next ? [{ table: rt.tables.timers, item: { ...r.next } }] : []),
       ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
     ],

@@ -15,7 +15,10 @@ import { GENESIS, chainHash, sha256Hex } from './hash.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) is
- * followed by immutable attempt entries (sk `ATT#001`…). Every entry of a dispatch is
+ * followed by immutable attempt entries (sk `ATT#001`…). A dispatch created together with its
+ * first attempt keeps that entry in its own item (`firstAttempt`, written once and never
+ * updated: one item write per delivery instead of two); `dispatchItems` reads it back as
+ * `ATT#001`. Every entry of a dispatch is
  * hash-chained: `hash = sha256(prevHash + canonical JSON of the entry without hash)`, the
  * dispatch's own creation fields being the first entry; the item keeps `headHash`.
  */
@@ -102,6 +105,7 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
 const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
 const INTERNAL = new Set([
   'body',
+  'firstAttempt',
   'traceparent',
   'duePk',
   'dueSk',
@@ -256,7 +260,11 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
       const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
         new BatchGetCommand({
           RequestItems: {
-            [rt.tables.ledger]: { Keys: keys, ConsistentRead: true, ProjectionExpression: 'dispatchId' },
+            [rt.tables.ledger]: {
+              Keys: keys,
+              ConsistentRead: true,
+              ProjectionExpression: 'dispatchId',
+            },
           },
         }),
       );
@@ -313,5 +321,12 @@ export async function dispatchItems(
     start = r.LastEvaluatedKey;
   } while (start);
   // "ATT#…" sorts before "DSP": put the dispatch first.
-  return [...out.filter((i) => i.sk === 'DSP'), ...out.filter((i) => i.sk !== 'DSP')];
+  const found = out.find((i) => i.sk === 'DSP');
+  const entries = out.filter((i) => i.sk !== 'DSP');
+  if (!found) return entries;
+  // A first attempt kept in the dispatch item is read as the entry it is.
+  const { firstAttempt, ...head } = found;
+  if (firstAttempt && !entries.some((i) => i.sk === attemptSk(1)))
+    entries.unshift({ ...(firstAttempt as object), pk: head.pk, sk: attemptSk(1) });
+  return [head, ...entries];
 }

@@ -1,7 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newReferenceId } from '../../shared/domain/ids.js';
-import { attemptSk, dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { tamperFirstAttempt } from '../helpers/tamper.js';
 import {
   getDispatch,
   listDispatchesByApp,
@@ -126,14 +127,7 @@ describe('dispatch ledger queries', () => {
     expect(await verifyDispatchChain(p.rt, ids[0]!)).toEqual({ ok: true, entries: 3 });
     expect(await getDispatch(p.rt, 'dsp_01ARZ3NDEKTSV4RRFFQ69G5FAV')).toBeUndefined();
 
-    await p.rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: p.rt.tables.ledger,
-        Key: { pk: dispatchPk(ids[0]!), sk: attemptSk(1) },
-        UpdateExpression: 'SET statusCode = :s',
-        ExpressionAttributeValues: { ':s': 200 },
-      }),
-    );
+    await tamperFirstAttempt(p.rt, ids[0]!, 'statusCode', 200);
     expect(await verifyDispatchChain(p.rt, ids[0]!)).toEqual({
       ok: false,
       at: 'ATT#001',

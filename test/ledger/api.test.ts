@@ -3,7 +3,8 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeCursor } from '../../services/ledger/cursor.js';
 import { dispatchDetail, dispatchSummary } from '../../services/ledger/schemas.js';
-import { attemptSk, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { dispatchPk } from '../../shared/ledger/dispatches.js';
+import { tamperFirstAttempt } from '../helpers/tamper.js';
 import {
   allPages,
   startLedgerProcess,
@@ -264,14 +265,7 @@ describe('GET /api/v1/ledger/dispatches/{dispatchId}/verify', () => {
       headHash: detail.body.headHash,
     });
 
-    await f.p.rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: f.p.rt.tables.ledger,
-        Key: { pk: dispatchPk(id), sk: attemptSk(1) },
-        UpdateExpression: 'SET statusCode = :s',
-        ExpressionAttributeValues: { ':s': 204 },
-      }),
-    );
+    await tamperFirstAttempt(f.p.rt, id, 'statusCode', 204);
     const broken = await f.call('GET', `${LIST}/${id}/verify`, { key: a.auditor });
     expect(broken.status).toBe(200);
     expect(broken.body).toEqual({

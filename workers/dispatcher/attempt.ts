@@ -1,4 +1,5 @@
 import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
+import { cached } from '../../shared/domain/cache.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError, coerceError } from '../../shared/errors.js';
 import {
@@ -36,6 +37,9 @@ export interface AttemptJob {
   };
 }
 
+/** First attempts being recorded after their endpoint slot was given back, at most. */
+const MAX_WRITING = 2_000;
+
 /** Room kept between an attempt's timeout and the safety net, for signing and the ledger write. */
 export const DEADLINE_MARGIN_MS = 2_000;
 
@@ -55,7 +59,6 @@ const destinationOf = (url: string) => {
  * so the attempt is made again.
  */
 export class Attempter {
-  private readonly secrets = new Map<string, Promise<string>>();
   readonly health: EndpointHealth;
 
   constructor(
@@ -75,18 +78,27 @@ export class Attempter {
   }
 
   /**
-   * The current secret. Concurrent attempts for one app share one read; nothing is kept
-   * after it, so each new attempt sees a rotation made before it started.
+   * The current secret, through the credential cache: a rotation made in this process is seen
+   * by the next attempt, one made elsewhere within CREDENTIAL_CACHE_TTL_MS (1 s by default),
+   * as for API keys. Concurrent attempts for one app share one read.
    */
   private secretOf(app: App): Promise<string> {
-    let p = this.secrets.get(app.appId);
-    if (!p) {
-      p = getAppSecretKey(this.rt, app).finally(() => this.secrets.delete(app.appId));
-      this.secrets.set(app.appId, p);
-    }
-    return p;
+    return cached(this.rt, `secret:${app.appId}`, () => getAppSecretKey(this.rt, app));
   }
 
+  /** Records of attempts whose request is over, still being written (see `run`). */
+  private readonly writing = new Set<Promise<void>>();
+
+  /** Resolves when every record being written is written (or failed). */
+  async settled(): Promise<void> {
+    while (this.writing.size > 0) await Promise.allSettled([...this.writing]);
+  }
+
+  /**
+   * Makes the attempt. A first attempt from the event stream gives its endpoint slot back as
+   * soon as the request is over and is recorded behind it (group commit), unless too many
+   * records are being written already: then it holds the slot until its own is written.
+   */
   async run(job: AttemptJob): Promise<void> {
     const { rt } = this;
     const timeoutMs = rt.config.WEBHOOK_TIMEOUT_MS;
@@ -95,6 +107,7 @@ export class Attempter {
       return;
     }
     const s = job.state;
+    let recorded: Promise<void>;
     try {
       const app = await getAppCached(rt, s.appId);
       let result: AttemptResult;
@@ -109,16 +122,26 @@ export class Attempter {
         job.fresh?.fail(new AppError('SVC_UNAVAILABLE', 'attempt aborted by shutdown'));
         return;
       }
-      const written = await this.settle(job, app, result);
-      job.fresh?.done(written);
-    } catch (err) {
-      rt.log.error(
-        { err, dispatchId: s.dispatchId, code: coerceError(err).code },
-        'webhook attempt not recorded; it will be redone',
+      recorded = this.settle(job, app, result).then(
+        (written) => job.fresh?.done(written),
+        (err: unknown) => this.notRecorded(job, err),
       );
-      this.o.metrics.ledger.inc({ result: 'failed' });
-      job.fresh?.fail(err);
+    } catch (err) {
+      this.notRecorded(job, err);
+      return;
     }
+    if (!job.fresh || this.writing.size >= MAX_WRITING) return recorded;
+    this.writing.add(recorded);
+    void recorded.finally(() => this.writing.delete(recorded));
+  }
+
+  private notRecorded(job: AttemptJob, err: unknown): void {
+    this.rt.log.error(
+      { err, dispatchId: job.state.dispatchId, code: coerceError(err).code },
+      'webhook attempt not recorded; it will be redone',
+    );
+    this.o.metrics.ledger.inc({ result: 'failed' });
+    job.fresh?.fail(err);
   }
 
   /** Signs with the current secret and POSTs, inside a span continuing the event's trace. */

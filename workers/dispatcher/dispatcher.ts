@@ -33,11 +33,14 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     allowLoopbackSandbox: c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX,
   };
   const client = new WebhookClient({
-    maxSocketsPerDestination:
-      c.DISPATCH_CONCURRENCY_PER_ENDPOINT + c.DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT,
+    maxSocketsPerDestination: c.DISPATCH_MAX_SOCKETS_PER_ORIGIN,
   });
   const abort = new AbortController();
-  const writer = new FirstAttemptWriter(rt, { metrics, log, maxFlushes: c.DISPATCH_LEDGER_FLUSHES });
+  const writer = new FirstAttemptWriter(rt, {
+    metrics,
+    log,
+    maxFlushes: c.DISPATCH_LEDGER_FLUSHES,
+  });
   const attempter = new Attempter(rt, {
     client,
     writer,
@@ -114,10 +117,19 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
             'drain',
             async () => {
               const bound = Math.min(c.SHUTDOWN_TIMEOUT_MS, c.WEBHOOK_TIMEOUT_MS + 5_000);
-              if (await lanes.drain(bound)) return;
-              log.warn({ bound }, 'attempts still running at the drain bound; aborting them');
-              abort.abort();
-              await lanes.drain(2_000);
+              const drained = await lanes.drain(bound);
+              if (!drained) {
+                log.warn({ bound }, 'attempts still running at the drain bound; aborting them');
+                abort.abort();
+                await lanes.drain(2_000);
+              }
+              // Attempts already made are recorded before the final offset commit.
+              let timer: NodeJS.Timeout | undefined;
+              await Promise.race([
+                attempter.settled(),
+                new Promise((r) => (timer = setTimeout(r, bound))),
+              ]);
+              clearTimeout(timer);
             },
           ],
           ['writer', async () => writer.close()],

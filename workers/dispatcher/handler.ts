@@ -16,8 +16,20 @@ import type { Lanes } from './lanes.js';
 import type { DispatcherMetrics } from './metrics.js';
 import type { FirstWriteResult, WriteMode } from './writer.js';
 
-/** Recorded dispatch ids remembered per process (a few MB). */
-const RECENT = 50_000;
+/**
+ * An event created less than FRESH_MS ago, and after this partition was assigned here (with
+ * CLOCK_SKEW_MS for the producers' clocks), can only have been recorded by this process, in
+ * the last FRESH_MS: `recent` (kept RECENT_MS) answers for it without a ledger read.
+ */
+const FRESH_MS = 30_000;
+const CLOCK_SKEW_MS = 60_000;
+const RECENT_MS = 2 * FRESH_MS;
+const RECENT_MAX = 500_000;
+
+function isFresh(event: ConsentEvent, m: PipelineMessage, nowMs: number): boolean {
+  const created = Date.parse(event.createdAt);
+  return created > nowMs - FRESH_MS && created > m.assignedAtMs + CLOCK_SKEW_MS;
+}
 
 /** The consumer group's name. */
 export const CONSUMER = 'dispatcher';
@@ -34,7 +46,8 @@ const endpointOf = (e: ConsentEvent) => `${e.appId}:webhook`;
  * Events that a previous owner of the partition may have handled (`uncertain`) are first
  * looked up in the ledger (one batched read) and skipped when their dispatch exists; their
  * records are then written conditionally. When the endpoint's backlog is full the dispatch is
- * written at once with a due entry and its first attempt left to the sweeper.
+ * written at once with a due entry and its first attempt left to the sweeper. Events that
+ * need a postback are written before their first attempt (see `durableFirst`).
  */
 export function consentEventHandler(
   rt: Runtime,
@@ -42,11 +55,16 @@ export function consentEventHandler(
 ): PipelineHandler {
   /** Dispatches of this process not yet recorded: a re-fetched event joins the running work. */
   const running = new Map<string, Promise<unknown>>();
-  /** Dispatches this process recorded lately: a republished event (the outbox may publish twice) is not sent again. */
-  const recent = new Set<string>();
+  /** Dispatches this process recorded in the last RECENT_MS (id → when), oldest first. */
+  const recent = new Map<string, number>();
   const remember = (id: string) => {
-    recent.add(id);
-    if (recent.size > RECENT) recent.delete(recent.values().next().value!);
+    const now = Date.now();
+    recent.delete(id);
+    recent.set(id, now);
+    for (const [old, at] of recent) {
+      if (at > now - RECENT_MS && recent.size <= RECENT_MAX) break;
+      recent.delete(old);
+    }
   };
 
   return async (messages, ctx) => {
@@ -56,10 +74,15 @@ export function consentEventHandler(
     });
     const doubtful = parsed.flatMap((p) => ('m' in p && p.m.uncertain ? [p.id] : []));
     const existing = doubtful.length > 0 ? await existingDispatches(rt, doubtful) : new Set();
-    // The others are looked up too, but while their attempts run: an event recorded by another
-    // worker long ago (a late duplicate) then writes nothing instead of overwriting the record.
-    const rest = parsed.flatMap((p) => ('m' in p && !p.m.uncertain ? [p.id] : []));
-    const probe = rest.length > 0 ? existingDispatches(rt, rest) : Promise.resolve(new Set());
+    // A republished event (the outbox publishes at least once) that this process recorded
+    // lately is in `recent`. One that may have been recorded elsewhere or earlier (created
+    // before this assignment, or a while ago) is looked up while its attempt runs, and then
+    // writes nothing instead of overwriting the record.
+    const nowMs = Date.now();
+    const stale = parsed.flatMap((p) =>
+      'm' in p && !p.m.uncertain && !isFresh(p.event, p.m, nowMs) ? [p.id] : [],
+    );
+    const probe = stale.length > 0 ? existingDispatches(rt, stale) : Promise.resolve(new Set());
     probe.catch(() => undefined);
     const out: Promise<unknown>[] = [];
     for (const p of parsed) {
@@ -87,7 +110,7 @@ export function consentEventHandler(
       const { m, id } = p;
       const mode = async (): Promise<WriteMode | 'duplicate'> => {
         if (m.uncertain) return 'safe'; // looked up above; written conditionally
-        let seen: Set<unknown>;
+        let seen: Set<unknown>; // (empty for fresh events)
         try {
           seen = await probe;
         } catch {
@@ -117,51 +140,77 @@ export function consentEventHandler(
     mode: () => Promise<WriteMode | 'duplicate'>,
   ): Promise<void> {
     const nowMs = Date.now();
-    // SLA checks are written with the dispatch: their shard watermarks must exist first.
-    if (event.data.postback) await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
     // The wire body is the event exactly as published (parsing with zod would reorder keys).
     const body = JSON.stringify(m.value);
     const traceparent = m.headers.traceparent;
-    const state = newDispatchState({ event, body, endpoint: endpointOf(event), nowMs, traceparent });
-    const settled = new Promise<FirstWriteResult>((resolve, reject) => {
-      const job: AttemptJob = {
-        state,
-        trigger: 'first',
-        deadlineMs: Number.POSITIVE_INFINITY,
-        fresh: {
-          mode,
-          done: resolve,
-          fail: reject,
-        },
-      };
-      if (roomy && d.lanes.enqueue(event.appId, 'first', job)) return;
-      d.metrics.deferred.inc({ reason: roomy ? 'endpoint_backlog' : 'backlog' });
-      defer(event, body, nowMs, traceparent).then(resolve, reject);
-    });
-    const result = await settled;
+    const result = event.data.postback
+      ? await durableFirst(event, body, nowMs, traceparent, roomy)
+      : await new Promise<FirstWriteResult>((resolve, reject) => {
+          const state = newDispatchState({
+            event,
+            body,
+            endpoint: endpointOf(event),
+            nowMs,
+            traceparent,
+          });
+          const job: AttemptJob = {
+            state,
+            trigger: 'first',
+            deadlineMs: Number.POSITIVE_INFINITY,
+            fresh: { mode, done: resolve, fail: reject },
+          };
+          if (roomy && d.lanes.enqueue(event.appId, 'first', job)) return;
+          d.metrics.deferred.inc({ reason: roomy ? 'endpoint_backlog' : 'backlog' });
+          write(event, body, nowMs, traceparent, nowMs).then((r) => resolve(r.result), reject);
+        });
     d.metrics.dispatches.inc({ result: result === 'recorded' ? 'created' : 'duplicate' });
   }
 
-  /** The dispatch is written now, pending, with its first attempt due at once in the due-index. */
-  async function defer(
+  /**
+   * An event that needs a postback is in the ledger before its first attempt: the app may post
+   * back before it answers the webhook, and the postback API must find the dispatch. A
+   * safety-net due entry redoes the attempt if this worker dies during it.
+   */
+  async function durableFirst(
     event: ConsentEvent,
     body: string,
     nowMs: number,
     traceparent: string | undefined,
+    roomy: boolean,
   ): Promise<FirstWriteResult> {
+    // The first SLA check is written with the dispatch: its shard watermarks must exist first.
+    await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
+    const deadlineMs = nowMs + rt.config.DISPATCH_SAFETY_NET_MS;
+    const { result, state } = await write(event, body, nowMs, traceparent, deadlineMs);
+    if (result === 'duplicate') return result;
+    const job: AttemptJob = { state, trigger: 'first', deadlineMs };
+    if (!roomy) d.metrics.deferred.inc({ reason: 'backlog' });
+    else if (!d.lanes.enqueue(event.appId, 'first', job))
+      d.metrics.deferred.inc({ reason: 'endpoint_backlog' });
+    return result;
+  }
+
+  /** Writes the dispatch now, pending, with its next attempt due at `dueAtMs` in the due-index. */
+  async function write(
+    event: ConsentEvent,
+    body: string,
+    nowMs: number,
+    traceparent: string | undefined,
+    dueAtMs: number,
+  ) {
     const created = newDispatchItems(rt, {
       event,
       body,
       endpoint: endpointOf(event),
       nowMs,
-      due: (id) => dueEntry(id, event.appId, nowMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
+      due: (id) => dueEntry(id, event.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
       traceparent,
     });
     try {
       await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
-      return 'recorded';
+      return { result: 'recorded' as const, state: created.state };
     } catch (err) {
-      if (isConditionFailure(err)) return 'duplicate';
+      if (isConditionFailure(err)) return { result: 'duplicate' as const, state: created.state };
       throw err;
     }
   }

@@ -10,8 +10,8 @@ import type { DispatcherMetrics } from './metrics.js';
  * How a first attempt and its dispatch reach the ledger.
  * - `fast`: the event's partition is certainly this worker's, so nobody else can be writing
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
- *   attempt entries and due entries first and the dispatch items after them, so a dispatch
- *   item in the ledger always has its entries.
+ *   due entries first and the dispatch items (holding their first attempt) after them, so a
+ *   dispatch item in the ledger always has its due entries.
  * - `safe`: anyone else might (after a rebalance or a restart): one conditional transaction,
  *   and a dispatch that already exists makes this a duplicate that writes nothing.
  */
@@ -78,10 +78,9 @@ export class FirstAttemptWriter {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      await this.batchWrite(batch.flatMap((p) => p.rec.children));
-      await this.batchWrite(
-        batch.map((p) => ({ table: this.rt.tables.ledger, item: p.rec.head })),
-      );
+      const children = batch.flatMap((p) => p.rec.children);
+      if (children.length > 0) await this.batchWrite(children);
+      await this.batchWrite(batch.map((p) => ({ table: this.rt.tables.ledger, item: p.rec.head })));
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
@@ -91,7 +90,8 @@ export class FirstAttemptWriter {
   /** BatchWriteItem until every item is in, backing off on throttling and transient errors. */
   private async batchWrite(items: { table: string; item: Record<string, unknown> }[]) {
     let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> = {};
-    for (const { table, item } of items) (request[table] ??= []).push({ PutRequest: { Item: item } });
+    for (const { table, item } of items)
+      (request[table] ??= []).push({ PutRequest: { Item: item } });
     for (let round = 0; Object.keys(request).length > 0; round++) {
       if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
       if (round > 0) await sleep(Math.min(25 * 2 ** round, 2_000));
