@@ -10,11 +10,15 @@ import { newEventId, newReferenceId } from '../shared/domain/ids.js';
 import type { App } from '../shared/domain/types.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
 import { benchStack, percentile } from './lib.js';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { dispatchItem, newDispatchState } from '../shared/ledger/dispatches.js';
 
-const N_THROUGHPUT = Number(process.env.BENCH_DISPATCH_EVENTS ?? 1000);
+const N_THROUGHPUT = Number(process.env.BENCH_DISPATCH_EVENTS ?? 4000);
 const RATE = Number(process.env.BENCH_DISPATCH_RATE ?? 1000);
 const RATE_SECONDS = Number(process.env.BENCH_DISPATCH_SECONDS ?? 2);
 const DRAIN_S = Number(process.env.BENCH_DISPATCH_DRAIN_SECONDS ?? 90);
+/** A rate the dispatcher sustains here (its measured capacity is higher). */
+const MID_RATE = Number(process.env.BENCH_DISPATCH_MID_RATE ?? 300);
 /** A rate under the dispatcher's capacity on DynamoDB Local, where latency is not queueing. */
 const LOW_RATE = Number(process.env.BENCH_DISPATCH_LOW_RATE ?? 20);
 const LOW_SECONDS = Number(process.env.BENCH_DISPATCH_LOW_SECONDS ?? 10);
@@ -147,6 +151,38 @@ async function paced(
   };
 }
 
+async function ledgerCeiling(p: RunningProcess, app: App): Promise<number> {
+  const item = () => {
+    const e = event(app);
+    const state = newDispatchState({
+      event: e,
+      body: JSON.stringify(e),
+      endpoint: `${app.appId}:webhook`,
+      nowMs: Date.now(),
+    });
+    return { ...dispatchItem(state), firstAttempt: { attempt: 1, hash: state.headHash } };
+  };
+  let n = 0;
+  const end = Date.now() + 4_000;
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (Date.now() < end) {
+        await p.rt.dynamo.doc.send(
+          new BatchWriteCommand({
+            RequestItems: {
+              [p.rt.tables.ledger]: Array.from({ length: 25 }, () => ({
+                PutRequest: { Item: item() },
+              })),
+            },
+          }),
+        );
+        n += 25;
+      }
+    }),
+  );
+  return n / 4;
+}
+
 async function rawBaseline(url: string, n: number, concurrency: number) {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const body = JSON.stringify(event({ appId: 'app_x', environment: 'sandbox' } as App));
@@ -271,10 +307,23 @@ export async function run(): Promise<void> {
         `            DynamoDB ${name}: ${(r.n / delivered).toFixed(3)} per delivery, mean ${(r.ms / r.n).toFixed(1)} ms`,
       );
 
+    // The ledger's own ceiling here: DynamoDB Local taking dispatch items (as the dispatcher
+    // writes them: first attempt inside) by BatchWriteItem, 25 a request, nothing else running.
+    const ceiling = await ledgerCeiling(p, apps[0]!);
+    console.log(
+      `ceiling     DynamoDB Local BatchWriteItem alone: ${ceiling.toFixed(0).padStart(6)} dispatch items/s (2 requests in flight, as the dispatcher)`,
+    );
+
     // 2. End-to-end latency at the target rate (above capacity here: mostly queueing).
     const fast = await paced(p, apps, recv, RATE, RATE_SECONDS);
     console.log(
       `latency     ${RATE}/s for ${RATE_SECONDS} s, 20 healthy endpoints: p50 ${fast.p50} ms, p99 ${fast.p99} ms  (${fast.delivered}/${fast.expected} delivered; target p50 ≤ 5, p99 ≤ 25)`,
+    );
+
+    // 2b. A rate this machine's dispatcher sustains (under its measured capacity).
+    const mid = await paced(p, apps, recv, MID_RATE, RATE_SECONDS * 2);
+    console.log(
+      `latency     ${MID_RATE}/s for ${RATE_SECONDS * 2} s, 20 healthy endpoints: p50 ${mid.p50} ms, p99 ${mid.p99} ms  (${mid.delivered}/${mid.expected} delivered)`,
     );
 
     // 3. Below capacity: latency, then the same with one of the 20 endpoints hanging.

@@ -86,7 +86,7 @@ export const baseConfigSchema = z.object({
    */
   DISPATCH_MAX_UNCOMMITTED: z.coerce.number().int().positive().default(10_000),
   /** Group-commit ledger writes (BatchWriteItem requests) in flight per dispatcher. */
-  DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(4),
+  DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(2),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */

@@ -79,6 +79,8 @@ export interface PipelineOptions {
 export class PipelinedConsumer {
   private consumer: Consumer | undefined;
   private generation = 0;
+  /** When the current assignment began. */
+  private assignedAtMs = Date.now();
   private readonly trackers = new Map<string, PartitionTracker>();
   private commitTimer: NodeJS.Timeout | undefined;
   private committing: Promise<void> | undefined;
@@ -160,6 +162,7 @@ export class PipelinedConsumer {
 
   private newGeneration(): void {
     this.generation++;
+    this.assignedAtMs = Date.now();
     // Positions of the old assignment are committed no more: the group may have moved them.
     this.trackers.clear();
   }
@@ -199,7 +202,7 @@ export class PipelinedConsumer {
         value,
         uncertain: t.uncertain(Number(raw.offset)),
         generation: gen,
-        assignedAtMs: t.since,
+        assignedAtMs: this.assignedAtMs,
         fetchedAtMs: now,
       };
       // Tracked below, once the handler accepted the chunk.

@@ -13,8 +13,6 @@ export class PartitionTracker {
   /** The next offset this partition will fetch. */
   next: number;
   private readonly waiters: (() => void)[] = [];
-  /** When the assignment began (this tracker is made at its first fetch). */
-  readonly since = Date.now();
 
   /** Offsets from here on were appended after the assignment: no one else handled them. */
   private readonly uncertainEnd: number;

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
@@ -36,6 +37,8 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     maxSocketsPerDestination: c.DISPATCH_MAX_SOCKETS_PER_ORIGIN,
   });
   const abort = new AbortController();
+  // Every running attempt listens on it (and stops listening when it ends).
+  setMaxListeners(0, abort.signal);
   const writer = new FirstAttemptWriter(rt, {
     metrics,
     log,
