@@ -219,6 +219,8 @@ export async function run(): Promise<void> {
   const stack = await benchStack();
   const recv = await receiver('/hang');
   const config = loadConfig({
+    // DISPATCH_* and other settings may be tuned from the environment.
+    ...process.env,
     LOG_LEVEL: 'silent',
     KAFKA_BROKERS: stack.kafkaBrokers,
     DYNAMODB_ENDPOINT: stack.dynamoEndpoint,

@@ -131,8 +131,12 @@ export async function getApp(rt: Runtime, appId: string): Promise<App | undefine
 }
 
 /** The same through the in-process cache: for authentication on every request. */
-export function getAppCached(rt: Runtime, appId: string): Promise<App | undefined> {
-  return cached(rt, `app:${appId}`, () => getApp(rt, appId));
+export function getAppCached(
+  rt: Runtime,
+  appId: string,
+  o: { refreshAhead?: boolean } = {},
+): Promise<App | undefined> {
+  return cached(rt, `app:${appId}`, () => getApp(rt, appId), o);
 }
 
 /** Resolves an index entry to the app id, then reads the item itself (indexes lag a little). */

@@ -4,6 +4,8 @@ interface Entry {
   value: Promise<unknown>;
   expiresAt: number;
   generation: number;
+  /** A refresh-ahead read is running. */
+  refreshing?: boolean;
 }
 
 /** Bounded so a flood of random keys cannot grow memory; the oldest entries go first. */
@@ -20,7 +22,12 @@ const MAX_ENTRIES = 10_000;
 const caches = new WeakMap<Runtime, Map<string, Entry>>();
 let generation = 0;
 
-export function cached<T>(rt: Runtime, key: string, load: () => Promise<T>): Promise<T> {
+export function cached<T>(
+  rt: Runtime,
+  key: string,
+  load: () => Promise<T>,
+  o: { refreshAhead?: boolean } = {},
+): Promise<T> {
   const ttl = rt.config.CREDENTIAL_CACHE_TTL_MS;
   if (ttl <= 0) return load();
   let entries = caches.get(rt);
@@ -28,6 +35,27 @@ export function cached<T>(rt: Runtime, key: string, load: () => Promise<T>): Pro
   const now = Date.now();
   const hit = entries.get(key);
   if (hit && hit.expiresAt > now && hit.generation === generation) return hit.value as Promise<T>;
+  // Refresh ahead: an entry expired less than one TTL ago still answers while one read
+  // replaces it behind, so a key in steady use never waits for DynamoDB. A change made
+  // elsewhere then shows within two TTLs (one made in this process still shows at once).
+  if (o.refreshAhead && hit && hit.generation === generation && hit.expiresAt + ttl > now) {
+    if (!hit.refreshing) {
+      hit.refreshing = true;
+      const next = load();
+      next.then(
+        () => {
+          if (entries.get(key) === hit)
+            entries.set(key, {
+              value: next,
+              expiresAt: Date.now() + ttl,
+              generation: hit.generation,
+            });
+        },
+        () => (hit.refreshing = false),
+      );
+    }
+    return hit.value as Promise<T>;
+  }
   if (hit) entries.delete(key);
   const value = load();
   const entry = { value, expiresAt: now + ttl, generation };

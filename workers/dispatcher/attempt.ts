@@ -78,12 +78,15 @@ export class Attempter {
   }
 
   /**
-   * The current secret, through the credential cache: a rotation made in this process is seen
-   * by the next attempt, one made elsewhere within CREDENTIAL_CACHE_TTL_MS (1 s by default),
-   * as for API keys. Concurrent attempts for one app share one read.
+   * The current secret, through the credential cache (refreshed ahead, so an attempt does not
+   * wait for DynamoDB): a rotation made in this process is seen by the next attempt, one made
+   * elsewhere within two CREDENTIAL_CACHE_TTL_MS (1 s by default). Concurrent attempts for one
+   * app share one read.
    */
   private secretOf(app: App): Promise<string> {
-    return cached(this.rt, `secret:${app.appId}`, () => getAppSecretKey(this.rt, app));
+    return cached(this.rt, `secret:${app.appId}`, () => getAppSecretKey(this.rt, app), {
+      refreshAhead: true,
+    });
   }
 
   /** Records of attempts whose request is over, still being written (see `run`). */
@@ -109,7 +112,7 @@ export class Attempter {
     const s = job.state;
     let recorded: Promise<void>;
     try {
-      const app = await getAppCached(rt, s.appId);
+      const app = await getAppCached(rt, s.appId, { refreshAhead: true });
       let result: AttemptResult;
       if (!app) result = skipped('app_missing');
       // An operator's resend still goes out to a disabled endpoint: its success re-enables it.

@@ -25,7 +25,7 @@ const SUCCESS_REFRESH_MS = 60_000;
 export class EndpointHealth {
   private readonly cache = new Map<
     string,
-    { state: Promise<EndpointState | undefined>; at: number }
+    { state: Promise<EndpointState | undefined>; at: number; refreshing?: boolean }
   >();
 
   constructor(
@@ -33,9 +33,24 @@ export class EndpointHealth {
     private readonly m: DispatcherMetrics,
   ) {}
 
+  /** The endpoint's state; one read less than 2 s old, or refreshed behind one less than 4 s old. */
   state(appId: string): Promise<EndpointState | undefined> {
     const hit = this.cache.get(appId);
-    if (hit && Date.now() - hit.at < STATE_TTL_MS) return hit.state;
+    const age = hit ? Date.now() - hit.at : Infinity;
+    if (hit && age < STATE_TTL_MS) return hit.state;
+    if (hit && age < 2 * STATE_TTL_MS) {
+      if (!hit.refreshing) {
+        hit.refreshing = true;
+        const next = getEndpointState(this.rt, appId);
+        next.then(
+          () => {
+            if (this.cache.get(appId) === hit) this.remember(appId, next);
+          },
+          () => (hit.refreshing = false),
+        );
+      }
+      return hit.state;
+    }
     const state = getEndpointState(this.rt, appId);
     this.remember(appId, state);
     return state;

@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Runtime } from '../runtime.js';
+import { cached, invalidateCache } from './cache.js';
+
+/** Only the config is read by the cache. */
+const rt = { config: { CREDENTIAL_CACHE_TTL_MS: 1_000 } } as unknown as Runtime;
+
+afterEach(() => vi.useRealTimers());
+
+describe('cached', () => {
+  it('shares one read per key within the TTL and reads again after it', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => Promise.resolve(++reads);
+    const key = `plain:${Math.random()}`;
+    expect(await Promise.all([cached(rt, key, load), cached(rt, key, load)])).toEqual([1, 1]);
+    vi.advanceTimersByTime(1_001);
+    expect(await cached(rt, key, load)).toBe(2);
+  });
+
+  it('refresh ahead: answers from an entry expired under one TTL ago and replaces it behind', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => Promise.resolve(++reads);
+    const key = `ahead:${Math.random()}`;
+    expect(await cached(rt, key, load, { refreshAhead: true })).toBe(1);
+    vi.advanceTimersByTime(1_500);
+    // Expired: the old value answers at once (to both callers); one read starts.
+    const both = [
+      cached(rt, key, load, { refreshAhead: true }),
+      cached(rt, key, load, { refreshAhead: true }),
+    ];
+    expect(await Promise.all(both)).toEqual([1, 1]);
+    expect(reads).toBe(2);
+    // Once that read is in, it answers.
+    expect(await cached(rt, key, load, { refreshAhead: true })).toBe(2);
+    expect(reads).toBe(2);
+  });
+
+  it('refresh ahead never answers from an entry expired more than one TTL ago', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => Promise.resolve(++reads);
+    const key = `old:${Math.random()}`;
+    await cached(rt, key, load, { refreshAhead: true });
+    vi.advanceTimersByTime(2_001);
+    expect(await cached(rt, key, load, { refreshAhead: true })).toBe(2);
+  });
+
+  it('refresh ahead never answers from before an invalidation', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => Promise.resolve(++reads);
+    const key = `inv:${Math.random()}`;
+    await cached(rt, key, load, { refreshAhead: true });
+    vi.advanceTimersByTime(1_200);
+    invalidateCache();
+    expect(await cached(rt, key, load, { refreshAhead: true })).toBe(2);
+  });
+});
