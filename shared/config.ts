@@ -85,6 +85,11 @@ export const baseConfigSchema = z.object({
    * (the events a new owner re-checks against the ledger after a rebalance or restart).
    */
   DISPATCH_MAX_UNCOMMITTED: z.coerce.number().int().positive().default(10_000),
+  /**
+   * How far producers' clocks may run ahead of the dispatcher's. An event created before a
+   * partition's assignment plus this is looked up in the ledger before it is sent.
+   */
+  DISPATCH_CLOCK_SKEW_MS: z.coerce.number().int().nonnegative().default(60_000),
   /** Group-commit ledger writes (BatchWriteItem requests) in flight per dispatcher. */
   DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(2),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */

@@ -25,6 +25,8 @@ beforeAll(async () => {
     WEBHOOK_TIMEOUT_MS: '800',
     DISPATCH_SAFETY_NET_MS: '4000',
     DISPATCH_SWEEP_INTERVAL_MS: '200',
+    // One clock here: events created after the assignment are fresh at once (the fast path).
+    DISPATCH_CLOCK_SKEW_MS: '0',
   });
 });
 afterAll(async () => {
@@ -248,6 +250,28 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
     expect(verifier(oldKey).verify(r1!.body, headersOf(r1!))).toEqual(e);
     expect(verifier(newKey).verify(r2!.body, headersOf(r2!))).toEqual(e);
     expect(() => verifier(oldKey).verify(r2!.body, headersOf(r2!))).toThrow();
+  });
+
+  it('records a fresh event with its first attempt in one group-committed item', async () => {
+    const { app, secretKey } = await sandboxApp(p.rt, rcv.url('/fresh'));
+    const events = [consentEvent(app), consentEvent(app), consentEvent(app)];
+    await publish(p.rt, events);
+    for (const e of events) {
+      const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+        expect(x.deliveryStatus).toBe('delivered'),
+      );
+      expect(d.attempts).toEqual([
+        expect.objectContaining({ attempt: 1, statusCode: 200, trigger: 'first' }),
+      ]);
+      expect(d.headHash).toBe(d.attempts[0]!.hash);
+      expect(await verifyDispatchChain(p.rt, d.dispatchId)).toEqual({ ok: true, entries: 2 });
+    }
+    for (const r of rcv.at('/fresh'))
+      expect(verifier(secretKey).verify(r.body, headersOf(r))).toBeTruthy();
+    // Written by the group commit (not one transaction per dispatch).
+    expect(await p.rt.registry.getSingleMetricAsString('svc_webhook_ledger_batch_size')).toMatch(
+      /svc_webhook_ledger_batch_size_count [1-9]/,
+    );
   });
 
   it('makes no second dispatch for a redelivered event', async () => {

@@ -101,4 +101,75 @@ describe('worker restarts', () => {
       await second.stop();
     }
   });
+
+  it('after its offsets are reset, a new worker sends nothing already recorded again', async () => {
+    const { app } = await sandboxApp(rt, rcv.url('/reset'));
+    const events = [consentEvent(app), consentEvent(app), consentEvent(app)];
+    const first = await dispatcherWorker.start(rt);
+    await publish(rt, events);
+    for (const e of events)
+      await waitForDispatch(rt, dispatchIdFor(e.id, `${app.appId}:webhook`), (x) =>
+        expect(x.deliveryStatus).toBe('delivered'),
+      );
+    await first.stop();
+    const before = await Promise.all(
+      events.map((e) => getDispatch(rt, dispatchIdFor(e.id, `${app.appId}:webhook`))),
+    );
+
+    // As if the commits had been lost: the group starts again from the beginning.
+    const admin = rt.kafka.admin();
+    await admin.connect();
+    await admin.resetOffsets({
+      groupId: `${rt.config.TOPIC_PREFIX}dispatcher`,
+      topic: rt.topics.consentEvents,
+      earliest: true,
+    });
+    await admin.disconnect();
+
+    const second = await dispatcherWorker.start(rt);
+    try {
+      const sentinel = consentEvent(app);
+      await publish(rt, [sentinel]);
+      await waitForDispatch(rt, dispatchIdFor(sentinel.id, `${app.appId}:webhook`), (x) =>
+        expect(x.deliveryStatus).toBe('delivered'),
+      );
+      // Each event went out once; the records are untouched.
+      const ids = rcv.at('/reset').map((r) => r.headers['webhook-id']);
+      expect(ids).toHaveLength(4);
+      expect(new Set(ids).size).toBe(4);
+      const after = await Promise.all(
+        events.map((e) => getDispatch(rt, dispatchIdFor(e.id, `${app.appId}:webhook`))),
+      );
+      expect(after).toEqual(before);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('a late copy of an event recorded before the restart is looked up and not sent again', async () => {
+    const { app } = await sandboxApp(rt, rcv.url('/late'));
+    // Created ten minutes ago: the outbox relay may publish such a copy late.
+    const e = consentEvent(app, { createdAt: new Date(Date.now() - 600_000).toISOString() });
+    const dispatchId = dispatchIdFor(e.id, `${app.appId}:webhook`);
+    const first = await dispatcherWorker.start(rt);
+    await publish(rt, [e]);
+    const recorded = await waitForDispatch(rt, dispatchId, (x) =>
+      expect(x.deliveryStatus).toBe('delivered'),
+    );
+    await first.stop();
+
+    const second = await dispatcherWorker.start(rt);
+    try {
+      await publish(rt, [e]); // the late copy, after the new assignment
+      const sentinel = consentEvent(app);
+      await publish(rt, [sentinel], { key: `${app.appId}:${e.data.referenceId}` });
+      await waitForDispatch(rt, dispatchIdFor(sentinel.id, `${app.appId}:webhook`), (x) =>
+        expect(x.deliveryStatus).toBe('delivered'),
+      );
+      expect(rcv.at('/late').filter((r) => r.headers['webhook-id'] === dispatchId)).toHaveLength(1);
+      expect(await getDispatch(rt, dispatchId)).toEqual(recorded);
+    } finally {
+      await second.stop();
+    }
+  });
 });

@@ -30,8 +30,8 @@ export interface AttemptJob {
    * committed, and is handled again).
    */
   fresh?: {
-    /** How to write it; 'duplicate' when the dispatch turned out to be recorded already. */
-    mode: () => Promise<WriteMode | 'duplicate'>;
+    /** How to write it (decided at write time: the partition may have moved meanwhile). */
+    mode: () => WriteMode;
     done: (r: FirstWriteResult) => void;
     fail: (err: unknown) => void;
   };
@@ -181,10 +181,9 @@ export class Attempter {
 
   private writeFirst(
     record: RecordAttempt,
-    mode: WriteMode | 'duplicate',
+    mode: WriteMode,
     nowMs: number,
   ): Promise<FirstWriteResult> {
-    if (mode === 'duplicate') return Promise.resolve('duplicate');
     const state = record.state as DispatchState;
     return this.o.writer.write(firstAttemptRecord(this.rt, { ...record, state, nowMs }), mode);
   }
@@ -236,7 +235,7 @@ export class Attempter {
       ...(next ? { next } : {}),
     };
     const written = job.fresh
-      ? await this.writeFirst(record, await job.fresh.mode(), endMs)
+      ? await this.writeFirst(record, job.fresh.mode(), endMs)
       : (await withRetries(() => recordAttempt(rt, record))).result;
     const m = this.o.metrics;
     m.ledger.inc({ result: written });

@@ -17,18 +17,17 @@ import type { DispatcherMetrics } from './metrics.js';
 import type { FirstWriteResult, WriteMode } from './writer.js';
 
 /**
- * An event created less than FRESH_MS ago, and after this partition was assigned here (with
- * CLOCK_SKEW_MS for the producers' clocks), can only have been recorded by this process, in
- * the last FRESH_MS: `recent` (kept RECENT_MS) answers for it without a ledger read.
+ * An event created less than FRESH_MS ago, and after this partition was assigned here (plus
+ * DISPATCH_CLOCK_SKEW_MS for the producers' clocks), can only have been recorded by this
+ * process, in the last FRESH_MS: `recent` (kept RECENT_MS) answers for it without a ledger read.
  */
 const FRESH_MS = 30_000;
-const CLOCK_SKEW_MS = 60_000;
 const RECENT_MS = 2 * FRESH_MS;
 const RECENT_MAX = 500_000;
 
-function isFresh(event: ConsentEvent, m: PipelineMessage, nowMs: number): boolean {
+function isFresh(event: ConsentEvent, m: PipelineMessage, nowMs: number, skewMs: number) {
   const created = Date.parse(event.createdAt);
-  return created > nowMs - FRESH_MS && created > m.assignedAtMs + CLOCK_SKEW_MS;
+  return created > nowMs - FRESH_MS && created > m.assignedAtMs + skewMs;
 }
 
 /** The consumer group's name. */
@@ -72,18 +71,21 @@ export function consentEventHandler(
       const r = consentEventSchema.safeParse(m.value);
       return r.success ? { m, event: r.data, id: dispatchIdFor(r.data.id, endpointOf(r.data)) } : r;
     });
-    const doubtful = parsed.flatMap((p) => ('m' in p && p.m.uncertain ? [p.id] : []));
-    const existing = doubtful.length > 0 ? await existingDispatches(rt, doubtful) : new Set();
-    // A republished event (the outbox publishes at least once) that this process recorded
-    // lately is in `recent`. One that may have been recorded elsewhere or earlier (created
-    // before this assignment, or a while ago) is looked up while its attempt runs, and then
-    // writes nothing instead of overwriting the record.
+    // An event that may have been recorded by someone else — a previous owner of the partition
+    // (`uncertain`), or anyone, if it was created before this assignment or a while ago (the
+    // outbox publishes at least once, so a late copy can come) — is looked up first, skipped if
+    // recorded, and written conditionally. A fresh one can only have been recorded by this
+    // process, lately: `recent` answers for it.
     const nowMs = Date.now();
-    const stale = parsed.flatMap((p) =>
-      'm' in p && !p.m.uncertain && !isFresh(p.event, p.m, nowMs) ? [p.id] : [],
+    const doubtful = new Set(
+      parsed.flatMap((p) =>
+        'm' in p &&
+        (p.m.uncertain || !isFresh(p.event, p.m, nowMs, rt.config.DISPATCH_CLOCK_SKEW_MS))
+          ? [p.id]
+          : [],
+      ),
     );
-    const probe = stale.length > 0 ? existingDispatches(rt, stale) : Promise.resolve(new Set());
-    probe.catch(() => undefined);
+    const existing = doubtful.size > 0 ? await existingDispatches(rt, [...doubtful]) : new Set();
     const out: Promise<unknown>[] = [];
     for (const p of parsed) {
       if (!('m' in p)) {
@@ -108,17 +110,7 @@ export function consentEventHandler(
       // Back-pressure: the chunk (and so its partition's fetching) waits while the backlog is full.
       const roomy = await d.lanes.waitForRoom();
       const { m, id } = p;
-      const mode = async (): Promise<WriteMode | 'duplicate'> => {
-        if (m.uncertain) return 'safe'; // looked up above; written conditionally
-        let seen: Set<unknown>; // (empty for fresh events)
-        try {
-          seen = await probe;
-        } catch {
-          return 'safe';
-        }
-        if (seen.has(id)) return 'duplicate';
-        return ctx.held(m) ? 'fast' : 'safe';
-      };
+      const mode = (): WriteMode => (!doubtful.has(id) && ctx.held(m) ? 'fast' : 'safe');
       const work = dispatch(m, p.event, roomy, mode);
       running.set(id, work);
       void work.then(
@@ -137,7 +129,7 @@ export function consentEventHandler(
     m: PipelineMessage,
     event: ConsentEvent,
     roomy: boolean,
-    mode: () => Promise<WriteMode | 'duplicate'>,
+    mode: () => WriteMode,
   ): Promise<void> {
     const nowMs = Date.now();
     // The wire body is the event exactly as published (parsing with zod would reorder keys).

@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PipelinedConsumer, type PipelineMessage } from '../../shared/bus/pipeline.js';
+import { AppError } from '../../shared/errors.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { collectTopic } from '../helpers/kafka.js';
+import { testRuntime } from '../helpers/stack.js';
+
+/**
+ * The dispatcher's consumer against real Kafka: messages are handed over without waiting for
+ * their work, and an offset is committed only once every message before it is done.
+ */
+let rt: Runtime;
+beforeAll(async () => {
+  rt = await testRuntime('pipeline');
+});
+afterAll(async () => {
+  await rt.close();
+});
+
+interface Controlled {
+  m: PipelineMessage;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * A consumer whose messages finish when the test says so. The tests share one topic: each
+ * sends kinds with its own prefix, and other tests' messages are done at once.
+ */
+function controlledConsumer(groupId: string, prefix: string, o: { maxUncommitted?: number } = {}) {
+  const taken: Controlled[] = [];
+  const consumer = new PipelinedConsumer({
+    kafka: rt.kafka,
+    groupId,
+    topic: rt.topics.notifications,
+    handler: async (messages) =>
+      messages.map((m) =>
+        String((m.value as { kind: string }).kind).startsWith(prefix)
+          ? new Promise<void>((resolve, reject) => taken.push({ m, resolve, reject }))
+          : Promise.resolve(),
+      ),
+    deadLetterTopic: rt.topics.deadLetter,
+    producer: rt.producer,
+    log: rt.log,
+    registry: rt.registry,
+    maxUncommitted: o.maxUncommitted ?? 1000,
+    commitIntervalMs: 50,
+    retryBaseMs: 10,
+    maxRetries: 2,
+  });
+  return { consumer, taken };
+}
+
+async function committed(groupId: string, partition: number): Promise<number> {
+  const admin = rt.kafka.admin();
+  await admin.connect();
+  try {
+    const [t] = await admin.fetchOffsets({ groupId, topics: [rt.topics.notifications] });
+    const p = t!.partitions.find((x) => x.partition === partition);
+    return Number(p?.offset ?? -1);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const send = (kinds: string[]) =>
+  rt.producer.send(
+    kinds.map((kind) => ({
+      topic: rt.topics.notifications,
+      key: 'one-key', // one partition: order matters
+      value: JSON.stringify({ kind }),
+    })),
+  );
+const kindOf = (c: Controlled) => (c.m.value as { kind: string }).kind;
+
+describe('pipelined consumer against real Kafka', () => {
+  it('hands later messages over while an earlier one is unfinished, and commits only the done prefix', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p1`;
+    const { consumer, taken } = controlledConsumer(groupId, 'p1-');
+    await consumer.start();
+    try {
+      await send(['p1-a', 'p1-b', 'p1-c']);
+      await vi.waitFor(() => expect(taken).toHaveLength(3), { timeout: 15_000 });
+      expect(taken.map(kindOf)).toEqual(['p1-a', 'p1-b', 'p1-c']);
+      const base = Number(taken[0]!.m.offset);
+      const part = taken[0]!.m.partition;
+
+      // b and c are done, a is not: nothing can be committed past a.
+      taken[1]!.resolve();
+      taken[2]!.resolve();
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await committed(groupId, part)).toBeLessThanOrEqual(base);
+
+      taken[0]!.resolve();
+      await vi.waitFor(async () => expect(await committed(groupId, part)).toBe(base + 3), {
+        timeout: 10_000,
+      });
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('gives unfinished messages to the next consumer, flagged uncertain', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p2`;
+    const first = controlledConsumer(groupId, 'p2-');
+    await first.consumer.start();
+    await send(['p2-x', 'p2-y']);
+    await vi.waitFor(() => expect(first.taken).toHaveLength(2), { timeout: 15_000 });
+    first.taken[0]!.resolve(); // x done; y never finishes here
+    await vi.waitFor(
+      async () =>
+        expect(await committed(groupId, first.taken[0]!.m.partition)).toBe(
+          Number(first.taken[0]!.m.offset) + 1,
+        ),
+      { timeout: 10_000 },
+    );
+    await first.consumer.stop();
+
+    const second = controlledConsumer(groupId, 'p2-');
+    await second.consumer.start();
+    try {
+      await vi.waitFor(() => expect(second.taken).toHaveLength(1), { timeout: 20_000 });
+      expect(kindOf(second.taken[0]!)).toBe('p2-y');
+      expect(second.taken[0]!.m.uncertain).toBe(true);
+      second.taken[0]!.resolve();
+      // A message appended after the assignment cannot have been handled by anyone else.
+      await send(['p2-z']);
+      await vi.waitFor(() => expect(second.taken).toHaveLength(2), { timeout: 15_000 });
+      expect(kindOf(second.taken[1]!)).toBe('p2-z');
+      expect(second.taken[1]!.m.uncertain).toBe(false);
+      expect(second.consumer.ctx.held(second.taken[1]!.m)).toBe(true);
+      second.taken[1]!.resolve();
+    } finally {
+      await second.consumer.stop();
+    }
+  });
+
+  it('retries a retriable failure (as uncertain) and dead-letters a permanent one', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p3`;
+    const dead = await collectTopic(rt.kafka, rt.topics.deadLetter);
+    const { consumer, taken } = controlledConsumer(groupId, 'p3-');
+    await consumer.start();
+    try {
+      await send(['p3-flaky', 'p3-poison']);
+      await vi.waitFor(() => expect(taken).toHaveLength(2), { timeout: 15_000 });
+      const base = Number(taken[0]!.m.offset);
+      taken[0]!.reject(new AppError('SVC_UNAVAILABLE', 'try later'));
+      taken[1]!.reject(new Error('cannot handle this one'));
+      // The retry is handed over again, now flagged uncertain (the failed try may have left work behind).
+      await vi.waitFor(() => expect(taken).toHaveLength(3), { timeout: 10_000 });
+      expect(kindOf(taken[2]!)).toBe('p3-flaky');
+      expect(taken[2]!.m.uncertain).toBe(true);
+      taken[2]!.resolve();
+      await vi.waitFor(
+        () =>
+          expect(dead.messages.map((m) => m.headers['x-dlq-offset'])).toContain(String(base + 1)),
+        { timeout: 10_000 },
+      );
+      await vi.waitFor(
+        async () => expect(await committed(groupId, taken[0]!.m.partition)).toBe(base + 2),
+        {
+          timeout: 10_000,
+        },
+      );
+    } finally {
+      await consumer.stop();
+      await dead.stop();
+    }
+  });
+
+  it('stops taking messages past maxUncommitted until a commit makes room', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p4`;
+    const { consumer, taken } = controlledConsumer(groupId, 'p4-', { maxUncommitted: 2 });
+    await consumer.start();
+    try {
+      await send(['p4-1', 'p4-2', 'p4-3', 'p4-4']);
+      await vi.waitFor(() => expect(taken).toHaveLength(2), { timeout: 15_000 });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(taken).toHaveLength(2);
+      taken[0]!.resolve();
+      taken[1]!.resolve();
+      await vi.waitFor(() => expect(taken).toHaveLength(4), { timeout: 10_000 });
+      expect(taken.map(kindOf)).toEqual(['p4-1', 'p4-2', 'p4-3', 'p4-4']);
+      taken[2]!.resolve();
+      taken[3]!.resolve();
+    } finally {
+      await consumer.stop();
+    }
+  });
+});
