@@ -151,6 +151,46 @@ async function paced(
   };
 }
 
+/** Kafka's own produce → consume latency at `rate`/s on a scratch topic: the floor under ours. */
+async function kafkaFloor(p: RunningProcess, rate: number, seconds: number) {
+  const topic = `${p.rt.config.TOPIC_PREFIX}bench-floor-${Date.now()}`;
+  const admin = p.rt.kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
+  await admin.disconnect();
+  const lat: number[] = [];
+  const consumer = p.rt.kafka.consumer({ groupId: `${topic}-g`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    partitionsConsumedConcurrently: 6,
+    eachBatch: async ({ batch }) => {
+      const now = Date.now();
+      for (const m of batch.messages) lat.push(now - Number(m.value?.toString()));
+    },
+  });
+  await new Promise((r) => setTimeout(r, 3_000)); // joined and assigned
+  const t0 = Date.now();
+  const perTick = Math.max(1, Math.round(rate / 50));
+  let sent = 0;
+  while (sent < rate * seconds) {
+    await p.rt.producer.send(
+      Array.from({ length: perTick }, (_, i) => ({
+        topic,
+        key: `k${sent + i}`,
+        value: String(Date.now()),
+      })),
+    );
+    sent += perTick;
+    const wait = t0 + (sent / rate) * 1000 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  await waitFor(() => lat.length >= sent, 10);
+  await consumer.disconnect();
+  lat.sort((a, b) => a - b);
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+}
+
 async function ledgerCeiling(p: RunningProcess, app: App): Promise<number> {
   const item = () => {
     const e = event(app);
@@ -314,6 +354,11 @@ export async function run(): Promise<void> {
     const ceiling = await ledgerCeiling(p, apps[0]!);
     console.log(
       `ceiling     DynamoDB Local BatchWriteItem alone: ${ceiling.toFixed(0).padStart(6)} dispatch items/s (2 requests in flight, as the dispatcher)`,
+    );
+
+    const floor = await kafkaFloor(p, MID_RATE, 2);
+    console.log(
+      `floor       Kafka alone, produce → consume at ${MID_RATE}/s: p50 ${floor.p50} ms, p99 ${floor.p99} ms`,
     );
 
     // 2. End-to-end latency at the target rate (above capacity here: mostly queueing).
