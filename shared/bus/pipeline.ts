@@ -312,14 +312,20 @@ export class PipelinedConsumer {
     return this.committing;
   }
 
-  /** Stops taking messages (work already handed over goes on). */
+  /** Stops taking messages (work already handed over goes on) and stops fetching. */
   quiesce(): void {
+    if (this.quiescing) return;
     this.quiescing = true;
+    try {
+      this.consumer?.pause([{ topic: this.o.topic }]);
+    } catch (err) {
+      this.o.log.debug({ err }, 'pause on quiesce failed'); // not running yet: nothing to fetch
+    }
   }
 
   /** Commits what is done, then leaves the group. Idempotent. */
   stop(): Promise<void> {
-    this.quiescing = true;
+    this.quiesce();
     this.stopped ??= (async () => {
       if (this.commitTimer) clearInterval(this.commitTimer);
       await this.committing;

@@ -42,11 +42,10 @@ const endpointOf = (e: ConsentEvent) => `${e.appId}:webhook`;
  * Kafka, so an attempt cut short by a crash is made again by whoever consumes it next (the
  * same dispatch id, so the same `webhook-id`).
  *
- * Events that a previous owner of the partition may have handled (`uncertain`) are first
- * looked up in the ledger (one batched read) and skipped when their dispatch exists; their
- * records are then written conditionally. When the endpoint's backlog is full the dispatch is
- * written at once with a due entry and its first attempt left to the sweeper. Events that
- * need a postback are written before their first attempt (see `durableFirst`).
+ * Events someone else may have recorded are looked up first (see the handler body). When the
+ * endpoint's backlog is full the dispatch is written at once with a due entry and its first
+ * attempt left to the sweeper. Events that need a postback are written before their first
+ * attempt (see `durableFirst`).
  */
 export function consentEventHandler(
   rt: Runtime,
