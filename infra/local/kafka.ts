@@ -75,21 +75,30 @@ export function launchKafka(o: KafkaOptions): JavaProcess {
   fs.writeFileSync(props, serverProperties(o, logDir));
   fs.writeFileSync(path.join(o.dataDir, 'log4j.properties'), log4j);
   if (!fs.existsSync(path.join(logDir, 'meta.properties'))) {
-    const r = spawnSync(
-      'java',
-      javaArgs({ ...o, heapMb: 256 }, 'kafka.tools.StorageTool', [
-        'format',
-        '-t',
-        clusterId(),
-        '-c',
-        props,
-      ]),
-      { encoding: 'utf8' },
-    );
-    if (r.status !== 0) {
-      throw new StackError(
-        `formatting Kafka storage in ${logDir} failed: ${(r.stderr || r.stdout).trim().split('\n')[0]}`,
+    const format = () =>
+      spawnSync(
+        'java',
+        javaArgs({ ...o, heapMb: 256 }, 'kafka.tools.StorageTool', [
+          'format',
+          '-t',
+          clusterId(),
+          '-c',
+          props,
+        ]),
+        { encoding: 'utf8' },
       );
+    let r = format();
+    // Once seen to fail on a busy machine with nothing wrong in the config: one more try.
+    if (r.status !== 0 && !fs.existsSync(path.join(logDir, 'meta.properties'))) r = format();
+    if (r.status !== 0) {
+      const lines = `${r.stderr ?? ''}\n${r.stdout ?? ''}`
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
+      const why =
+        r.error?.message ??
+        (lines.slice(-3).join(' | ') || (r.signal ? `killed by ${r.signal}` : `exit ${r.status}`));
+      throw new StackError(`formatting Kafka storage in ${logDir} failed: ${why}`);
     }
   }
   return spawnJava(javaArgs(o, 'kafka.Kafka', [props]), o.logFile, o.dataDir);
