@@ -81,7 +81,11 @@ export class PipelinedConsumer {
   private generation = 0;
   /** When the current assignment began. */
   private assignedAtMs = Date.now();
-  private readonly trackers = new Map<string, PartitionTracker>();
+  /** Per `topic:partition` of the current assignment. */
+  private readonly trackers = new Map<
+    string,
+    { topic: string; partition: number; t: PartitionTracker }
+  >();
   private commitTimer: NodeJS.Timeout | undefined;
   private committing: Promise<void> | undefined;
   private quiescing = false;
@@ -125,14 +129,14 @@ export class PipelinedConsumer {
         if (msgs.length === 0) return;
         const gen = this.generation;
         const key = `${batch.topic}:${batch.partition}`;
-        let t = this.trackers.get(key);
+        let t = this.trackers.get(key)?.t;
         if (!t) {
           t = new PartitionTracker(
             Number(msgs[0]!.offset),
             this.o.maxUncommitted,
             Number(batch.highWatermark),
           );
-          this.trackers.set(key, t);
+          this.trackers.set(key, { topic: batch.topic, partition: batch.partition, t });
         }
         let i = 0;
         const live = () => isRunning() && !isStale() && !this.quiescing && gen === this.generation;
@@ -287,19 +291,17 @@ export class PipelinedConsumer {
   commit(): Promise<void> {
     if (this.committing) return this.committing;
     const consumer = this.consumer;
-    const due = [...this.trackers.entries()].filter(([, t]) => t.position > t.committed);
-    if (!consumer || due.length === 0) return Promise.resolve();
-    const gen = this.generation;
-    const offsets = due.map(([key, t]) => {
-      const i = key.lastIndexOf(':');
-      return {
-        topic: key.slice(0, i),
-        partition: Number(key.slice(i + 1)),
+    const offsets = [...this.trackers.values()]
+      .filter(({ t }) => t.position > t.committed)
+      .map(({ topic, partition, t }) => ({
+        topic,
+        partition,
         offset: String(t.position),
         t,
         position: t.position,
-      };
-    });
+      }));
+    if (!consumer || offsets.length === 0) return Promise.resolve();
+    const gen = this.generation;
     this.committing = consumer
       .commitOffsets(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })))
       .then(

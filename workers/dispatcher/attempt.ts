@@ -2,6 +2,7 @@ import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
 import { cached } from '../../shared/domain/cache.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError, coerceError } from '../../shared/errors.js';
+import { withRetries } from '../../shared/retry.js';
 import {
   firstAttemptRecord,
   recordAttempt,
@@ -275,16 +276,4 @@ function skipped(errorClass: 'app_missing' | 'endpoint_disabled'): AttemptResult
     responseExcerpt: '',
     refused: true,
   };
-}
-
-/** Retries a DynamoDB write a few times on transient errors before giving up. */
-async function withRetries<T>(fn: () => Promise<T>, tries = 3): Promise<T> {
-  for (let i = 0; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (i + 1 >= tries || !coerceError(err).retriable) throw err;
-      await new Promise((r) => setTimeout(r, 100 * 2 ** i));
-    }
-  }
 }

@@ -3,6 +3,7 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import type { FirstAttemptRecord } from '../../shared/ledger/attempts.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { withRetries } from '../../shared/retry.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { DispatcherMetrics } from './metrics.js';
 
@@ -127,16 +128,15 @@ export class FirstAttemptWriter {
         },
       ],
     });
-    for (let round = 0; ; round++) {
+    return withRetries(async () => {
       try {
         await rt.dynamo.doc.send(command);
-        return 'recorded';
+        return 'recorded' as const;
       } catch (err) {
-        if (isConditionFailure(err)) return 'duplicate';
-        if (!coerceError(err).retriable || this.closed || round >= 5) throw err;
-        await sleep(100 * 2 ** round);
+        if (isConditionFailure(err)) return 'duplicate' as const;
+        throw err;
       }
-    }
+    }, 6);
   }
 }
 

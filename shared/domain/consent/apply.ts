@@ -33,20 +33,10 @@ export function applyOperation(
   const changes: RecordChange[] = [];
   const next = records.map((r, i) => {
     if (recordIds && !recordIds.has(r.recordId)) return r;
-    const t = transition(r.state, op);
-    if (!t.ok) {
-      errors.push({ path: `/records/${i}`, message: `${r.purpose}: ${t.reason}` });
-      return r;
-    }
-    if (!t.changed) return r;
-    changes.push({
-      recordId: r.recordId,
-      purpose: r.purpose,
-      from: r.state,
-      to: t.to,
-      operation: op,
-    });
-    return { ...r, state: t.to, updatedAt: now };
+    return step(r, op, now, { errors, changes }, (reason) => ({
+      path: `/records/${i}`,
+      message: `${r.purpose}: ${reason}`,
+    }));
   });
   if (errors.length > 0) throw refused(errors);
   return { records: next, changes };
@@ -70,20 +60,10 @@ export function applyPreferences(
     const want = prefs[r.purpose];
     if (want === undefined) return r;
     const op: RecordOperation = want ? 'grant' : 'revoke';
-    const t = transition(r.state, op);
-    if (!t.ok) {
-      errors.push({ path: `/consents/${r.purpose}`, message: t.reason });
-      return r;
-    }
-    if (!t.changed) return r;
-    changes.push({
-      recordId: r.recordId,
-      purpose: r.purpose,
-      from: r.state,
-      to: t.to,
-      operation: op,
-    });
-    return { ...r, state: t.to, updatedAt: now };
+    return step(r, op, now, { errors, changes }, (reason) => ({
+      path: `/consents/${r.purpose}`,
+      message: reason,
+    }));
   });
   if (errors.length > 0) throw refused(errors);
   for (const [purpose, granted] of Object.entries(prefs)) {
@@ -104,4 +84,31 @@ export function applyPreferences(
     });
   }
   return { records: next, changes };
+}
+
+/**
+ * One record through one operation: the record as it is after it, with the change (if any)
+ * or the refusal (as `refusal` words it) added to `out`.
+ */
+function step(
+  r: ConsentRecord,
+  op: RecordOperation,
+  now: string,
+  out: { errors: FieldError[]; changes: RecordChange[] },
+  refusal: (reason: string) => FieldError,
+): ConsentRecord {
+  const t = transition(r.state, op);
+  if (!t.ok) {
+    out.errors.push(refusal(t.reason));
+    return r;
+  }
+  if (!t.changed) return r;
+  out.changes.push({
+    recordId: r.recordId,
+    purpose: r.purpose,
+    from: r.state,
+    to: t.to,
+    operation: op,
+  });
+  return { ...r, state: t.to, updatedAt: now };
 }
