@@ -59,7 +59,8 @@ export function mountAppRoutes(router: Router, rt: Runtime): void {
   doc({
     method: 'post',
     path: '/apps',
-    summary: 'Register an application (the secret key is shown only in this response)',
+    summary:
+      'Register an application (the secret key is shown only in this response; an Idempotency-Key replay shows it masked)',
     body: createAppBody,
     responses: {
       201: { description: 'Created', schema: created },
@@ -107,7 +108,10 @@ export function mountAppRoutes(router: Router, rt: Runtime): void {
     path: '/apps/{appId}/secret/rotate',
     summary: 'Replace the secret key; the old one stops working at once',
     responses: {
-      200: { description: 'The new key (shown once)', schema: z.object({ secretKey: z.string() }) },
+      200: {
+        description: 'The new key (shown once; an Idempotency-Key replay shows it masked)',
+        schema: z.object({ secretKey: z.string() }),
+      },
       401: errors[401],
       404: errors[404],
     },
@@ -124,7 +128,8 @@ export function mountAppRoutes(router: Router, rt: Runtime): void {
   doc({
     method: 'post',
     path: '/apps/{appId}/api-keys',
-    summary: 'Create a named, scoped API key (the key is shown only in this response)',
+    summary:
+      'Create a named, scoped API key (the key is shown only in this response; an Idempotency-Key replay shows it masked)',
     body: createApiKeyBody,
     responses: {
       201: {

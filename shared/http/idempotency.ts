@@ -11,6 +11,17 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 /** Headers worth replaying with the stored body. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'retry-after'];
 
+/**
+ * Credentials that are shown once (DESIGN §2): secret keys and API keys. They never rest in
+ * the idempotency table; the stored answer keeps the prefix and the last 4 characters.
+ */
+const SHOWN_ONCE = /\bsvc_(sk_(?:test_)?|ak_)[0-9A-Za-z]{40}\b/g;
+
+/** `svc_sk_…abcd`: enough to tell which key it was, never enough to use it. */
+export function maskSecrets(text: string): string {
+  return text.replace(SHOWN_ONCE, (secret, kind: string) => `svc_${kind}…${secret.slice(-4)}`);
+}
+
 interface Stored {
   pk: string;
   state: 'pending' | 'done';
@@ -29,7 +40,9 @@ function replay(res: Response, s: Stored) {
 
 /**
  * `Idempotency-Key` on POST/PUT/PATCH/DELETE (DESIGN §3): the first response to a key is
- * stored for 24 h and a repeat gets it back unchanged, without applying the request again.
+ * stored for 24 h and a repeat gets it back (`Idempotent-Replayed: true`), without applying
+ * the request again. A secret key or API key in the answer is stored masked (`maskSecrets`),
+ * so a replay shows it masked: a secret is shown once, and only to the first answer.
  * Keys are scoped per app (or the admin); a repeat with a different method, path or body is
  * 422, one while the first is still running is 409. A 5xx is not stored, so the client can
  * retry with the same key. Goes after authentication.
@@ -116,8 +129,9 @@ export function idempotency(rt: Runtime): RequestHandler {
       ) {
         res.type('json');
       }
-      const text =
-        typeof body === 'string' || Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body);
+      const text = maskSecrets(
+        typeof body === 'string' || Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body),
+      );
       const write =
         res.statusCode >= 500
           ? doc.send(new DeleteCommand({ TableName: table, Key: { pk } }))
