@@ -1,3 +1,4 @@
+import { ensureDynamoLauncher } from './dynamodb.js';
 import { StackError } from './errors.js';
 import { ensureJars } from './fetch.js';
 import { stackPaths } from './paths.js';
@@ -12,6 +13,7 @@ async function run(cmd: string | undefined): Promise<void> {
       const p = stackPaths();
       ensureJars('kafka', p.jars.kafka, log);
       ensureJars('dynamodb', p.jars.dynamodb, log);
+      ensureDynamoLauncher(p.jars.dynamodb);
       log(`jars ready in ${p.root}/jars`);
       return;
     }

@@ -1,6 +1,20 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { StackError } from './errors.js';
+import { projectRoot } from './paths.js';
 import { spawnJava, waitReady, type JavaProcess } from './proc.js';
+
+/**
+ * The only address DynamoDB Local listens on. It has no authentication at all, and on its own
+ * it binds every interface (it has no host option), so it is started through a launcher that
+ * binds it here before it opens its port.
+ */
+export const DYNAMO_HOST = '127.0.0.1';
+
+const launcherSource = path.join(projectRoot, 'infra', 'local', 'java', 'LoopbackDynamoDB.java');
 
 export interface DynamoOptions {
   jarsDir: string;
@@ -11,15 +25,76 @@ export interface DynamoOptions {
   cwd: string;
 }
 
+/**
+ * Compiles the launcher against the fetched jars once, into a folder beside them named by the
+ * digest of its source and of the jars' pom (so an edit or a version bump compiles again).
+ * javac is run as `java -m jdk.compiler/…`, which also works where only a runtime package is
+ * installed (Debian's and Ubuntu's JRE packages carry the compiler module). Two starts racing
+ * compile into folders of their own and the first rename wins.
+ */
+export function ensureDynamoLauncher(jarsDir: string): string {
+  const source = fs.readFileSync(launcherSource);
+  let jarsDigest = '';
+  try {
+    jarsDigest = fs.readFileSync(path.join(jarsDir, '.complete'), 'utf8').trim();
+  } catch {
+    /* jars placed by hand: the source alone names the build */
+  }
+  const digest = createHash('sha256').update(source).update(jarsDigest).digest('hex').slice(0, 16);
+  const dir = path.join(path.dirname(jarsDir), 'dynamodb-launcher', digest);
+  if (fs.existsSync(path.join(dir, 'LoopbackDynamoDB.class'))) return dir;
+  const jars = fs
+    .readdirSync(jarsDir)
+    .filter((f) => f.endsWith('.jar'))
+    .map((f) => path.join(jarsDir, f));
+  const tmp = `${dir}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
+    const r = spawnSync(
+      'java',
+      [
+        '-m',
+        'jdk.compiler/com.sun.tools.javac.Main',
+        '--release',
+        '17',
+        '-proc:none',
+        '-d',
+        tmp,
+        '-cp',
+        jars.join(path.delimiter),
+        launcherSource,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) {
+      const out = `${r.stderr ?? ''}\n${r.stdout ?? ''}`.trim().split('\n').slice(0, 3).join(' | ');
+      throw new StackError(
+        `could not compile the DynamoDB Local launcher (${r.error?.message ?? out.slice(0, 300)}); it needs Java 17+ with the jdk.compiler module (e.g. apt-get install openjdk-17-jdk-headless)`,
+      );
+    }
+    try {
+      fs.renameSync(tmp, dir);
+    } catch (err) {
+      // Another start finished first; its build is the same.
+      if (!fs.existsSync(path.join(dir, 'LoopbackDynamoDB.class'))) throw err;
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return dir;
+}
+
 export function launchDynamo(o: DynamoOptions): JavaProcess {
   if (o.dbPath) fs.mkdirSync(o.dbPath, { recursive: true });
+  const launcher = ensureDynamoLauncher(o.jarsDir);
   const args = [
     '-Xmx512m',
     '-Xms64m',
     `-Djava.library.path=${o.jarsDir}`,
+    `-Dsvc.dynamodb.host=${DYNAMO_HOST}`,
     '-cp',
-    `${o.jarsDir}/*`,
-    'software.amazon.dynamodb.services.local.main.ServerRunner',
+    [launcher, `${o.jarsDir}/*`].join(path.delimiter),
+    'LoopbackDynamoDB',
     '-port',
     String(o.port),
     '-sharedDb',

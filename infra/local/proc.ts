@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { StackError } from './errors.js';
@@ -35,6 +36,36 @@ export function freePort(): Promise<number> {
       );
     });
   });
+}
+
+/** This machine's interface addresses other than loopback (what another host could connect to). */
+export function nonLoopbackAddresses(): string[] {
+  return Object.entries(os.networkInterfaces()).flatMap(([name, addrs]) =>
+    (addrs ?? [])
+      .filter((a) => !a.internal)
+      .map((a) => (a.family === 'IPv6' && a.scopeid ? `${a.address}%${name}` : a.address)),
+  );
+}
+
+/** True when a TCP connection to host:port is accepted. */
+export function accepts(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port, timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.once('connect', () => done(true));
+    s.once('timeout', () => done(false));
+    s.once('error', () => done(false));
+  });
+}
+
+/** The non-loopback addresses of this machine on which `port` accepts connections. */
+export async function exposedOn(port: number): Promise<string[]> {
+  const addrs = nonLoopbackAddresses();
+  const open = await Promise.all(addrs.map((a) => accepts(a, port)));
+  return addrs.filter((_, i) => open[i]);
 }
 
 export async function assertPortFree(port: number, what: string, envVar: string): Promise<void> {

@@ -5,7 +5,7 @@ import { StackError } from './errors.js';
 import { ensureJars } from './fetch.js';
 import { launchKafka, waitKafka, kafkaReady, kafkaVersion } from './kafka.js';
 import { launchDynamo, waitDynamo, dynamoReady, dynamoVersion } from './dynamodb.js';
-import { assertPortFree, freePort, isAlive, stopPid, type JavaProcess } from './proc.js';
+import { assertPortFree, exposedOn, freePort, isAlive, stopPid, type JavaProcess } from './proc.js';
 import { stackPaths, type StackPaths } from './paths.js';
 
 export interface StackOptions {
@@ -86,6 +86,12 @@ async function reuse(
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (await probe[name](rec.port)) {
+      // Started before DynamoDB Local was bound to loopback: it must not stay open to the network.
+      const exposed = name === 'dynamodb' ? await exposedOn(rec.port) : [];
+      if (exposed.length > 0)
+        throw new StackError(
+          `${label[name]} from an earlier start (pid ${rec.pid}) accepts connections on ${exposed[0]} port ${rec.port}, not only on loopback; run \`npm run infra:down\` and start again`,
+        );
       log(`${label[name]}: reusing the running instance (pid ${rec.pid}, port ${rec.port})`);
       return { ...rec, version: version[name](rec.logFile), started: false };
     }
