@@ -26,6 +26,7 @@ export const allServices: ServiceModule[] = [
   portalService,
   ledgerService,
 ];
+export { relayWorker };
 export const allWorkers: WorkerModule[] = [
   relayWorker,
   dispatcherWorker,

@@ -27,6 +27,14 @@ export const baseConfigSchema = z.object({
   DYNAMODB_ENDPOINT: z.string().url().optional(),
   AWS_REGION: z.string().optional(),
   TABLE_PREFIX: z.string().default('svc_'),
+  /** A DynamoDB request with no answer after this long fails (and is retried as transient). */
+  DYNAMODB_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+  /**
+   * An HTTP request not answered after this long gets 503 SVC_UNAVAILABLE with Retry-After
+   * (a stalled store must not hang callers). A change still in flight then may or may not
+   * land; it was not acknowledged.
+   */
+  HTTP_DEADLINE_MS: z.coerce.number().int().positive().default(1_800),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -34,9 +42,20 @@ export const baseConfigSchema = z.object({
     .default(64 * 1024),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
   OUTBOX_RELAY_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+  /**
+   * How long a write waits for its events' fast-path publish to Kafka before it answers anyway
+   * (the events are already stored in the outbox; the relay publishes what the fast path did not).
+   */
+  OUTBOX_PUBLISH_WAIT_MS: z.coerce.number().int().nonnegative().default(1_000),
+  /** Outbox items one relay step reads, publishes and deletes before the next. */
+  OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /** Outbox items younger than this are left to the fast path. */
   OUTBOX_RELAY_MIN_AGE_MS: z.coerce.number().int().nonnegative().default(2_000),
-  CONSUMER_MAX_RETRIES: z.coerce.number().int().nonnegative().default(5),
+  /**
+   * A consumer retries a failed message (anything but a malformed one) for as long as the
+   * failure lasts; its back-off doubles from 200 ms up to this cap.
+   */
+  CONSUMER_RETRY_MAX_MS: z.coerce.number().int().positive().default(10_000),
   /** Per-app request budget (token bucket, per process): sustained rate and burst. */
   RATE_LIMIT_RPS: z.coerce.number().positive().default(1000),
   RATE_LIMIT_BURST: z.coerce.number().positive().default(2000),
@@ -48,8 +67,26 @@ export const baseConfigSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_TRACES_EXPORTER: z.string().optional(),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
+  /** When set, `/metrics` requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(16).optional(),
   /** 32-byte key (base64 or hex) for encrypting secret keys at rest. */
   SVC_ENCRYPTION_KEY: z.string().optional(),
+  /**
+   * Ed25519 signing key (32-byte seed, hex or base64, or a PKCS#8 PEM) for ledger checkpoints
+   * and receipts; required in production, else one is generated once into `.svc/signing-key`.
+   */
+  SVC_SIGNING_KEY: z.string().optional(),
+  /** Comma-separated public keys (32 bytes, base64url) still published after a rotation. */
+  SVC_SIGNING_RETIRED_KEYS: z.string().default(''),
+  /**
+   * Ledger checkpoints: each app's dispatches are sealed per period of this length (by the
+   * event's createdAt), once the period has been closed for LEDGER_CHECKPOINT_LAG_MS (so
+   * writes in flight land first). Every process must use the same period.
+   */
+  LEDGER_CHECKPOINT_PERIOD_MS: z.coerce.number().int().min(100).default(3_600_000),
+  LEDGER_CHECKPOINT_LAG_MS: z.coerce.number().int().nonnegative().default(300_000),
+  /** How often the checkpoint worker looks for a closed period or changes to seal. */
+  LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** Comma-separated CIDRs webhooks may reach even though they are not global (SSRF guard). */
@@ -110,12 +147,27 @@ export const baseConfigSchema = z.object({
   MAIL_DIR: z.string().min(1).optional(),
   /** The From header of every e-mail the service sends. */
   MAIL_FROM: z.string().min(3).default('Consent notifications <no-reply@localhost>'),
-  /** How long a hosted-portal link in an e-mail stays valid. */
+  /** How long a hosted-portal link in an e-mail stays valid (at most 7 days). */
   PORTAL_LINK_TTL_MS: z.coerce
     .number()
     .int()
     .positive()
+    .max(7 * 24 * 3_600_000)
     .default(7 * 24 * 3_600_000),
+  /**
+   * Key id that new principal tokens (svc_pt_…) are signed under; each id's key is derived
+   * from SVC_ENCRYPTION_KEY. Rotate by naming a new id and listing the old one below until
+   * the last token signed under it has expired (at most 7 days).
+   */
+  PRINCIPAL_TOKEN_KEY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9]{1,16}$/)
+    .default('k1'),
+  /** Comma-separated key ids whose tokens are still accepted; empty when none. */
+  PRINCIPAL_TOKEN_PREVIOUS_KEY_IDS: z
+    .string()
+    .regex(/^([A-Za-z0-9]{1,16}(,[A-Za-z0-9]{1,16})*)?$/)
+    .default(''),
 });
 
 export type BaseConfig = z.infer<typeof baseConfigSchema>;
@@ -146,7 +198,7 @@ export function wantsEmbeddedStack(
 }
 
 // SMTP_URL may carry the SMTP password in its userinfo.
-const secretKeys = /PASSWORD|SECRET|TOKEN|ENCRYPTION_KEY|SMTP_URL/;
+const secretKeys = /PASSWORD|SECRET|TOKEN|ENCRYPTION_KEY|SIGNING_KEY$|SMTP_URL/;
 
 export function redactConfig<T extends object>(c: T): T {
   return Object.fromEntries(

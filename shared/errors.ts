@@ -60,19 +60,70 @@ const transientNames = new Set([
   'KafkaJSRequestTimeoutError',
   'KafkaJSBrokerNotFound',
   'KafkaJSLockTimeout',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSTimeout',
   'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'AbortError',
 ]);
 
-const transientCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN']);
+const transientCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
+]);
+
+interface ErrorLike {
+  name?: string;
+  code?: string;
+  message?: string;
+  retriable?: boolean;
+  cause?: unknown;
+  $retryable?: unknown;
+  $metadata?: { httpStatusCode?: number };
+}
+
+/**
+ * True when the error, or any error in its `cause` chain, says "try again later": a known
+ * transient name or socket code, a kafkajs error flagged retriable, an AWS SDK error marked
+ * retryable, or an HTTP 5xx from the store.
+ */
+export function isTransient(err: unknown, depth = 0): boolean {
+  const e = err as ErrorLike | undefined;
+  if (!e || typeof e !== 'object' || depth > 5) return false;
+  if (e instanceof AppError) return e.retriable;
+  if (
+    transientNames.has(e.name ?? '') ||
+    transientCodes.has(e.code ?? '') ||
+    e.retriable === true ||
+    e.$retryable !== undefined ||
+    (e.$metadata?.httpStatusCode ?? 0) >= 500
+  )
+    return true;
+  return isTransient(e.cause, depth + 1);
+}
+
+/**
+ * A message that can never be processed, whatever is retried: it is malformed or fails its
+ * schema (or a handler said so with a 4xx-class code). Only these may be dead-lettered;
+ * everything else, an unexplained error included, is retried while it lasts, so no event is
+ * dropped because a dependency was down or a classification was missing.
+ */
+export function isPermanent(err: unknown): boolean {
+  const e = coerceError(err);
+  return !e.retriable && e.code !== 'SVC_INTERNAL';
+}
 
 export function coerceError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = err as
-    { name?: string; code?: string; message?: string; retriable?: boolean } | undefined;
-  if (
-    e &&
-    (transientNames.has(e.name ?? '') || transientCodes.has(e.code ?? '') || e.retriable === true)
-  ) {
+  if (isTransient(err)) {
     return new AppError('SVC_UNAVAILABLE', 'A backing service is unavailable; try again shortly', {
       retryAfterS: 1,
       cause: err,

@@ -117,6 +117,9 @@ export async function startProcess(o: {
       registry: rt.registry,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       readiness: rt.readiness,
+      degradable: ['kafka'],
+      deadlineMs: config.HTTP_DEADLINE_MS,
+      metricsToken: config.METRICS_TOKEN,
     });
     for (const s of o.services) await s.mount(app, rt);
     if (o.services.length > 0) mountDocs(app, rt.docs);

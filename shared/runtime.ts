@@ -46,7 +46,10 @@ export function createRuntime(
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
   ) as TopicNames;
-  const outbox = new Outbox({ doc: dynamo.doc, table: tables.outbox, producer, log, registry });
+  const outbox = new Outbox(
+    { doc: dynamo.doc, table: tables.outbox, producer, log, registry },
+    { publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS, relayBatch: config.OUTBOX_RELAY_BATCH },
+  );
   const processed = new Processed(dynamo.doc, tables.processed);
   let closed: Promise<void> | undefined;
   return {
@@ -67,7 +70,7 @@ export function createRuntime(
     },
     close: () =>
       (closed ??= (async () => {
-        await outbox.drain().catch(() => undefined);
+        await outbox.close().catch(() => undefined);
         await producer.close().catch(() => undefined);
         dynamo.close();
       })()),

@@ -1,6 +1,6 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { coerceError } from '../errors.js';
+import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import type { Producer } from './producer.js';
@@ -28,10 +28,39 @@ export interface ConsumerRunnerOptions {
   producer: Producer;
   log: Logger;
   registry: Registry;
-  maxRetries?: number;
+  /** First back-off after a failure, doubling up to `retryMaxMs`; retries never stop. */
   retryBaseMs?: number;
+  retryMaxMs?: number;
   partitionsConsumedConcurrently?: number;
   fromBeginning?: boolean;
+}
+
+/** Capped exponential back-off with ±20 % jitter. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
+  const d = Math.min(baseMs * 2 ** Math.min(attempt, 20), maxMs);
+  return Math.round(d * (0.8 + Math.random() * 0.4));
+}
+
+/**
+ * Waits `ms` while `live()` holds, heartbeating every 2 s (a failed heartbeat — the group is
+ * rebalancing — is left to `live()` to notice). False when `live()` turned false.
+ */
+export async function pause(
+  ms: number,
+  live: () => boolean,
+  heartbeat?: () => Promise<void>,
+): Promise<boolean> {
+  const until = Date.now() + ms;
+  let lastBeat = Date.now();
+  while (Date.now() < until) {
+    if (!live()) return false;
+    await new Promise((r) => setTimeout(r, Math.min(250, until - Date.now())));
+    if (heartbeat && Date.now() - lastBeat >= 2_000) {
+      lastBeat = Date.now();
+      await heartbeat().catch(() => undefined);
+    }
+  }
+  return live();
 }
 
 export function headersOf(m: KafkaMessage): Record<string, string> {
@@ -56,6 +85,17 @@ export function consumerMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
+    deadLettered: getOrCreate(
+      registry,
+      'svc_dead_lettered_total',
+      () =>
+        new Counter({
+          name: 'svc_dead_lettered_total',
+          help: 'Messages sent to the dead-letter topic (they can never be processed), by group, source topic and code',
+          labelNames: ['group', 'topic', 'code'],
+          registers: [registry],
+        }),
+    ),
     lag: getOrCreate(
       registry,
       'svc_consumer_lag',
@@ -71,9 +111,11 @@ export function consumerMetrics(registry: Registry) {
 }
 
 /**
- * Runs one consumer group over a handler map. Owns decoding, retry of retriable errors with
- * backoff, dead-lettering and offset commits: an offset is committed only after its handler
- * succeeded or its message reached the dead-letter topic, so nothing is lost.
+ * Runs one consumer group over a handler map. Owns decoding, retries, dead-lettering and offset
+ * commits: an offset is committed only after its handler succeeded or its message reached the
+ * dead-letter topic, so nothing is lost. Only a message that can never be processed
+ * (`isPermanent`) is dead-lettered; any other failure holds the partition and is retried with
+ * capped back-off for as long as it lasts.
  */
 export class ConsumerRunner {
   private consumer: Consumer | undefined;
@@ -86,7 +128,15 @@ export class ConsumerRunner {
   }
 
   async start(): Promise<void> {
-    const { kafka, groupId, handlers, log } = this.o;
+    await this.run();
+    this.o.log.info(
+      { groupId: this.o.groupId, topics: Object.keys(this.o.handlers) },
+      'consumer started',
+    );
+  }
+
+  private async run(): Promise<void> {
+    const { kafka, groupId, handlers } = this.o;
     const consumer = kafka.consumer({
       groupId,
       sessionTimeout: 30_000,
@@ -95,6 +145,11 @@ export class ConsumerRunner {
       allowAutoTopicCreation: false,
     });
     this.consumer = consumer;
+    // kafkajs restarts a crashed consumer only after a retriable error; any other crash
+    // would leave the group for good, so this runner makes a new consumer instead.
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart && !this.stopping) this.restartAfterCrash(consumer, payload.error);
+    });
     await consumer.connect();
     await consumer.subscribe({
       topics: Object.keys(handlers),
@@ -105,11 +160,14 @@ export class ConsumerRunner {
       eachBatchAutoResolve: false,
       autoCommit: true,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        const live = () => isRunning() && !isStale() && !this.stopping;
         for (const message of batch.messages) {
-          if (!isRunning() || isStale() || this.stopping) break;
-          await this.handle(batch.topic, batch.partition, message);
+          if (!live()) break;
+          // Not done (the fault outlived this assignment or the process is stopping): left
+          // unresolved, so it is fetched again by whoever owns the partition next.
+          if (!(await this.handle(batch.topic, batch.partition, message, live, heartbeat))) break;
           resolveOffset(message.offset);
-          await heartbeat();
+          await heartbeat().catch(() => undefined);
         }
         this.m.lag.set(
           { group: groupId, topic: batch.topic, partition: String(batch.partition) },
@@ -117,10 +175,38 @@ export class ConsumerRunner {
         );
       },
     });
-    log.info({ groupId, topics: Object.keys(handlers) }, 'consumer started');
   }
 
-  private async handle(topic: string, partition: number, message: KafkaMessage): Promise<void> {
+  private restartAfterCrash(crashed: Consumer, error: unknown): void {
+    this.o.log.error({ err: error }, 'consumer crashed; starting a new one');
+    void (async () => {
+      for (let attempt = 0; !this.stopping; attempt++) {
+        await crashed.disconnect().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, backoffMs(attempt, 500, 10_000)));
+        if (this.stopping) return;
+        try {
+          await this.run();
+          return;
+        } catch (err) {
+          this.o.log.warn({ err, attempt }, 'consumer restart failed; trying again');
+        }
+      }
+    })();
+  }
+
+  /**
+   * Handles one message: true when it is done (handled, or dead-lettered because it can never
+   * be processed). Any other failure is retried with capped back-off for as long as it lasts,
+   * heartbeating so the group keeps the partition here; false when the partition was lost or
+   * the runner is stopping before it succeeded.
+   */
+  private async handle(
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+    live: () => boolean,
+    heartbeat: () => Promise<void>,
+  ): Promise<boolean> {
     const { groupId, handlers } = this.o;
     const handler = handlers[topic];
     const headers = headersOf(message);
@@ -130,48 +216,63 @@ export class ConsumerRunner {
     try {
       event = JSON.parse(message.value?.toString() ?? 'null');
     } catch (err) {
-      await this.deadLetter(topic, partition, message, 'SVC_BAD_JSON', (err as Error).message);
-      return;
+      return this.deadLetter(
+        topic,
+        partition,
+        message,
+        'SVC_BAD_JSON',
+        (err as Error).message,
+        live,
+      );
     }
-    if (!handler) return;
-    const maxRetries = this.o.maxRetries ?? 5;
+    if (!handler) return true;
     for (let attempt = 0; ; attempt++) {
       try {
         await handler(event, { topic, partition, offset: message.offset, key, headers, log });
         this.m.handled.inc({ group: groupId, topic, outcome: 'ok' });
-        return;
+        return true;
       } catch (raw) {
         const err = coerceError(raw);
-        if (err.retriable && attempt < maxRetries && !this.stopping) {
-          this.m.handled.inc({ group: groupId, topic, outcome: 'retried' });
-          const wait = Math.min((this.o.retryBaseMs ?? 200) * 2 ** attempt, 10_000);
-          log.warn({ err: raw, attempt, wait }, 'handler failed; retrying');
-          await new Promise((r) => setTimeout(r, wait));
-          continue;
+        if (isPermanent(raw)) {
+          log.error({ err: raw, code: err.code }, 'handler failed permanently; dead-lettering');
+          return this.deadLetter(
+            topic,
+            partition,
+            message,
+            err.code,
+            (raw as Error)?.message ?? String(raw),
+            live,
+          );
         }
-        if (err.retriable && this.stopping) throw raw; // leave uncommitted; the next owner retries
-        log.error({ err: raw, code: err.code }, 'handler failed; dead-lettering');
-        await this.deadLetter(
-          topic,
-          partition,
-          message,
-          err.code,
-          (raw as Error)?.message ?? String(raw),
-        );
-        return;
+        this.m.handled.inc({ group: groupId, topic, outcome: 'retried' });
+        const wait = backoffMs(attempt, this.o.retryBaseMs ?? 200, this.o.retryMaxMs ?? 10_000);
+        const level = attempt >= 3 ? 'error' : 'warn';
+        log[level]({ err: raw, code: err.code, attempt, wait }, 'handler failed; retrying');
+        if (!(await pause(wait, live, heartbeat))) return false;
       }
     }
   }
 
+  /** Dead-letters a message, retrying the send while Kafka cannot take it. */
   private async deadLetter(
     topic: string,
     partition: number,
     m: KafkaMessage,
     code: string,
     reason: string,
-  ) {
-    await deadLetter(this.o, { topic, partition, message: m, code, reason });
-    this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
+    live: () => boolean,
+  ): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await deadLetter(this.o, { topic, partition, message: m, code, reason });
+        this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
+        this.m.deadLettered.inc({ group: this.o.groupId, topic, code });
+        return true;
+      } catch (err) {
+        this.o.log.warn({ err, attempt }, 'dead-letter send failed; retrying');
+        if (!(await pause(backoffMs(attempt, 200, 10_000), live))) return false;
+      }
+    }
   }
 
   /** Lets the in-flight message finish, commits, leaves the group. Idempotent. */
@@ -231,7 +332,7 @@ export function runtimeConsumer(
     producer: rt.producer,
     log: o.log,
     registry: rt.registry,
-    maxRetries: rt.config.CONSUMER_MAX_RETRIES,
+    retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     ...(o.partitionsConsumedConcurrently
       ? { partitionsConsumedConcurrently: o.partitionsConsumedConcurrently }
       : {}),

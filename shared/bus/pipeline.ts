@@ -1,9 +1,9 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Registry } from 'prom-client';
-import { coerceError } from '../errors.js';
+import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
-import { consumerMetrics, deadLetter, headersOf } from './consumer.js';
+import { backoffMs, consumerMetrics, deadLetter, headersOf, pause } from './consumer.js';
 import type { Producer } from './producer.js';
 import { PartitionTracker } from './tracker.js';
 
@@ -41,7 +41,8 @@ export interface PipelineContext {
 /**
  * Accepts a chunk of messages (waiting as long as it needs room: back-pressure) and returns,
  * per message, a promise that settles when the message's work is durably done. A rejection
- * with a retriable error re-runs that message; any other rejection dead-letters it.
+ * re-runs that message, with capped back-off for as long as it fails, unless its error is
+ * permanent (`isPermanent`: the message can never be processed), which dead-letters it.
  */
 export type PipelineHandler = (
   messages: PipelineMessage[],
@@ -60,8 +61,9 @@ export interface PipelineOptions {
   /** Per partition, the most offsets handed out past the committed position. */
   maxUncommitted: number;
   commitIntervalMs?: number;
-  maxRetries?: number;
+  /** First back-off after a failure, doubling up to `retryMaxMs`; retries never stop. */
   retryBaseMs?: number;
+  retryMaxMs?: number;
   partitionsConsumedConcurrently?: number;
   sessionTimeoutMs?: number;
   /** Messages passed to the handler at once. */
@@ -106,7 +108,14 @@ export class PipelinedConsumer {
   readonly ctx: PipelineContext;
 
   async start(): Promise<void> {
-    const { kafka, groupId, topic, log } = this.o;
+    await this.run();
+    this.commitTimer = setInterval(() => void this.commit(), this.o.commitIntervalMs ?? 100);
+    this.commitTimer.unref();
+    this.o.log.info({ groupId: this.o.groupId, topic: this.o.topic }, 'pipelined consumer started');
+  }
+
+  private async run(): Promise<void> {
+    const { kafka, groupId, topic } = this.o;
     const consumer = kafka.consumer({
       groupId,
       sessionTimeout: this.sessionTimeoutMs,
@@ -118,6 +127,11 @@ export class PipelinedConsumer {
     // A rebalance may move any partition: what was fetched before it is no longer held.
     consumer.on(consumer.events.REBALANCING, () => this.newGeneration());
     consumer.on(consumer.events.GROUP_JOIN, () => this.newGeneration());
+    // kafkajs restarts a crashed consumer only after a retriable error; any other crash would
+    // leave the group for good, so a new consumer takes its place.
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart && !this.quiescing) this.restartAfterCrash(consumer, payload.error);
+    });
     await consumer.connect();
     await consumer.subscribe({ topics: [topic], fromBeginning: true });
     await consumer.run({
@@ -159,9 +173,24 @@ export class PipelinedConsumer {
         );
       },
     });
-    this.commitTimer = setInterval(() => void this.commit(), this.o.commitIntervalMs ?? 100);
-    this.commitTimer.unref();
-    log.info({ groupId, topic }, 'pipelined consumer started');
+  }
+
+  private restartAfterCrash(crashed: Consumer, error: unknown): void {
+    this.o.log.error({ err: error }, 'pipelined consumer crashed; starting a new one');
+    this.newGeneration();
+    void (async () => {
+      for (let attempt = 0; !this.quiescing; attempt++) {
+        await crashed.disconnect().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, backoffMs(attempt, 500, 10_000)));
+        if (this.quiescing) return;
+        try {
+          await this.run();
+          return;
+        } catch (err) {
+          this.o.log.warn({ err, attempt }, 'consumer restart failed; trying again');
+        }
+      }
+    })();
   }
 
   private newGeneration(): void {
@@ -229,7 +258,12 @@ export class PipelinedConsumer {
     }
   }
 
-  /** The message's outcome: done, retried, or dead-lettered; never rejects unless stopping. */
+  /**
+   * The message's outcome: done, or dead-lettered when it can never be processed. Any other
+   * failure is retried with capped back-off for as long as it lasts (its offset, and so the
+   * partition's commit position, waits meanwhile). Rejects only when the message is left to
+   * the partition's next owner: this consumer is stopping, or lost the assignment it came in.
+   */
   private async settle(
     pm: PipelineMessage,
     raw: KafkaMessage,
@@ -244,32 +278,53 @@ export class PipelinedConsumer {
     } catch (e) {
       const err = coerceError(e);
       const log = this.o.log.child({ topic: pm.topic, partition: pm.partition, offset: pm.offset });
-      // Left uncommitted: whoever owns the partition next handles it again.
-      if (this.quiescing) throw e;
-      if (err.retriable && attempt < (this.o.maxRetries ?? 5)) {
-        this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'retried' });
-        const wait = Math.min((this.o.retryBaseMs ?? 200) * 2 ** attempt, 10_000);
-        log.warn({ err: e, attempt, wait }, 'message failed; retrying');
-        await new Promise((r) => setTimeout(r, wait));
-        if (this.quiescing) throw e;
-        // Whatever the failed try left behind is checked for first.
-        const [again] = await this.accept([{ ...pm, uncertain: true }]);
-        return this.settle(pm, raw, again!, attempt + 1);
+      const live = () => !this.quiescing && pm.generation === this.generation;
+      if (!live()) throw e;
+      if (isPermanent(e)) {
+        log.error({ err: e, code: err.code }, 'message can never be processed; dead-lettering');
+        return this.dead(
+          pm.topic,
+          pm.partition,
+          raw,
+          err.code,
+          (e as Error)?.message ?? String(e),
+          live,
+        );
       }
-      log.error({ err: e, code: err.code }, 'message failed; dead-lettering');
-      await this.dead(pm.topic, pm.partition, raw, err.code, (e as Error)?.message ?? String(e));
+      this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'retried' });
+      const wait = backoffMs(attempt, this.o.retryBaseMs ?? 200, this.o.retryMaxMs ?? 10_000);
+      const level = attempt >= 3 ? 'error' : 'warn';
+      log[level]({ err: e, code: err.code, attempt, wait }, 'message failed; retrying');
+      if (!(await pause(wait, live))) throw e;
+      // Whatever the failed try left behind is checked for first.
+      const [again] = await this.accept([{ ...pm, uncertain: true }]);
+      return this.settle(pm, raw, again!, attempt + 1);
     }
   }
 
+  /** Dead-letters a message, retrying the send while Kafka cannot take it. */
   private async dead(
     topic: string,
     partition: number,
     message: KafkaMessage,
     code: string,
     reason: string,
+    live: () => boolean = () => !this.quiescing,
   ): Promise<void> {
-    await deadLetter(this.o, { topic, partition, message, code, reason });
-    this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await deadLetter(this.o, { topic, partition, message, code, reason });
+        this.m.handled.inc({ group: this.o.groupId, topic, outcome: 'dead_lettered' });
+        this.m.deadLettered.inc({ group: this.o.groupId, topic, code });
+        return;
+      } catch (err) {
+        this.o.log.warn({ err, attempt }, 'dead-letter send failed; retrying');
+        if (!(await pause(backoffMs(attempt, 200, 10_000), live)))
+          throw new Error('dead-letter send abandoned: partition left to its next owner', {
+            cause: err,
+          });
+      }
+    }
   }
 
   private track(
@@ -282,7 +337,9 @@ export class PipelinedConsumer {
         if (t.done(entry) && t.position - t.committed >= 500) void this.commit();
       },
       (err: unknown) => {
-        if (!this.quiescing) this.o.log.error({ err }, 'message left uncommitted');
+        // Left uncommitted on purpose: the partition's next owner (maybe this consumer, after
+        // the rebalance) fetches it again.
+        this.o.log.debug({ err }, 'message left to the next owner of its partition');
       },
     );
   }
@@ -356,6 +413,6 @@ export function runtimePipeline(
     deadLetterTopic: rt.topics.deadLetter,
     producer: rt.producer,
     registry: rt.registry,
-    maxRetries: rt.config.CONSUMER_MAX_RETRIES,
+    retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
   });
 }

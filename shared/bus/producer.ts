@@ -21,25 +21,39 @@ interface Pending {
  * one message per round trip, and adds no delay when the producer is idle.
  */
 export class Producer {
-  private readonly producer: KProducer;
+  private producer: KProducer;
   private queue: Pending[] = [];
   private flushing = false;
   private connected?: Promise<void>;
   private closed = false;
+  /** False from a failed send until the next successful one. */
+  private ok = true;
 
   constructor(
-    kafka: Kafka,
+    private readonly kafka: Kafka,
     private readonly log: Logger,
-    opts: { retries?: number } = {},
+    private readonly opts: { retries?: number } = {},
   ) {
-    this.producer = kafka.producer({
+    this.producer = this.create();
+  }
+
+  private create(): KProducer {
+    return this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       // Bounded so a request fails (and the outbox relay takes over) instead of hanging while
       // Kafka is down; duplicates from a retried send are removed by consumer idempotency.
-      retry: { retries: opts.retries ?? 5, initialRetryTime: 100, maxRetryTime: 1000 },
+      retry: { retries: this.opts.retries ?? 5, initialRetryTime: 100, maxRetryTime: 1000 },
       allowAutoTopicCreation: false,
     });
+  }
+
+  /**
+   * False while Kafka is failing this producer (from a failed send until the next successful
+   * one): callers that have a durable fallback (the outbox relay) skip the wait.
+   */
+  get healthy(): boolean {
+    return this.ok && !this.closed;
   }
 
   connect(): Promise<void> {
@@ -48,6 +62,22 @@ export class Producer {
       throw err;
     });
     return this.connected;
+  }
+
+  /**
+   * After a failed send the idempotent producer's sequence numbers may no longer match the
+   * broker's (a timed-out batch may or may not have been appended). kafkajs never recovers
+   * from OUT_OF_ORDER_SEQUENCE_NUMBER (kafkajs issue 598), and UNKNOWN_PRODUCER_ID or
+   * INVALID_PRODUCER_EPOCH are as fatal, so the producer is replaced by a new one, with a new
+   * producer id, before the next send. What the failed send carried is re-sent by its caller
+   * or the outbox relay; consumers deduplicate by event id.
+   */
+  private async replace(err: unknown): Promise<void> {
+    const old = this.producer;
+    this.producer = this.create();
+    this.connected = undefined;
+    this.log.warn({ err: describe(err) }, 'kafka producer replaced after a failed send');
+    await old.disconnect().catch(() => undefined);
   }
 
   /** Resolves when every message is acknowledged by all in-sync replicas. */
@@ -85,10 +115,13 @@ export class Producer {
             compression: CompressionTypes.None,
             topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
           });
+          this.ok = true;
           for (const p of batch) p.resolve();
         } catch (err) {
-          this.log.warn({ err }, 'kafka send failed');
+          this.ok = false;
+          this.log.warn({ err: describe(err) }, 'kafka send failed');
           for (const p of batch) p.reject(err);
+          await this.replace(err);
         }
       }
     } finally {
@@ -102,4 +135,15 @@ export class Producer {
     while (this.flushing || this.queue.length > 0) await new Promise((r) => setTimeout(r, 10));
     await this.producer.disconnect().catch(() => undefined);
   }
+}
+
+/** The error with its kafkajs protocol type (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER) for the log. */
+function describe(err: unknown): unknown {
+  const e = err as { name?: string; message?: string; type?: string; cause?: unknown };
+  return {
+    name: e?.name,
+    message: e?.message,
+    type: e?.type,
+    cause: e?.cause && describe(e.cause),
+  };
 }

@@ -34,6 +34,11 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
 /** The last middleware: every error leaves as problem+json; 5xx are logged with their cause. */
 export function problemHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
+    // The deadline already answered 503: the handler's late answer (or failure) is dropped.
+    if (res.locals.deadlineExpired === true) {
+      log.debug({ err, path: req.path }, 'late answer after the request deadline dropped');
+      return;
+    }
     if (res.headersSent) return next(err);
     const appErr = fromBodyParser(err as { type?: string }) ?? coerceError(err);
     if (appErr.status >= 500)

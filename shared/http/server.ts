@@ -3,7 +3,9 @@ import type { Server } from 'node:http';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
-import { notFoundHandler, problemHandler } from './problem.js';
+import { safeEqual } from '../domain/crypto.js';
+import { AppError } from '../errors.js';
+import { notFoundHandler, problemHandler, sendProblem } from './problem.js';
 import { traceRequests } from '../telemetry.js';
 
 export type ReadinessCheck = () => Promise<void>;
@@ -14,6 +16,64 @@ export interface HttpAppOptions {
   bodyLimitBytes: number;
   /** Each must resolve when its dependency is reachable (DynamoDB, Kafka). */
   readiness: Record<string, ReadinessCheck>;
+  /**
+   * Dependencies whose loss degrades the service without making it unready: with Kafka down,
+   * changes still land in DynamoDB with their outbox items and are published later.
+   */
+  degradable?: string[];
+  /** Each readiness check counts as failed when it has not answered within this. */
+  readinessTimeoutMs?: number;
+  /** API requests unanswered after this get 503 SVC_UNAVAILABLE (see `deadline`). */
+  deadlineMs?: number;
+  /** When set, /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
+}
+
+/** Paths that stream for as long as they need and so are not held to the deadline. */
+const undeadlined = new Set(['/api/v1/ledger/export']);
+
+/**
+ * Answers 503 SVC_UNAVAILABLE with Retry-After when a request is still unanswered after `ms`
+ * (a stalled store or broker), so no caller hangs. A handler that answers later finds the
+ * response sent; its late answer is dropped (see `problemHandler`). A change it was making may
+ * still land, but it was never acknowledged, which is what callers rely on.
+ */
+export function deadline(ms: number): RequestHandler {
+  return (req, res, next) => {
+    if (undeadlined.has(req.path)) return next();
+    const timer = setTimeout(() => {
+      if (res.headersSent) return;
+      res.locals.deadlineExpired = true;
+      sendProblem(
+        res,
+        new AppError(
+          'SVC_UNAVAILABLE',
+          'The request could not be completed in time: a backing service is slow or unavailable',
+          { retryAfterS: 2 },
+        ),
+        req.originalUrl,
+      );
+    }, ms);
+    const clear = () => clearTimeout(timer);
+    res.once('finish', clear);
+    res.once('close', clear);
+    next();
+  };
+}
+
+/** Runs one readiness check, failing it when it takes longer than `ms`. */
+async function within(check: ReadinessCheck, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      check().then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function httpMetrics(registry: Registry): RequestHandler {
@@ -63,29 +123,42 @@ export function createHttpApp(o: HttpAppOptions): Express {
   app.set('trust proxy', 'loopback');
   app.use(traceRequests());
   app.use(httpMetrics(o.registry));
+  app.use('/api', deadline(o.deadlineMs ?? 1_800));
   app.use(
     express.json({ limit: o.bodyLimitBytes, type: ['application/json', 'application/*+json'] }),
   );
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Names what is down, never how (error text may carry addresses or internals).
   app.get('/readyz', async (_req, res) => {
     const results = await Promise.all(
-      Object.entries(o.readiness).map(async ([name, check]) => {
-        try {
-          await check();
-          return [name, 'ok'] as const;
-        } catch (err) {
-          return [name, `unavailable: ${(err as Error).message}`] as const;
-        }
-      }),
+      Object.entries(o.readiness).map(
+        async ([name, check]) =>
+          [
+            name,
+            (await within(check, o.readinessTimeoutMs ?? 1_000)) ? 'ok' : 'unavailable',
+          ] as const,
+      ),
     );
-    const ok = results.every(([, s]) => s === 'ok');
-    res
-      .status(ok ? 200 : 503)
-      .json({ status: ok ? 'ready' : 'not ready', checks: Object.fromEntries(results) });
+    const down = results.filter(([, s]) => s !== 'ok').map(([name]) => name);
+    const fatal = down.filter((name) => !(o.degradable ?? []).includes(name));
+    const status = fatal.length > 0 ? 'not ready' : down.length > 0 ? 'degraded' : 'ready';
+    res.status(fatal.length > 0 ? 503 : 200).json({
+      status,
+      checks: Object.fromEntries(results),
+      ...(down.length > 0 ? { unavailable: down } : {}),
+    });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    if (o.metricsToken !== undefined) {
+      const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.get('authorization') ?? '');
+      if (!m?.[1] || !safeEqual(m[1], o.metricsToken)) {
+        res.setHeader('WWW-Authenticate', 'Bearer');
+        sendProblem(res, new AppError('SVC_UNAUTHORIZED', 'A valid metrics token is required'));
+        return;
+      }
+    }
     res.type(o.registry.contentType).send(await o.registry.metrics());
   });
   return app;

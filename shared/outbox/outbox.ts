@@ -5,6 +5,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
 import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
@@ -46,25 +47,62 @@ function outboxMetrics(registry: Registry) {
       () =>
         new Gauge({
           name: 'svc_outbox_backlog',
-          help: 'Outbox items waiting to be published, as of the last relay sweep',
+          help: 'Outbox items waiting to be published, as of the last complete relay pass',
+          registers: [registry],
+        }),
+    ),
+    oldest: getOrCreate(
+      registry,
+      'svc_outbox_oldest_age_seconds',
+      () =>
+        new Gauge({
+          name: 'svc_outbox_oldest_age_seconds',
+          help: 'Age of the oldest unpublished outbox item seen by the relay (0 when none): the relay lag',
+          registers: [registry],
+        }),
+    ),
+    passes: getOrCreate(
+      registry,
+      'svc_outbox_relay_passes_total',
+      () =>
+        new Counter({
+          name: 'svc_outbox_relay_passes_total',
+          help: 'Relay passes by result (ok, kafka_unavailable, failed)',
+          labelNames: ['result'],
           registers: [registry],
         }),
     ),
   };
 }
 
+export interface OutboxOptions {
+  /**
+   * How long a write waits for its events' fast-path publish before it answers anyway (the
+   * items are already stored; the relay publishes whatever the fast path did not).
+   */
+  publishWaitMs?: number;
+  /** Items one relay step reads, publishes and deletes before it reads the next. */
+  relayBatch?: number;
+}
+
 /**
  * Transactional outbox. `commit` writes a change and its events in one TransactWriteItems,
  * then publishes the events at once (fast path) and deletes their outbox items. If Kafka
- * cannot take them, the items stay and the relay (`relayOnce`) publishes them later. Delivery
- * is at-least-once: consumers deduplicate by event id (see idempotency.ts).
+ * cannot take them in time, the items stay and the relay (`relayOnce`) publishes them later.
+ * Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
  */
 export class Outbox {
   private readonly m;
   private pendingDeletes: string[] = [];
+  /** Published items whose delete has not succeeded yet: the relay knows they are out. */
+  private readonly published = new Set<string>();
   private deleting: Promise<void> | undefined;
+  private closed = false;
 
-  constructor(private readonly d: OutboxDeps) {
+  constructor(
+    private readonly d: OutboxDeps,
+    private readonly o: OutboxOptions = {},
+  ) {
     this.m = outboxMetrics(d.registry);
   }
 
@@ -90,8 +128,10 @@ export class Outbox {
 
   /**
    * Writes `changes` plus one outbox item per message atomically, then publishes. Resolves
-   * once the transaction committed, whether or not the fast path published: a failed
-   * publish is the relay's work, not the caller's error.
+   * once the transaction committed, whether or not the fast path published: a failed or slow
+   * publish is the relay's work, not the caller's error. The client request token makes the
+   * SDK's retry of a transaction that timed out after it was applied succeed instead of
+   * failing on its own outbox items.
    */
   async commit(changes: TransactItem[], messages: OutboxItem[]): Promise<{ published: boolean }> {
     // The active trace (the HTTP request's) travels with each event, through the relay too.
@@ -99,8 +139,28 @@ export class Outbox {
     const items = [...changes, ...messages.map((m) => this.item(m))];
     if (items.length > 100)
       throw new Error(`transaction has ${items.length} items; DynamoDB allows 100`);
-    await this.d.doc.send(new TransactWriteCommand({ TransactItems: items }));
-    return { published: await this.publish(messages, 'fast') };
+    await this.d.doc.send(
+      new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
+    );
+    return { published: await this.publishFast(messages) };
+  }
+
+  /**
+   * The fast path: skipped while Kafka is failing (the relay probes it), and waited for at most
+   * `publishWaitMs`; a publish still in flight then finishes (and deletes) in the background.
+   */
+  private async publishFast(messages: OutboxItem[]): Promise<boolean> {
+    if (messages.length === 0) return true;
+    if (!this.d.producer.healthy) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.o.publishWaitMs ?? 1_000);
+    });
+    try {
+      return await Promise.race([this.publish(messages, 'fast'), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Publishes and deletes outbox items; false (items kept) when Kafka could not take them. */
@@ -118,14 +178,22 @@ export class Outbox {
     this.m.published.inc({ path }, messages.length);
     // Deletes leave in the background, batched 25 to a request: they are bookkeeping, not
     // part of the answer, and a lost one only makes the relay publish again (consumers dedupe).
-    for (const m of messages) this.pendingDeletes.push(m.id);
+    for (const m of messages) {
+      this.published.add(m.id);
+      this.pendingDeletes.push(m.id);
+    }
     void this.flushDeletes();
     return true;
   }
 
-  /** Deletes published items, 25 per BatchWriteItem, while any are queued. */
+  /**
+   * Deletes published items, 25 per BatchWriteItem, while any are queued. A failed request
+   * is tried again after a pause (the store may be stalled); its ids stay known as published
+   * meanwhile, so the relay does not send them again.
+   */
   private flushDeletes(): Promise<void> {
     this.deleting ??= (async () => {
+      let failures = 0;
       try {
         while (this.pendingDeletes.length > 0) {
           const ids = this.pendingDeletes.splice(0, 25);
@@ -137,14 +205,22 @@ export class Outbox {
                 },
               }),
             );
-            const left = r.UnprocessedItems?.[this.d.table] ?? [];
-            // Throttled deletes go round again; the relay covers any that never succeed.
-            for (const it of left) {
+            const left = new Set<string>();
+            for (const it of r.UnprocessedItems?.[this.d.table] ?? []) {
               const id = it.DeleteRequest?.Key?.id;
-              if (typeof id === 'string') this.pendingDeletes.push(id);
+              if (typeof id === 'string') left.add(id);
             }
+            // Throttled deletes go round again.
+            for (const id of ids) {
+              if (left.has(id)) this.pendingDeletes.push(id);
+              else this.published.delete(id);
+            }
+            failures = 0;
           } catch (err) {
-            this.d.log.warn({ err, count: ids.length }, 'outbox delete failed');
+            this.pendingDeletes.push(...ids);
+            if (this.closed) return;
+            this.d.log.warn({ err, count: ids.length }, 'outbox delete failed; retrying');
+            await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** failures++, 5_000)));
           }
         }
       } finally {
@@ -154,42 +230,72 @@ export class Outbox {
     return this.deleting;
   }
 
-  /** Waits for queued deletes (shutdown, tests). */
+  /** Waits for queued deletes (shutdown, tests); gives up on them once closed. */
   async drain(): Promise<void> {
-    while (this.deleting || this.pendingDeletes.length > 0) await this.flushDeletes();
+    while ((this.deleting || this.pendingDeletes.length > 0) && !this.closed)
+      await this.flushDeletes();
+  }
+
+  /** Stops retrying deletes after one last try (shutdown): the relay covers what is left. */
+  async close(timeoutMs = 2_000): Promise<void> {
+    await Promise.race([this.drain(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    this.closed = true;
   }
 
   /**
-   * One relay sweep: reads every pending item older than `minAgeMs` (younger ones belong to
-   * a fast path still in progress), oldest first, and publishes them. Returns how many were
-   * published. The outbox only holds unpublished items, so a scan stays small.
+   * One relay pass: reads the outbox a bounded batch at a time, publishes the batch's items
+   * older than `minAgeMs` (younger ones belong to a fast path still in progress) and deletes
+   * them before it reads the next batch, so a backlog shrinks with every step and nothing
+   * known to be out is sent again. Stops at the first batch Kafka does not take. Returns how
+   * many were published.
    */
   async relayOnce(minAgeMs: number, now = Date.now()): Promise<number> {
-    const pending: OutboxItem[] = [];
+    try {
+      return await this.relayPass(minAgeMs, now);
+    } catch (err) {
+      this.m.passes.inc({ result: 'failed' });
+      throw err;
+    }
+  }
+
+  private async relayPass(minAgeMs: number, now: number): Promise<number> {
+    const limit = this.o.relayBatch ?? 500;
     let startKey: Record<string, unknown> | undefined;
+    let sent = 0;
+    let seen = 0;
+    let oldest: number | undefined;
     do {
       const page = await this.d.doc.send(
         new ScanCommand({
           TableName: this.d.table,
           ConsistentRead: true,
+          Limit: limit,
           ExclusiveStartKey: startKey,
         }),
       );
-      for (const it of page.Items ?? []) pending.push(it as OutboxItem);
+      const items = (page.Items ?? []) as OutboxItem[];
+      seen += items.length;
+      for (const it of items) oldest = Math.min(oldest ?? it.createdAtMs, it.createdAtMs);
+      const due = items
+        .filter((p) => now - p.createdAtMs >= minAgeMs && !this.published.has(p.id))
+        .sort((a, b) => a.createdAtMs - b.createdAtMs);
+      if (due.length > 0) {
+        if (!(await this.publish(due, 'relay'))) {
+          this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
+          this.m.passes.inc({ result: 'kafka_unavailable' });
+          return sent;
+        }
+        sent += due.length;
+        // Deleted before the next batch is read: a stalled store slows the relay down
+        // instead of letting it re-send what it already published.
+        await this.flushDeletes();
+      }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    this.m.backlog.set(pending.length);
-    const due = pending
-      .filter((p) => now - p.createdAtMs >= minAgeMs)
-      .sort((a, b) => a.createdAtMs - b.createdAtMs);
-    let sent = 0;
-    for (let i = 0; i < due.length; i += 100) {
-      const chunk = due.slice(i, i + 100);
-      if (!(await this.publish(chunk, 'relay'))) break;
-      sent += chunk.length;
-    }
-    if (sent > 0)
-      this.d.log.info({ sent, pending: pending.length }, 'outbox relay published pending events');
+    this.m.backlog.set(seen);
+    this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
+    this.m.passes.inc({ result: 'ok' });
+    if (sent > 0) this.d.log.info({ sent, pending: seen }, 'outbox relay published pending events');
     return sent;
   }
 }
@@ -202,12 +308,20 @@ export function startRelay(
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
+  let failures = 0;
   const tick = () => {
     running = outbox
       .relayOnce(o.minAgeMs)
-      .catch((err: unknown) => o.log.warn({ err }, 'outbox relay sweep failed'))
+      .then(
+        () => (failures = 0),
+        (err: unknown) => {
+          failures++;
+          o.log.warn({ err, failures }, 'outbox relay pass failed');
+        },
+      )
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, o.intervalMs);
+        // A failing store is not hammered: the pause grows to 10 intervals at most.
+        if (!stopped) timer = setTimeout(tick, o.intervalMs * Math.min(1 + failures, 10));
       });
   };
   timer = setTimeout(tick, 0);

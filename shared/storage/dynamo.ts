@@ -13,8 +13,16 @@ export interface Dynamo {
  * DynamoDB clients for either DynamoDB Local (endpoint set; dummy credentials) or AWS
  * (region set; the default credential chain).
  */
-export function createDynamo(c: Pick<BaseConfig, 'DYNAMODB_ENDPOINT' | 'AWS_REGION'>): Dynamo {
+export function createDynamo(
+  c: Pick<BaseConfig, 'DYNAMODB_ENDPOINT' | 'AWS_REGION'> &
+    Partial<Pick<BaseConfig, 'DYNAMODB_REQUEST_TIMEOUT_MS'>>,
+): Dynamo {
   const local = c.DYNAMODB_ENDPOINT !== undefined;
+  // A stalled store must fail a request, not hang it: the SDK has no timeout of its own.
+  const timeouts = {
+    connectionTimeout: 1_000,
+    requestTimeout: c.DYNAMODB_REQUEST_TIMEOUT_MS ?? 2_000,
+  };
   const client = new DynamoDBClient({
     region: c.AWS_REGION ?? 'local',
     ...(local
@@ -22,9 +30,12 @@ export function createDynamo(c: Pick<BaseConfig, 'DYNAMODB_ENDPOINT' | 'AWS_REGI
           endpoint: c.DYNAMODB_ENDPOINT,
           credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
           // keep-alive pool sized for a busy ingress against a local endpoint
-          requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 64 }) },
+          requestHandler: {
+            httpAgent: new Agent({ keepAlive: true, maxSockets: 64 }),
+            ...timeouts,
+          },
         }
-      : {}),
+      : { requestHandler: timeouts }),
     maxAttempts: 3,
   });
   const doc = DynamoDBDocumentClient.from(client, {

@@ -46,7 +46,7 @@ function controlledConsumer(groupId: string, prefix: string, o: { maxUncommitted
     maxUncommitted: o.maxUncommitted ?? 1000,
     commitIntervalMs: 50,
     retryBaseMs: 10,
-    maxRetries: 2,
+    retryMaxMs: 40,
   });
   return { consumer, taken };
 }
@@ -135,7 +135,7 @@ describe('pipelined consumer against real Kafka', () => {
     }
   });
 
-  it('retries a retriable failure (as uncertain) and dead-letters a permanent one', async () => {
+  it('retries any failure (as uncertain) until it succeeds and dead-letters only an unprocessable one', async () => {
     const groupId = `${rt.config.TOPIC_PREFIX}p3`;
     const dead = await collectTopic(rt.kafka, rt.topics.deadLetter);
     const { consumer, taken } = controlledConsumer(groupId, 'p3-');
@@ -145,12 +145,16 @@ describe('pipelined consumer against real Kafka', () => {
       await vi.waitFor(() => expect(taken).toHaveLength(2), { timeout: 15_000 });
       const base = Number(taken[0]!.m.offset);
       taken[0]!.reject(new AppError('SVC_UNAVAILABLE', 'try later'));
-      taken[1]!.reject(new Error('cannot handle this one'));
-      // The retry is handed over again, now flagged uncertain (the failed try may have left work behind).
-      await vi.waitFor(() => expect(taken).toHaveLength(3), { timeout: 10_000 });
-      expect(kindOf(taken[2]!)).toBe('p3-flaky');
-      expect(taken[2]!.m.uncertain).toBe(true);
-      taken[2]!.resolve();
+      taken[1]!.reject(new AppError('SVC_VALIDATION_FAILED', 'cannot handle this one'));
+      // The retry is handed over again, now flagged uncertain (the failed try may have left work
+      // behind); it fails on, with transient and unexplained errors, past any fixed budget.
+      for (let n = 3; n <= 9; n++) {
+        await vi.waitFor(() => expect(taken).toHaveLength(n), { timeout: 10_000 });
+        expect(kindOf(taken[n - 1]!)).toBe('p3-flaky');
+        expect(taken[n - 1]!.m.uncertain).toBe(true);
+        if (n < 9) taken[n - 1]!.reject(n % 2 ? new Error('odd') : new AppError('SVC_UNAVAILABLE'));
+      }
+      taken[8]!.resolve();
       await vi.waitFor(
         () =>
           expect(dead.messages.map((m) => m.headers['x-dlq-offset'])).toContain(String(base + 1)),
