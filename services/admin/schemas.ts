@@ -83,7 +83,7 @@ export const createApiKeyBody = z.strictObject({
 });
 
 const purpose = z.strictObject({
-  name: z.string().regex(patterns.purpose, 'must match ^[a-z][a-z0-9_]{0,63}$'),
+  name: z.string().regex(patterns.purpose, 'must match ^[a-z][a-z0-9_]{0,63}$ (not "constructor")'),
   required: z.boolean().default(false),
   dataItems: z.array(text(100)).max(50).default([]),
 });

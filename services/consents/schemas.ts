@@ -13,7 +13,9 @@ export const userId = z
 const consents = z
   .record(purposeName, z.boolean(), {
     error: (iss) =>
-      iss.code === 'invalid_key' ? 'purpose names match ^[a-z][a-z0-9_]{0,63}$' : undefined,
+      iss.code === 'invalid_key'
+        ? 'purpose names match ^[a-z][a-z0-9_]{0,63}$ (not "constructor")'
+        : undefined,
   })
   .refine((c) => Object.keys(c).length <= MAX_RECORDS, `at most ${MAX_RECORDS} purposes`);
 

@@ -62,11 +62,15 @@ export const captureResponse = z.object({
   expiresAt: z.string(),
 });
 
-/** The notice text in `lang`, falling back to English, then to the notice's default language. */
+/**
+ * The notice text in `lang`, falling back to English, then to the notice's default language.
+ * Lookups are by own property only: `?lang=valueOf` is an unknown language, not a function.
+ */
 export function renderConfig(n: NoticeVersion, lang: string | undefined) {
-  const language =
-    lang && n.translations[lang] ? lang : n.translations.en ? 'en' : n.defaultLanguage;
+  const has = (l: string) => Object.hasOwn(n.translations, l);
+  const language = lang && has(lang) ? lang : has('en') ? 'en' : n.defaultLanguage;
   const t = n.translations[language]!;
+  const label = (name: string) => (Object.hasOwn(t.purposes, name) ? t.purposes[name] : undefined);
   return {
     processId: n.triggerKey,
     noticeId: n.noticeId,
@@ -78,8 +82,8 @@ export function renderConfig(n: NoticeVersion, lang: string | undefined) {
     body: t.body,
     purposes: n.purposes.map((p) => ({
       name: p.name,
-      label: t.purposes[p.name]?.label ?? p.name,
-      description: t.purposes[p.name]?.description ?? '',
+      label: label(p.name)?.label ?? p.name,
+      description: label(p.name)?.description ?? '',
       required: p.required,
       dataItems: p.dataItems,
     })),
@@ -133,7 +137,7 @@ export const widgetService: ServiceModule = {
       const result = await captureConsent(rt, a, notice, {
         mode: body.mode,
         granted,
-        language: notice.translations[body.language] ? body.language : 'en',
+        language: Object.hasOwn(notice.translations, body.language) ? body.language : 'en',
         pageUrl: body.pageUrl,
         userAgent: (req.get('user-agent') ?? '').slice(0, 512),
         ipHash: keyedHash(rt.config, 'ip', req.ip ?? ''),

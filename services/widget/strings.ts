@@ -26,8 +26,12 @@ const hi: UiStrings = {
   manage: 'सहमति प्रबंधित करें',
 };
 
-const sets: Record<string, UiStrings> = { en, hi };
+const sets = new Map<string, UiStrings>([
+  ['en', en],
+  ['hi', hi],
+]);
 
+/** A Map, so a language named like an Object.prototype member is just unknown. */
 export function uiStrings(language: string): UiStrings {
-  return sets[language] ?? en;
+  return sets.get(language) ?? en;
 }

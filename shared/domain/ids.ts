@@ -43,6 +43,10 @@ export const patterns = {
   referenceId: /^SVC-REF-[0-9A-HJKMNP-TV-Z]{8}$/,
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
   dispatchId: /^dsp_[0-9A-HJKMNP-TV-Z]{26}$/,
-  purpose: /^[a-z][a-z0-9_]{0,63}$/,
+  /**
+   * `constructor` is reserved: as a key it shadows Object.prototype.constructor, which the
+   * DynamoDB marshaller reads to tell a plain object from a class instance.
+   */
+  purpose: /^(?!constructor$)[a-z][a-z0-9_]{0,63}$/,
   triggerKey: /^[a-z0-9]+(_[a-z0-9]+)*$/,
 };

@@ -59,12 +59,12 @@ export function noticeRuleErrors(n: NoticeInput): FieldError[] {
       errors.push({ path: `/translations/${lang}`, message: 'is not a supported language' });
   }
   for (const lang of new Set(['en', n.defaultLanguage])) {
-    if (!n.translations[lang])
+    if (!Object.hasOwn(n.translations, lang))
       errors.push({ path: `/translations/${lang}`, message: 'is required' });
   }
   for (const [lang, t] of Object.entries(n.translations)) {
     for (const name of names) {
-      if (!t.purposes[name])
+      if (!Object.hasOwn(t.purposes, name))
         errors.push({
           path: `/translations/${lang}/purposes/${name}`,
           message: 'label and description are required for every purpose',

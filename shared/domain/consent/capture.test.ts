@@ -64,4 +64,15 @@ describe('captureRecords', () => {
       { path: '/purposes', message: expect.stringContaining('essential') },
     ]);
   });
+
+  it.each(['constructor', 'toString', '__proto__'])(
+    'refuses the language %s: only own translations count',
+    (language) => {
+      expect(
+        errorsOf(() =>
+          captureRecords(notice, { mode: 'silent', granted: [], language }, 'now', id),
+        ),
+      ).toEqual([{ path: '/language', message: expect.any(String) }]);
+    },
+  );
 });

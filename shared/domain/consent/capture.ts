@@ -39,7 +39,7 @@ export function captureRecords(
 ): ConsentRecord[] {
   const declared = new Set(notice.purposes.map((p) => p.name));
   const errors: FieldError[] = [];
-  if (!(input.language in notice.translations))
+  if (!Object.hasOwn(notice.translations, input.language))
     errors.push({ path: '/language', message: 'the notice has no text in this language' });
   const granted = new Set(input.mode === 'silent' ? declared : input.granted);
   input.granted.forEach((name, i) => {
