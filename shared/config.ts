@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { classifyIp, decideAddress, parseCidr, parseCidrList } from './webhooks/ip.js';
 
 const bool = z
   .enum(['true', 'false', '1', '0', ''])
@@ -14,6 +15,26 @@ export const baseConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('127.0.0.1'),
+  /**
+   * Whose X-Forwarded-For / -Proto are believed (Express `trust proxy`): `true` (anyone),
+   * `false` (no one), a number of proxy hops, or a comma-separated list of addresses, CIDRs
+   * and the names loopback, linklocal, uniquelocal.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('loopback')
+    .transform((v, ctx) => {
+      const t = parseTrustProxy(v);
+      if (t === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'expected true, false, a number of hops, or a comma-separated list of addresses, CIDRs, loopback, linklocal, uniquelocal',
+        });
+        return z.NEVER;
+      }
+      return t;
+    }),
   /** Comma-separated brokers; unset means the embedded local Kafka. */
   KAFKA_BROKERS: z.string().optional(),
   KAFKA_CLIENT_ID: z.string().default('svc-consent'),
@@ -56,9 +77,23 @@ export const baseConfigSchema = z.object({
    * failure lasts; its back-off doubles from 200 ms up to this cap.
    */
   CONSUMER_RETRY_MAX_MS: z.coerce.number().int().positive().default(10_000),
-  /** Per-app request budget (token bucket, per process): sustained rate and burst. */
+  /**
+   * Kafka consumer session timeout: how long the group waits for a silent member (a killed
+   * process) before its partitions move to the others.
+   */
+  CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
+  /**
+   * Request budget per app and credential class (secret key, API key, browser, operator):
+   * token bucket per process, sustained rate and burst.
+   */
   RATE_LIMIT_RPS: z.coerce.number().positive().default(1000),
   RATE_LIMIT_BURST: z.coerce.number().positive().default(2000),
+  /** Anonymous widget captures per app and client IP (keyed hash), per process. */
+  RATE_LIMIT_CAPTURE_PER_IP_RPS: z.coerce.number().positive().default(2),
+  RATE_LIMIT_CAPTURE_PER_IP_BURST: z.coerce.number().positive().default(30),
+  /** Failed authentications (401) per client address, per process; past them 429. */
+  RATE_LIMIT_AUTH_FAILURE_RPS: z.coerce.number().positive().default(1),
+  RATE_LIMIT_AUTH_FAILURE_BURST: z.coerce.number().positive().default(30),
   /** In-process cache of credential lookups (site/secret/API keys); cleared at once on change. */
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(1_000),
   /** Origin the service is reached at, for links in events and e-mails ({postback_url} etc.). */
@@ -91,11 +126,14 @@ export const baseConfigSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** Comma-separated CIDRs webhooks may reach even though they are not global (SSRF guard). */
   WEBHOOK_ALLOWLIST: z.string().default(''),
-  /** Sandbox apps may deliver to loopback (local development receivers). */
+  /**
+   * Sandbox apps may deliver to loopback (local development receivers). Unset (or empty):
+   * only on the embedded default, decided by `loadConfig` from the configuration as given.
+   */
   WEBHOOK_ALLOW_LOOPBACK_SANDBOX: z
-    .enum(['true', 'false', '1', '0'])
-    .default('true')
-    .transform((v) => v === 'true' || v === '1'),
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
   /** An endpoint with no success for this long is disabled and its contact e-mailed. */
   WEBHOOK_DISABLE_AFTER_MS: z.coerce
     .number()
@@ -170,7 +208,33 @@ export const baseConfigSchema = z.object({
     .default(''),
 });
 
-export type BaseConfig = z.infer<typeof baseConfigSchema>;
+type ParsedConfig = z.infer<typeof baseConfigSchema>;
+
+/** The configuration once `loadConfig` has settled the defaults that depend on other keys. */
+export type BaseConfig = Omit<ParsedConfig, 'WEBHOOK_ALLOW_LOOPBACK_SANDBOX'> & {
+  WEBHOOK_ALLOW_LOOPBACK_SANDBOX: boolean;
+};
+
+const proxyNames = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** TRUST_PROXY as Express takes it; undefined when the text is none of its forms. */
+export function parseTrustProxy(text: string): boolean | number | string | undefined {
+  const t = text.trim();
+  if (t === 'true') return true;
+  if (t === 'false') return false;
+  if (/^\d+$/.test(t)) return Number(t);
+  const entries = t.split(',').map((e) => e.trim());
+  const valid = (e: string) => {
+    if (proxyNames.has(e)) return true;
+    try {
+      parseCidr(e);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return entries.every((e) => e !== '' && valid(e)) ? entries.join(',') : undefined;
+}
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -186,8 +250,90 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
   return r.data;
 }
 
+/**
+ * Parses the process's configuration as the user gave it. Defaults that depend on it are
+ * settled here, before `resolveInfra` fills in the embedded stack's addresses (after which
+ * every configuration looks external). With NODE_ENV=production, weak settings are refused.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
-  return parseConfig(baseConfigSchema, env);
+  const parsed = parseConfig(baseConfigSchema, env);
+  const config: BaseConfig = {
+    ...parsed,
+    WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
+      parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),
+  };
+  if (config.NODE_ENV === 'production') {
+    const problems = productionProblems(config);
+    if (problems.length > 0)
+      throw new ConfigError(`not safe for NODE_ENV=production: ${problems.join('; ')}`);
+  }
+  return config;
+}
+
+const embeddedInProduction =
+  'the embedded Kafka and DynamoDB Local are for development only; set KAFKA_BROKERS and AWS_REGION (or DYNAMODB_ENDPOINT)';
+
+/** resolveInfra's own check, for a configuration that did not come through `loadConfig`. */
+export function refuseEmbeddedInProduction(c: Pick<BaseConfig, 'NODE_ENV'>): void {
+  if (c.NODE_ENV === 'production')
+    throw new ConfigError(`NODE_ENV=production: ${embeddedInProduction}`);
+}
+
+/** A random secret has many distinct characters (bytes); a placeholder or a pattern has few. */
+const MIN_DISTINCT = 8;
+const distinct = (xs: Iterable<unknown>) => new Set(xs).size;
+
+/**
+ * The 32 bytes of SVC_ENCRYPTION_KEY, read as `parseKey` in shared/domain/crypto.ts reads it
+ * (that module imports this one, so it cannot be imported here).
+ */
+function keyBytes(text: string): Buffer | undefined {
+  const t = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(t)) return undefined;
+  const b = Buffer.from(t, 'base64');
+  return b.length === 32 ? b : undefined;
+}
+
+/** True when a destination allowlist lets webhooks reach this host's loopback. */
+function allowsLoopback(allowlist: string): boolean {
+  const list = parseCidrList(allowlist);
+  const policy = { allowlist: list, allowLoopback: false };
+  return (
+    ['127.0.0.1', '::1', '::ffff:127.0.0.1'].some((a) => decideAddress(a, policy).allowed) ||
+    list.some((c) => classifyIp({ family: c.family, value: c.base }) === 'loopback')
+  );
+}
+
+/** What makes a configuration unsafe to run in production; empty when nothing does. */
+export function productionProblems(c: BaseConfig): string[] {
+  const problems: string[] = [];
+  if (wantsEmbeddedStack(c)) problems.push(embeddedInProduction);
+  const token = c.SVC_ADMIN_TOKEN ?? '';
+  if (token.length < 32 || distinct(token) < MIN_DISTINCT)
+    problems.push(
+      'SVC_ADMIN_TOKEN must be a random value of at least 32 characters (e.g. openssl rand -base64 32)',
+    );
+  const key = c.SVC_ENCRYPTION_KEY === undefined ? undefined : keyBytes(c.SVC_ENCRYPTION_KEY);
+  if (!key || distinct(key) < MIN_DISTINCT)
+    problems.push(
+      'SVC_ENCRYPTION_KEY must be 32 random bytes, base64 or hex (e.g. openssl rand -base64 32)',
+    );
+  if (c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX)
+    problems.push(
+      "WEBHOOK_ALLOW_LOOPBACK_SANDBOX must be false (a sandbox app would read this host's own services through webhook replies)",
+    );
+  try {
+    if (allowsLoopback(c.WEBHOOK_ALLOWLIST))
+      problems.push('WEBHOOK_ALLOWLIST must not include loopback addresses');
+  } catch (err) {
+    problems.push(`WEBHOOK_ALLOWLIST: ${(err as Error).message}`);
+  }
+  if (new URL(c.PUBLIC_BASE_URL).protocol !== 'https:')
+    problems.push(
+      'PUBLIC_BASE_URL must be the https:// origin the service is reached at (postbacks carry the secret key to it)',
+    );
+  return problems;
 }
 
 /** True when the config names no external infrastructure: start the embedded stack. */

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { upStack, type StackHandle } from '../infra/local/stack.js';
 
@@ -10,11 +12,38 @@ declare module 'vitest' {
 
 let stack: StackHandle | undefined;
 
+/** What the suite needs on the machine, and the package that provides it. */
+const prerequisites: { what: string; found: () => boolean; install: string }[] = [
+  { what: 'java', found: () => onPath('java'), install: 'openjdk-17-jre-headless' },
+  {
+    what: 'chromium',
+    found: () => fs.existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'),
+    install: 'chromium',
+  },
+  { what: 'promtool', found: () => onPath('promtool'), install: 'prometheus' },
+  { what: 'prometheus', found: () => onPath('prometheus'), install: 'prometheus' },
+];
+
+function onPath(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** Stops the run with one line naming what to install, before anything starts. */
+function checkPrerequisites(): void {
+  const missing = prerequisites.filter((p) => !p.found());
+  if (missing.length === 0) return;
+  const pkgs = [...new Set(missing.map((m) => m.install))].join(' ');
+  throw new Error(
+    `missing ${missing.map((m) => m.what).join(', ')}: install with \`apt-get install -y ${pkgs}\` (or run .ci/run, which does)`,
+  );
+}
+
 /**
  * Starts a throw-away real stack (Kafka KRaft + in-memory DynamoDB Local on free ports) for
  * the run, or reuses the one named by TEST_KAFKA_BROKERS and TEST_DYNAMODB_ENDPOINT.
  */
 export async function setup(project: TestProject) {
+  checkPrerequisites();
   const brokers = process.env.TEST_KAFKA_BROKERS;
   const endpoint = process.env.TEST_DYNAMODB_ENDPOINT;
   if (brokers && endpoint) {

@@ -33,6 +33,7 @@ export interface ConsumerRunnerOptions {
   retryMaxMs?: number;
   partitionsConsumedConcurrently?: number;
   fromBeginning?: boolean;
+  sessionTimeoutMs?: number;
 }
 
 /** Capped exponential back-off with ±20 % jitter. */
@@ -139,7 +140,7 @@ export class ConsumerRunner {
     const { kafka, groupId, handlers } = this.o;
     const consumer = kafka.consumer({
       groupId,
-      sessionTimeout: 30_000,
+      sessionTimeout: this.o.sessionTimeoutMs ?? 30_000,
       heartbeatInterval: 3_000,
       maxWaitTimeInMs: 100,
       allowAutoTopicCreation: false,
@@ -333,6 +334,7 @@ export function runtimeConsumer(
     log: o.log,
     registry: rt.registry,
     retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
+    sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
     ...(o.partitionsConsumedConcurrently
       ? { partitionsConsumedConcurrently: o.partitionsConsumedConcurrently }
       : {}),

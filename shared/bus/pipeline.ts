@@ -414,5 +414,6 @@ export function runtimePipeline(
     producer: rt.producer,
     registry: rt.registry,
     retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
+    sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
   });
 }

@@ -22,6 +22,7 @@ export function createDynamo(
   const timeouts = {
     connectionTimeout: 1_000,
     requestTimeout: c.DYNAMODB_REQUEST_TIMEOUT_MS ?? 2_000,
+    throwOnRequestTimeout: true,
   };
   const client = new DynamoDBClient({
     region: c.AWS_REGION ?? 'local',

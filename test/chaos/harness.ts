@@ -1,0 +1,548 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import { projectRoot, stackPaths } from '../../infra/local/paths.js';
+import { freePort, isAlive } from '../../infra/local/proc.js';
+import { readPid, upStack, type StackHandle } from '../../infra/local/stack.js';
+
+/**
+ * The fault suite's parts, all real: a Kafka and a DynamoDB Local of its own (persistent, so
+ * they can be killed and restarted), the service as separate Node processes started the way a
+ * user starts them (`bin/start.ts`), a webhook receiver that checks every signature with the
+ * Standard Webhooks library, and a load generator speaking REST.
+ */
+
+export type Log = (msg: string) => void;
+
+/** Kafka and DynamoDB Local in a folder of their own, on fixed ports so restarts find them. */
+export class ChaosStack {
+  private handle: StackHandle | undefined;
+  private constructor(
+    readonly dir: string,
+    readonly ports: { kafka: number; controller: number; dynamo: number },
+    private readonly log: Log,
+  ) {}
+
+  static async create(log: Log): Promise<ChaosStack> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chaos-'));
+    // Jars are shared with the project's own cache; data, pids and logs are this run's.
+    const paths = stackPaths(dir);
+    const jars = stackPaths().jars;
+    fs.mkdirSync(path.dirname(paths.jars.kafka), { recursive: true });
+    fs.symlinkSync(jars.kafka, paths.jars.kafka);
+    fs.symlinkSync(jars.dynamodb, paths.jars.dynamodb);
+    const s = new ChaosStack(
+      dir,
+      { kafka: await freePort(), controller: await freePort(), dynamo: await freePort() },
+      log,
+    );
+    await s.up();
+    return s;
+  }
+
+  /** Starts whatever is not running (both at first; after a kill, the killed one). */
+  async up(): Promise<void> {
+    const h = await upStack({
+      mode: 'persistent',
+      paths: stackPaths(this.dir),
+      kafkaPort: this.ports.kafka,
+      kafkaControllerPort: this.ports.controller,
+      dynamoPort: this.ports.dynamo,
+      readyTimeoutMs: 120_000,
+      log: (m) => this.log(`[stack] ${m}`),
+    });
+    // Keep the first handle's stop duty for what it started; a restart adds its own.
+    this.handles.push(h);
+    this.handle ??= h;
+  }
+
+  private readonly handles: StackHandle[] = [];
+
+  get brokers(): string {
+    return `127.0.0.1:${this.ports.kafka}`;
+  }
+  get dynamoEndpoint(): string {
+    return `http://127.0.0.1:${this.ports.dynamo}`;
+  }
+
+  pid(name: 'kafka' | 'dynamodb'): number {
+    const rec = readPid(stackPaths(this.dir).run, name);
+    if (!rec) throw new Error(`${name} is not running`);
+    return rec.pid;
+  }
+
+  /** Sends a signal to the JVM's whole process group (it was started detached). */
+  signal(name: 'kafka' | 'dynamodb', sig: NodeJS.Signals): void {
+    const pid = this.pid(name);
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      process.kill(pid, sig);
+    }
+  }
+
+  async kill(name: 'kafka' | 'dynamodb'): Promise<void> {
+    const pid = this.pid(name);
+    this.signal(name, 'SIGKILL');
+    for (let i = 0; i < 100 && isAlive(pid); i++) await delay(100);
+  }
+
+  async stop(): Promise<void> {
+    for (const name of ['kafka', 'dynamodb'] as const) {
+      try {
+        this.signal(name, 'SIGCONT');
+      } catch {
+        /* not running */
+      }
+    }
+    for (const h of this.handles.reverse()) await h.stop().catch(() => undefined);
+    for (const name of ['kafka', 'dynamodb'] as const) {
+      try {
+        this.signal(name, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface AppOptions {
+  role: 'all' | 'ingress' | 'workers';
+  name: string;
+  stack: ChaosStack;
+  prefix: string;
+  adminToken: string;
+  logDir: string;
+  env?: Record<string, string>;
+}
+
+/** One service process, started as a user would (`bin/start.ts`), with its log in a file. */
+export class AppProcess {
+  child: ChildProcess | undefined;
+  port = 0;
+  constructor(readonly o: AppOptions) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.port ||= await freePort();
+    const out = fs.openSync(path.join(this.o.logDir, `${this.o.name}.log`), 'a');
+    this.child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(projectRoot, 'bin', 'start.ts'), `--role=${this.o.role}`],
+      {
+        cwd: projectRoot,
+        stdio: ['ignore', out, out],
+        env: {
+          ...process.env,
+          NODE_ENV: 'development',
+          LOG_LEVEL: 'warn',
+          PORT: String(this.port),
+          HOST: '127.0.0.1',
+          KAFKA_BROKERS: this.o.stack.brokers,
+          DYNAMODB_ENDPOINT: this.o.stack.dynamoEndpoint,
+          TOPIC_PREFIX: `${this.o.prefix}.`,
+          TABLE_PREFIX: `${this.o.prefix}_`,
+          SVC_ADMIN_TOKEN: this.o.adminToken,
+          SVC_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+          WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
+          RATE_LIMIT_RPS: '100000',
+          RATE_LIMIT_BURST: '100000',
+          SVC_HOME: this.o.logDir,
+          ...this.o.env,
+        },
+      },
+    );
+    fs.closeSync(out);
+    const deadline = Date.now() + 120_000;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null)
+        throw new Error(`${this.o.name} exited with ${this.child.exitCode}; see its log`);
+      try {
+        const r = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+        if (r.ok) return;
+      } catch {
+        /* not yet */
+      }
+      await delay(200);
+    }
+    throw new Error(`${this.o.name} did not start within 120 s`);
+  }
+
+  kill9(): void {
+    this.child?.kill('SIGKILL');
+  }
+
+  async stop(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    await Promise.race([exited, delay(30_000)]);
+    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
+
+  /** Resident set size and V8 heap in use, from the process's own /metrics. */
+  async memory(): Promise<{ rssBytes: number; heapBytes: number }> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const num = (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+    return {
+      rssBytes: num('process_resident_memory_bytes'),
+      heapBytes: num('nodejs_heap_size_used_bytes'),
+    };
+  }
+}
+
+export interface Delivery {
+  webhookId: string;
+  type: string;
+  referenceId: string;
+  userId: string | null;
+  status: number;
+}
+
+/**
+ * The apps' webhook receiver: checks every request's signature with the Standard Webhooks
+ * library and records what arrived. `failing` endpoints answer 503.
+ */
+export class Receiver {
+  readonly deliveries: Delivery[] = [];
+  readonly badSignatures: string[] = [];
+  private server: http.Server | undefined;
+  private readonly verifiers = new Map<string, Webhook>();
+  readonly failing = new Set<string>();
+  port = 0;
+
+  setSecret(endpoint: string, secret: string): void {
+    this.verifiers.set(endpoint, new Webhook(Buffer.from(secret), { format: 'raw' }));
+  }
+
+  url(endpoint: string): string {
+    return `http://127.0.0.1:${this.port}/hook/${endpoint}`;
+  }
+
+  async start(): Promise<void> {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const endpoint = (req.url ?? '').split('/')[2] ?? '';
+        const body = Buffer.concat(chunks).toString('utf8');
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
+        );
+        const verifier = this.verifiers.get(endpoint);
+        let event: { type: string; data: { referenceId: string; userId: string | null } };
+        try {
+          if (!verifier) throw new Error('unknown endpoint');
+          event = verifier.verify(body, headers) as typeof event;
+        } catch {
+          this.badSignatures.push(headers['webhook-id'] ?? '?');
+          res.writeHead(400).end();
+          return;
+        }
+        const status = this.failing.has(endpoint) ? 503 : 200;
+        this.deliveries.push({
+          webhookId: headers['webhook-id'] ?? '',
+          type: event.type,
+          referenceId: event.data.referenceId,
+          userId: event.data.userId,
+          status,
+        });
+        res.writeHead(status, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    this.server.keepAliveTimeout = 30_000;
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
+    const a = this.server.address();
+    this.port = typeof a === 'object' && a ? a.port : 0;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+}
+
+export interface Tenant {
+  appId: string;
+  endpoint: string;
+  secretKey: string;
+  apiKey: string;
+}
+
+async function json(
+  url: string,
+  init: { method: string; token: string; body?: unknown },
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url, {
+    method: init.method,
+    headers: { authorization: `Bearer ${init.token}`, 'content-type': 'application/json' },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** A sandbox app whose webhooks go to the receiver, with an API key for consents and the ledger. */
+export async function createTenant(
+  baseUrl: string,
+  adminToken: string,
+  receiver: Receiver,
+  endpoint: string,
+): Promise<Tenant> {
+  const created = await json(`${baseUrl}/api/v1/admin/apps`, {
+    method: 'POST',
+    token: adminToken,
+    body: {
+      name: `chaos ${endpoint}`,
+      environment: 'sandbox',
+      webhookUrl: receiver.url(endpoint),
+      allowedOrigins: ['http://localhost:3000'],
+      contactEmail: 'ops@example.com',
+    },
+  });
+  if (created.status !== 201) throw new Error(`create app: ${JSON.stringify(created)}`);
+  const app = created.body.app as { appId?: string; id?: string };
+  const appId = String(app.appId ?? app.id);
+  const secretKey = String(created.body.secretKey);
+  receiver.setSecret(endpoint, secretKey);
+  const key = await json(`${baseUrl}/api/v1/admin/apps/${appId}/api-keys`, {
+    method: 'POST',
+    token: adminToken,
+    body: { name: 'chaos', scopes: ['consents:read', 'consents:write', 'ledger:read'] },
+  });
+  if (key.status !== 201) throw new Error(`create api key: ${JSON.stringify(key)}`);
+  return { appId, endpoint, secretKey, apiKey: String(key.body.key) };
+}
+
+export interface Accepted {
+  userId: string;
+  referenceId: string;
+  tenant: Tenant;
+}
+
+export interface LoadResult {
+  accepted: Accepted[];
+  /** Answers by status ("201", "503", …; "none" = no answer within 5 s or connection failed). */
+  answers: Record<string, number>;
+  /** Answers slower than 2 s. */
+  slow: number;
+}
+
+/**
+ * POSTs consents at `rate` per second for `durationMs`, spread over the tenants, against the
+ * ingress URLs given by `targets()` (read at each request, so a restarted process is found).
+ * A consent counts as accepted only when answered 201.
+ */
+export async function postConsents(o: {
+  targets: () => string[];
+  tenants: Tenant[];
+  rate: number;
+  durationMs: number;
+  runId: string;
+  result?: LoadResult;
+}): Promise<LoadResult> {
+  const result: LoadResult = o.result ?? { accepted: [], answers: {}, slow: 0 };
+  const inflight = new Set<Promise<void>>();
+  const start = Date.now();
+  let n = 0;
+  while (Date.now() - start < o.durationMs) {
+    const due = Math.floor(((Date.now() - start) / 1000) * o.rate);
+    for (; n < due; n++) {
+      const i = n;
+      const tenant = o.tenants[i % o.tenants.length]!;
+      const targets = o.targets();
+      const base = targets[i % targets.length]!;
+      const userId = `${o.runId}-u${i}`;
+      const t0 = Date.now();
+      const p = fetch(`${base}/api/v1/consents`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${tenant.apiKey}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({
+          userId,
+          email: `${userId}@example.com`,
+          consents: { analytics: true, marketing: false },
+        }),
+        signal: AbortSignal.timeout(5_000),
+      })
+        .then(async (r) => {
+          const body = (await r.json().catch(() => ({}))) as { referenceId?: string };
+          const key = String(r.status);
+          result.answers[key] = (result.answers[key] ?? 0) + 1;
+          if (r.status === 201 && body.referenceId)
+            result.accepted.push({ userId, referenceId: body.referenceId, tenant });
+        })
+        .catch(() => {
+          result.answers.none = (result.answers.none ?? 0) + 1;
+        })
+        .finally(() => {
+          if (Date.now() - t0 > 2_000) result.slow++;
+          inflight.delete(p);
+        });
+      inflight.add(p);
+    }
+    await delay(5);
+  }
+  await Promise.all(inflight);
+  return result;
+}
+
+export interface Tally {
+  accepted: number;
+  delivered: number;
+  lost: number;
+  /** Deliveries beyond the first of each webhook-id (at-least-once copies). */
+  copies: number;
+  /** Consents whose consent.granted arrived under more than one webhook-id. */
+  multipleIds: number;
+  badSignatures: number;
+}
+
+/** What the receiver saw for the accepted consents' consent.granted events. */
+export function tally(accepted: Accepted[], receiver: Receiver): Tally {
+  const granted = receiver.deliveries.filter((d) => d.type === 'consent.granted');
+  const idsByRef = new Map<string, Set<string>>();
+  for (const d of granted) {
+    const s = idsByRef.get(d.referenceId) ?? new Set<string>();
+    s.add(d.webhookId);
+    idsByRef.set(d.referenceId, s);
+  }
+  const okIds = new Set(granted.filter((d) => d.status < 300).map((d) => d.webhookId));
+  let delivered = 0;
+  let multipleIds = 0;
+  for (const a of accepted) {
+    const ids = idsByRef.get(a.referenceId);
+    if (ids && [...ids].some((id) => okIds.has(id)) && !a.tenant.endpoint.startsWith('failing'))
+      delivered++;
+    if (ids && ids.size > 1) multipleIds++;
+  }
+  const distinct = new Set(receiver.deliveries.map((d) => d.webhookId)).size;
+  const expected = accepted.filter((a) => !a.tenant.endpoint.startsWith('failing')).length;
+  return {
+    accepted: accepted.length,
+    delivered,
+    lost: expected - delivered,
+    copies: receiver.deliveries.length - distinct,
+    multipleIds,
+    badSignatures: receiver.badSignatures.length,
+  };
+}
+
+/** Waits until every accepted consent (to a healthy endpoint) was delivered, or the time is up. */
+export async function waitDelivered(
+  accepted: Accepted[],
+  receiver: Receiver,
+  timeoutMs: number,
+  log: Log,
+): Promise<Tally> {
+  const until = Date.now() + timeoutMs;
+  let last = -1;
+  for (;;) {
+    const t = tally(accepted, receiver);
+    if (t.lost === 0 || Date.now() > until) return t;
+    if (t.lost !== last) log(`waiting: ${t.lost} of ${t.accepted} accepted not yet delivered`);
+    last = t.lost;
+    await delay(1_000);
+  }
+}
+
+interface LedgerDispatch {
+  dispatchId: string;
+  referenceId: string;
+  event: string;
+  deliveryStatus: string;
+  attempts: { status?: number | null; statusCode?: number | null; ok?: boolean }[];
+}
+
+export interface Balance {
+  ok: boolean;
+  /** Accepted consents without exactly one consent.granted dispatch in the ledger. */
+  unbalanced: number;
+  /** Webhook ids the receiver answered 2xx that the ledger has no successful attempt for. */
+  unrecorded: number;
+  dispatches: number;
+}
+
+function attemptOk(a: LedgerDispatch['attempts'][number]): boolean {
+  const code = a.statusCode ?? a.status;
+  return a.ok === true || (typeof code === 'number' && code >= 200 && code < 300);
+}
+
+/**
+ * The ledger balance, read through the auditors' ledger API: every accepted consent has
+ * exactly one consent.granted dispatch, and every webhook the receiver answered 2xx has a
+ * successful attempt recorded under its webhook-id.
+ */
+export async function ledgerBalance(
+  baseUrl: string,
+  accepted: Accepted[],
+  receiver: Receiver,
+  o: { waitMs: number; log: Log },
+): Promise<Balance> {
+  const until = Date.now() + o.waitMs;
+  for (;;) {
+    const b = await balanceOnce(baseUrl, accepted, receiver);
+    if (b.ok || Date.now() > until) return b;
+    o.log(`ledger: ${b.unbalanced} consents unbalanced, ${b.unrecorded} deliveries unrecorded`);
+    await delay(2_000);
+  }
+}
+
+async function balanceOnce(
+  baseUrl: string,
+  accepted: Accepted[],
+  receiver: Receiver,
+): Promise<Balance> {
+  const tenants = [...new Set(accepted.map((a) => a.tenant))];
+  const byRef = new Map<string, LedgerDispatch[]>();
+  const byId = new Map<string, LedgerDispatch>();
+  for (const t of tenants) {
+    let cursor: string | undefined;
+    do {
+      const q = new URLSearchParams({ event: 'consent.granted', limit: '200' });
+      if (cursor) q.set('cursor', cursor);
+      const r = await json(`${baseUrl}/api/v1/ledger/dispatches?${q.toString()}`, {
+        method: 'GET',
+        token: t.apiKey,
+      });
+      if (r.status !== 200) throw new Error(`ledger list: ${r.status} ${JSON.stringify(r.body)}`);
+      for (const d of (r.body.items ?? []) as LedgerDispatch[]) {
+        const list = byRef.get(d.referenceId) ?? [];
+        list.push(d);
+        byRef.set(d.referenceId, list);
+        byId.set(d.dispatchId, d);
+      }
+      cursor = (r.body.nextCursor as string | null | undefined) ?? undefined;
+    } while (cursor);
+  }
+  const unbalanced = accepted.filter((a) => byRef.get(a.referenceId)?.length !== 1).length;
+  const okIds = new Set(
+    receiver.deliveries
+      .filter((d) => d.type === 'consent.granted' && d.status < 300)
+      .map((d) => d.webhookId),
+  );
+  let unrecorded = 0;
+  for (const id of okIds) {
+    const d = byId.get(id);
+    if (!d || !d.attempts.some(attemptOk)) unrecorded++;
+  }
+  return {
+    ok: unbalanced === 0 && unrecorded === 0,
+    unbalanced,
+    unrecorded,
+    dispatches: byId.size,
+  };
+}

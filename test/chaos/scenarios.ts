@@ -1,0 +1,313 @@
+import fs from 'node:fs';
+import { stackPaths } from '../../infra/local/paths.js';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  AppProcess,
+  ChaosStack,
+  Receiver,
+  createTenant,
+  ledgerBalance,
+  postConsents,
+  tally,
+  waitDelivered,
+  type Balance,
+  type LoadResult,
+  type Log,
+  type Tally,
+  type Tenant,
+} from './harness.js';
+
+/**
+ * The fault scenarios. Each starts real processes on a stack of its own, posts consents at a
+ * steady rate over REST, injects one fault in the middle of the load, waits for every
+ * accepted consent's signed consent.granted webhook and then balances the ledger.
+ */
+
+export const scenarioNames = [
+  'app-kill',
+  'power-cut',
+  'kafka-stall',
+  'dynamodb-stall',
+  'kafka-restart',
+  'dynamodb-restart',
+  'worker-kill',
+  'soak',
+] as const;
+export type ScenarioName = (typeof scenarioNames)[number];
+
+export interface ScenarioOptions {
+  /** Consents per second, for how long, and when in the load the fault starts. */
+  rate: number;
+  loadMs: number;
+  faultAtMs?: number;
+  /** How long a stall or an outage lasts. */
+  faultMs: number;
+  /** How long to wait for the backlog to drain before counting what is lost. */
+  drainMs: number;
+  log: Log;
+  /** The soak's endpoints (one of them failing). */
+  endpoints?: number;
+  /** A stack to run on (tests share one per file); by default each scenario starts its own. */
+  stack?: ChaosStack;
+  /** Extra environment for the service processes. */
+  env?: Record<string, string>;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  tally: Tally;
+  balance: Balance;
+  load: LoadResult;
+  /** Seconds from the end of the fault until the last accepted consent was delivered. */
+  drainS: number;
+  memory?: {
+    start: { rssBytes: number; heapBytes: number };
+    end: { rssBytes: number; heapBytes: number };
+  };
+  passed: boolean;
+  failures: string[];
+}
+
+interface World {
+  stack: ChaosStack;
+  receiver: Receiver;
+  apps: AppProcess[];
+  ingress: () => string[];
+  tenants: Tenant[];
+  dir: string;
+  ownStack: boolean;
+}
+
+const adminToken = `chaos_admin_${'x'.repeat(24)}`;
+
+async function setup(
+  name: string,
+  layout: 'one' | 'split',
+  o: ScenarioOptions,
+  endpoints = 1,
+): Promise<World> {
+  const stack = o.stack ?? (await ChaosStack.create(o.log));
+  const receiver = new Receiver();
+  await receiver.start();
+  // Process logs outlive the run (the stack's folder does not): .svc/chaos/<scenario>-<time>/.
+  const dir = path.join(
+    stackPaths().root,
+    'chaos',
+    `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+  );
+  fs.mkdirSync(dir, { recursive: true });
+  const prefix = `chaos${Date.now().toString(36)}`;
+  const base = { stack, prefix, adminToken, logDir: dir, ...(o.env ? { env: o.env } : {}) };
+  const apps =
+    layout === 'one'
+      ? [new AppProcess({ ...base, role: 'all', name: `${name}-app` })]
+      : [
+          new AppProcess({ ...base, role: 'ingress', name: `${name}-ingress` }),
+          new AppProcess({ ...base, role: 'workers', name: `${name}-workers-1` }),
+          new AppProcess({ ...base, role: 'workers', name: `${name}-workers-2` }),
+        ];
+  // The first process creates tables and topics; the others find them.
+  await apps[0]!.start();
+  await Promise.all(apps.slice(1).map((a) => a.start()));
+  const ingress = () => apps.filter((a) => a.o.role !== 'workers').map((a) => a.url);
+  const tenants: Tenant[] = [];
+  for (let i = 0; i < endpoints; i++) {
+    const endpoint = i === 0 && endpoints > 1 ? 'failing-0' : `ep-${i}`;
+    tenants.push(await createTenant(ingress()[0]!, adminToken, receiver, endpoint));
+    if (endpoint.startsWith('failing')) receiver.failing.add(endpoint);
+  }
+  o.log(
+    `[${name}] stack, ${apps.length} process(es) and ${endpoints} app(s) ready; logs in ${dir}`,
+  );
+  return { stack, receiver, apps, ingress, tenants, dir, ownStack: o.stack === undefined };
+}
+
+async function teardown(w: World): Promise<void> {
+  await Promise.allSettled(w.apps.map((a) => a.stop()));
+  await w.receiver.stop();
+  if (w.ownStack) await w.stack.stop();
+}
+
+/** Runs the load with `fault` started halfway through; returns when the load ended. */
+async function loadWithFault(
+  w: World,
+  name: string,
+  o: ScenarioOptions,
+  fault: () => Promise<void>,
+): Promise<{ load: LoadResult; faultEndedAt: number }> {
+  const load = postConsents({
+    targets: w.ingress,
+    tenants: w.tenants,
+    rate: o.rate,
+    durationMs: o.loadMs,
+    runId: `${name}-${Date.now().toString(36)}`,
+  });
+  await delay(o.faultAtMs ?? o.loadMs / 2);
+  o.log(`[${name}] fault starts`);
+  await fault();
+  const faultEndedAt = Date.now();
+  o.log(`[${name}] fault over`);
+  return { load: await load, faultEndedAt };
+}
+
+async function judge(
+  name: string,
+  w: World,
+  load: LoadResult,
+  faultEndedAt: number,
+  o: ScenarioOptions,
+): Promise<ScenarioResult> {
+  o.log(`[${name}] load done: ${JSON.stringify(load.answers)}; waiting for deliveries`);
+  await waitDelivered(load.accepted, w.receiver, o.drainMs, o.log);
+  const drainS = Math.max(0, (Date.now() - faultEndedAt) / 1000);
+  const balance = await ledgerBalance(w.ingress()[0]!, load.accepted, w.receiver, {
+    waitMs: 30_000,
+    log: o.log,
+  });
+  const final = tally(load.accepted, w.receiver);
+  const failures: string[] = [];
+  if (final.accepted === 0) failures.push('no consent was accepted');
+  if (final.lost > 0) failures.push(`${final.lost} accepted consents never delivered`);
+  if (final.multipleIds > 0) failures.push(`${final.multipleIds} consents under >1 webhook-id`);
+  if (final.badSignatures > 0) failures.push(`${final.badSignatures} bad signatures`);
+  if (!balance.ok)
+    failures.push(
+      `ledger does not balance: ${balance.unbalanced} consents, ${balance.unrecorded} deliveries`,
+    );
+  return {
+    scenario: name,
+    tally: final,
+    balance,
+    load,
+    drainS,
+    passed: failures.length === 0,
+    failures,
+  };
+}
+
+function restartAfter(app: AppProcess, ms: number) {
+  return async () => {
+    app.kill9();
+    await delay(ms);
+    await app.start();
+  };
+}
+
+export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promise<ScenarioResult> {
+  if (name === 'soak') return soak(o);
+  const w = await setup(name, name === 'worker-kill' ? 'split' : 'one', o);
+  try {
+    const app = w.apps[0]!;
+    const faults: Record<Exclude<ScenarioName, 'soak'>, () => Promise<void>> = {
+      'app-kill': restartAfter(app, 1_500),
+      'power-cut': async () => {
+        app.kill9();
+        await Promise.all([w.stack.kill('kafka'), w.stack.kill('dynamodb')]);
+        await delay(1_500);
+        await w.stack.up();
+        await app.start();
+      },
+      'kafka-stall': async () => {
+        w.stack.signal('kafka', 'SIGSTOP');
+        await delay(o.faultMs);
+        w.stack.signal('kafka', 'SIGCONT');
+      },
+      'dynamodb-stall': async () => {
+        w.stack.signal('dynamodb', 'SIGSTOP');
+        await delay(o.faultMs);
+        w.stack.signal('dynamodb', 'SIGCONT');
+      },
+      'kafka-restart': async () => {
+        await w.stack.kill('kafka');
+        await delay(o.faultMs);
+        await w.stack.up();
+      },
+      'dynamodb-restart': async () => {
+        await w.stack.kill('dynamodb');
+        await delay(o.faultMs);
+        await w.stack.up();
+      },
+      'worker-kill': async () => {
+        // One of the two worker copies dies for good; the other takes its partitions.
+        w.apps[1]!.kill9();
+      },
+    };
+    const { load, faultEndedAt } = await loadWithFault(w, name, o, faults[name]);
+    return await judge(name, w, load, faultEndedAt, o);
+  } finally {
+    await teardown(w);
+  }
+}
+
+/**
+ * The soak: a steady load over many endpoints, one of which always fails (its deliveries go
+ * to the retry schedule), with the process's memory read at the start and the end.
+ */
+async function soak(o: ScenarioOptions): Promise<ScenarioResult> {
+  const w = await setup('soak', 'one', o, o.endpoints ?? 20);
+  try {
+    const app = w.apps[0]!;
+    await delay(2_000);
+    const samples: { at: number; rssBytes: number; heapBytes: number }[] = [];
+    const sampler = setInterval(() => {
+      void app.memory().then(
+        (m) => samples.push({ at: Date.now(), ...m }),
+        () => undefined,
+      );
+    }, 10_000);
+    const start = await app.memory();
+    const load = await postConsents({
+      targets: w.ingress,
+      tenants: w.tenants,
+      rate: o.rate,
+      durationMs: o.loadMs,
+      runId: `soak-${Date.now().toString(36)}`,
+    });
+    clearInterval(sampler);
+    const end = await app.memory();
+    const r = await judge('soak', w, load, Date.now(), o);
+    // Growth without bound shows as a heap that keeps climbing through the run: compare the
+    // last third's lowest heap with the middle third's (both after warm-up).
+    const third = Math.floor(samples.length / 3);
+    const mid = samples.slice(third, 2 * third).map((s) => s.heapBytes);
+    const last = samples.slice(2 * third).map((s) => s.heapBytes);
+    if (mid.length > 0 && last.length > 0 && Math.min(...last) > 1.5 * Math.min(...mid))
+      r.failures.push(
+        `heap keeps growing: lowest ${mb(Math.min(...mid))} mid-run, ${mb(Math.min(...last))} at the end`,
+      );
+    if (end.rssBytes > 4 * start.rssBytes)
+      r.failures.push(`RSS grew from ${mb(start.rssBytes)} to ${mb(end.rssBytes)}`);
+    r.memory = { start, end };
+    r.passed = r.failures.length === 0;
+    return r;
+  } finally {
+    await teardown(w);
+  }
+}
+
+export const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
+
+/** One line per result, as printed by `npm run chaos` and the tests. */
+export function report(r: ScenarioResult): string {
+  const t = r.tally;
+  const mem = r.memory
+    ? `  rss ${mb(r.memory.start.rssBytes)} → ${mb(r.memory.end.rssBytes)}, heap ${mb(r.memory.start.heapBytes)} → ${mb(r.memory.end.heapBytes)}`
+    : '';
+  return (
+    [
+      `${r.scenario}: ${r.passed ? 'PASS' : 'FAIL'}`,
+      `accepted ${t.accepted}`,
+      `delivered ${t.delivered}`,
+      `lost ${t.lost}`,
+      `copies ${t.copies}`,
+      `>1 webhook-id ${t.multipleIds}`,
+      `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
+      `answers ${JSON.stringify(r.load.answers)}`,
+      `slow(>2s) ${r.load.slow}`,
+      `drained ${r.drainS.toFixed(0)} s after the fault`,
+    ].join(' | ') +
+    mem +
+    (r.failures.length ? `\n  ${r.failures.join('\n  ')}` : '')
+  );
+}
