@@ -267,6 +267,8 @@ export async function run(): Promise<void> {
     PORT: '0',
     WEBHOOK_TIMEOUT_MS: '2000',
     DISPATCH_SAFETY_NET_MS: '10000',
+    // The receivers listen on loopback (a stack of the bench's own is not the embedded default).
+    WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
   });
   const startedAt = Date.now();
   const p = await startProcess({

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, redactConfig, wantsEmbeddedStack } from './config.js';
 
@@ -25,4 +26,135 @@ describe('loadConfig', () => {
     expect(r.SVC_ADMIN_TOKEN).toBe('[redacted]');
     expect(r.KAFKA_SASL_PASSWORD).toBe('[redacted]');
   });
+});
+
+describe('loopback webhooks for sandbox apps', () => {
+  const external = { KAFKA_BROKERS: 'b:9092', DYNAMODB_ENDPOINT: 'http://ddb:8000' };
+  it.each([
+    ['the embedded default', {}, true],
+    ['KAFKA_BROKERS and DYNAMODB_ENDPOINT set', external, false],
+    ['only AWS_REGION set', { AWS_REGION: 'ap-south-1' }, false],
+    ['only DYNAMODB_ENDPOINT set', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, false],
+    ['external, explicitly allowed', { ...external, WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true' }, true],
+    ['external, allowed with 1', { ...external, WEBHOOK_ALLOW_LOOPBACK_SANDBOX: '1' }, true],
+    ['embedded, explicitly refused', { WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'false' }, false],
+    ['external, set empty (as unset)', { ...external, WEBHOOK_ALLOW_LOOPBACK_SANDBOX: '' }, false],
+  ])('%s → %s', (_name, env, allowed) => {
+    expect(loadConfig(env).WEBHOOK_ALLOW_LOOPBACK_SANDBOX).toBe(allowed);
+  });
+  it('rejects a value that is not a boolean', () => {
+    expect(() => loadConfig({ WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'yes' })).toThrow(
+      /WEBHOOK_ALLOW_LOOPBACK_SANDBOX/,
+    );
+  });
+});
+
+describe('NODE_ENV=production', () => {
+  const good = {
+    NODE_ENV: 'production',
+    KAFKA_BROKERS: 'b-1.msk.example:9094',
+    AWS_REGION: 'ap-south-1',
+    SVC_ADMIN_TOKEN: randomBytes(32).toString('base64url'),
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    PUBLIC_BASE_URL: 'https://consent.example.com',
+  };
+  const problem = (env: Record<string, string | undefined>) => {
+    try {
+      loadConfig(env);
+      return undefined;
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).not.toContain('\n');
+      return (err as Error).message;
+    }
+  };
+
+  it('accepts strong settings on external infrastructure', () => {
+    const c = loadConfig(good);
+    expect(c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX).toBe(false);
+    expect(problem({ ...good, WEBHOOK_ALLOWLIST: '10.0.0.0/8, fd00::/8' })).toBeUndefined();
+    expect(
+      problem({ ...good, AWS_REGION: undefined, DYNAMODB_ENDPOINT: 'https://ddb.example' }),
+    ).toBeUndefined();
+  });
+
+  it('refuses the embedded stack in one line naming what to set', () => {
+    const m = problem({ ...good, KAFKA_BROKERS: undefined, AWS_REGION: undefined });
+    expect(m).toMatch(/embedded/);
+    expect(m).toMatch(/KAFKA_BROKERS/);
+    expect(m).toMatch(/AWS_REGION/);
+  });
+
+  it.each([
+    ['SVC_ADMIN_TOKEN missing', { SVC_ADMIN_TOKEN: undefined }, /SVC_ADMIN_TOKEN/],
+    [
+      'SVC_ADMIN_TOKEN of 31 characters',
+      { SVC_ADMIN_TOKEN: 'k3Jd9sLq0ZxY7wVb2NmT5rPa8cHf4Ue' },
+      /SVC_ADMIN_TOKEN/,
+    ],
+    [
+      'SVC_ADMIN_TOKEN of one repeated character',
+      { SVC_ADMIN_TOKEN: 'a'.repeat(40) },
+      /SVC_ADMIN_TOKEN/,
+    ],
+    ['SVC_ENCRYPTION_KEY missing', { SVC_ENCRYPTION_KEY: undefined }, /SVC_ENCRYPTION_KEY/],
+    ['SVC_ENCRYPTION_KEY not 32 bytes', { SVC_ENCRYPTION_KEY: 'c2hvcnQ=' }, /SVC_ENCRYPTION_KEY/],
+    ['SVC_ENCRYPTION_KEY all zero', { SVC_ENCRYPTION_KEY: '00'.repeat(32) }, /SVC_ENCRYPTION_KEY/],
+    [
+      'SVC_ENCRYPTION_KEY a repeated word',
+      { SVC_ENCRYPTION_KEY: 'deadbeef'.repeat(8) },
+      /SVC_ENCRYPTION_KEY/,
+    ],
+    [
+      'loopback allowed for sandbox apps',
+      { WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true' },
+      /WEBHOOK_ALLOW_LOOPBACK_SANDBOX/,
+    ],
+    [
+      'loopback in the allowlist',
+      { WEBHOOK_ALLOWLIST: '10.0.0.0/8,127.0.0.1' },
+      /WEBHOOK_ALLOWLIST/,
+    ],
+    ['IPv6 loopback in the allowlist', { WEBHOOK_ALLOWLIST: '::1/128' }, /WEBHOOK_ALLOWLIST/],
+    ['everything in the allowlist', { WEBHOOK_ALLOWLIST: '0.0.0.0/0' }, /WEBHOOK_ALLOWLIST/],
+    ['a bad allowlist', { WEBHOOK_ALLOWLIST: 'ten' }, /WEBHOOK_ALLOWLIST/],
+    [
+      'a plain-http public URL',
+      { PUBLIC_BASE_URL: 'http://consent.example.com' },
+      /PUBLIC_BASE_URL/,
+    ],
+  ])('refuses %s', (_name, change, key) => {
+    expect(problem({ ...good, ...change })).toMatch(key);
+    // The same settings are accepted outside production.
+    expect(problem({ ...good, ...change, NODE_ENV: 'development' })).toBeUndefined();
+  });
+
+  it('names every problem at once', () => {
+    const m = problem({ NODE_ENV: 'production' });
+    for (const key of ['KAFKA_BROKERS', 'SVC_ADMIN_TOKEN', 'SVC_ENCRYPTION_KEY', 'PUBLIC_BASE_URL'])
+      expect(m).toContain(key);
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  it.each([
+    [undefined, 'loopback'],
+    ['true', true],
+    ['false', false],
+    ['0', 0],
+    ['2', 2],
+    ['loopback', 'loopback'],
+    ['loopback, uniquelocal', 'loopback,uniquelocal'],
+    ['10.0.0.0/8, 192.168.1.7,fd00::/8', '10.0.0.0/8,192.168.1.7,fd00::/8'],
+  ])('%s → %s', (value, expected) => {
+    expect(loadConfig(value === undefined ? {} : { TRUST_PROXY: value }).TRUST_PROXY).toEqual(
+      expected,
+    );
+  });
+  it.each(['', 'yes', '-1', '1.5', '10.0.0.0/33', 'loopback,,10.0.0.1', 'proxy.example'])(
+    'rejects %j naming the key',
+    (value) => {
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(/TRUST_PROXY/);
+    },
+  );
 });

@@ -10,6 +10,7 @@ import {
   ConfigError,
   loadConfig,
   redactConfig,
+  refuseEmbeddedInProduction,
   wantsEmbeddedStack,
   type BaseConfig,
 } from './config.js';
@@ -52,6 +53,7 @@ export async function resolveInfra(config: BaseConfig, log: Logger) {
       throw new ConfigError('DYNAMODB_ENDPOINT or AWS_REGION must be set when KAFKA_BROKERS is');
     return { config, stack: undefined };
   }
+  refuseEmbeddedInProduction(config);
   const stack = await upStack({
     mode: 'persistent',
     log: (m) => log.info(m),
@@ -117,6 +119,7 @@ export async function startProcess(o: {
       registry: rt.registry,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       readiness: rt.readiness,
+      trustProxy: config.TRUST_PROXY,
       degradable: ['kafka'],
       deadlineMs: config.HTTP_DEADLINE_MS,
       metricsToken: config.METRICS_TOKEN,

@@ -16,6 +16,8 @@ export interface HttpAppOptions {
   bodyLimitBytes: number;
   /** Each must resolve when its dependency is reachable (DynamoDB, Kafka). */
   readiness: Record<string, ReadinessCheck>;
+  /** Express `trust proxy` (TRUST_PROXY): whose X-Forwarded-* to believe; default loopback. */
+  trustProxy?: boolean | number | string;
   /**
    * Dependencies whose loss degrades the service without making it unready: with Kafka down,
    * changes still land in DynamoDB with their outbox items and are published later.
@@ -120,7 +122,7 @@ function httpMetrics(registry: Registry): RequestHandler {
 export function createHttpApp(o: HttpAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', o.trustProxy ?? 'loopback');
   app.use(traceRequests());
   app.use(httpMetrics(o.registry));
   app.use('/api', deadline(o.deadlineMs ?? 1_800));

@@ -23,6 +23,8 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
     PORT: '0',
     OUTBOX_RELAY_INTERVAL_MS: '200',
     OUTBOX_RELAY_MIN_AGE_MS: '500',
+    // Test receivers listen on loopback; outside the embedded default that must be configured.
+    WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
     ...extra,
   });
 }
