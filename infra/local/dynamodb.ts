@@ -41,7 +41,8 @@ export function ensureDynamoLauncher(jarsDir: string): string {
     /* jars placed by hand: the source alone names the build */
   }
   const digest = createHash('sha256').update(source).update(jarsDigest).digest('hex').slice(0, 16);
-  const dir = path.join(path.dirname(jarsDir), 'dynamodb-launcher', digest);
+  // Beside the real jars folder, so stacks that link to the shared jars share the build too.
+  const dir = path.join(path.dirname(fs.realpathSync(jarsDir)), 'dynamodb-launcher', digest);
   if (fs.existsSync(path.join(dir, 'LoopbackDynamoDB.class'))) return dir;
   const jars = fs
     .readdirSync(jarsDir)
