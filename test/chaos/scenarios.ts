@@ -61,6 +61,8 @@ export interface ScenarioResult {
   load: LoadResult;
   /** Seconds from the end of the fault until the last accepted consent was delivered. */
   drainS: number;
+  /** /readyz 3 s into the fault. */
+  readiness?: Readiness;
   memory?: {
     start: { rssBytes: number; heapBytes: number };
     end: { rssBytes: number; heapBytes: number };
@@ -135,7 +137,7 @@ async function loadWithFault(
   name: string,
   o: ScenarioOptions,
   fault: () => Promise<void>,
-): Promise<{ load: LoadResult; faultEndedAt: number }> {
+): Promise<{ load: LoadResult; faultEndedAt: number; readiness: Readiness }> {
   const load = postConsents({
     targets: w.ingress,
     tenants: w.tenants,
@@ -145,10 +147,30 @@ async function loadWithFault(
   });
   await delay(o.faultAtMs ?? o.loadMs / 2);
   o.log(`[${name}] fault starts`);
-  await fault();
+  // What /readyz says 3 s into the fault, and how fast.
+  const [, readiness] = await Promise.all([
+    fault(),
+    delay(3_000).then(() => probeReadiness(w.ingress()[0]!)),
+  ]);
   const faultEndedAt = Date.now();
-  o.log(`[${name}] fault over`);
-  return { load: await load, faultEndedAt };
+  o.log(`[${name}] fault over; /readyz during it: ${JSON.stringify(readiness)}`);
+  return { load: await load, faultEndedAt, readiness };
+}
+
+export interface Readiness {
+  status: number | 'none';
+  ms: number;
+  body: { status?: string; unavailable?: string[] };
+}
+
+async function probeReadiness(url: string): Promise<Readiness> {
+  const t0 = Date.now();
+  try {
+    const r = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) });
+    return { status: r.status, ms: Date.now() - t0, body: (await r.json()) as Readiness['body'] };
+  } catch {
+    return { status: 'none', ms: Date.now() - t0, body: {} };
+  }
 }
 
 async function judge(
@@ -233,8 +255,8 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
         w.apps[1]!.kill9();
       },
     };
-    const { load, faultEndedAt } = await loadWithFault(w, name, o, faults[name]);
-    return await judge(name, w, load, faultEndedAt, o);
+    const { load, faultEndedAt, readiness } = await loadWithFault(w, name, o, faults[name]);
+    return { ...(await judge(name, w, load, faultEndedAt, o)), readiness };
   } finally {
     await teardown(w);
   }

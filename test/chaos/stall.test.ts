@@ -41,6 +41,17 @@ describe('no accepted consent is lost when Kafka or DynamoDB stalls or restarts'
       expect(r.failures).toEqual([]);
       // Answers during the fault come quickly: 201 (Kafka down) or 503 (store down), not hangs.
       expect(r.load.answers.none ?? 0).toBe(0);
+      // /readyz names what is down: the store makes the service unready, Kafka only degrades it.
+      const store = name.startsWith('dynamodb');
+      expect(r.readiness).toMatchObject({
+        status: store ? 503 : 200,
+        body: {
+          status: store ? 'not ready' : 'degraded',
+          unavailable: [store ? 'dynamodb' : 'kafka'],
+        },
+      });
+      expect(r.readiness!.ms).toBeLessThan(2_000);
+      if (!store) expect(r.load.answers['201']).toBeGreaterThan(0);
     }, 400_000);
   }
 });
