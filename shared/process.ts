@@ -20,6 +20,7 @@ import { createLogger, type Logger } from './logger.js';
 import { applyDefinitions, createRuntime, type Runtime } from './runtime.js';
 import { installShutdown, makeCloser, type ShutdownStep } from './shutdown.js';
 import { startTelemetry } from './telemetry.js';
+import { withRetries } from './retry.js';
 
 /** An HTTP service: mounts its routes on the shared app. */
 export interface ServiceModule {
@@ -113,7 +114,8 @@ export async function startProcess(o: {
     stack = infra.stack;
     const config = infra.config;
     rt = createRuntime(config, log);
-    await applyDefinitions(rt);
+    // Tables and topics are created once; a busy or just-started store may time out meanwhile.
+    await withRetries(() => applyDefinitions(rt!), 8);
     const app = createHttpApp({
       log,
       registry: rt.registry,

@@ -93,7 +93,8 @@ export interface OutboxOptions {
  */
 export class Outbox {
   private readonly m;
-  private pendingDeletes: string[] = [];
+  /** Published items to delete, in order; a Set, as one id may be published more than once. */
+  private readonly pendingDeletes = new Set<string>();
   /** Published items whose delete has not succeeded yet: the relay knows they are out. */
   private readonly published = new Set<string>();
   private deleting: Promise<void> | undefined;
@@ -180,7 +181,7 @@ export class Outbox {
     // part of the answer, and a lost one only makes the relay publish again (consumers dedupe).
     for (const m of messages) {
       this.published.add(m.id);
-      this.pendingDeletes.push(m.id);
+      this.pendingDeletes.add(m.id);
     }
     void this.flushDeletes();
     return true;
@@ -195,8 +196,11 @@ export class Outbox {
     this.deleting ??= (async () => {
       let failures = 0;
       try {
-        while (this.pendingDeletes.length > 0) {
-          const ids = this.pendingDeletes.splice(0, 25);
+        while (this.pendingDeletes.size > 0) {
+          // A batch may not name one key twice (DynamoDB refuses the whole request).
+          const ids: string[] = [];
+          for (const id of this.pendingDeletes) if (ids.push(id) === 25) break;
+          for (const id of ids) this.pendingDeletes.delete(id);
           try {
             const r = await this.d.doc.send(
               new BatchWriteCommand({
@@ -212,12 +216,12 @@ export class Outbox {
             }
             // Throttled deletes go round again.
             for (const id of ids) {
-              if (left.has(id)) this.pendingDeletes.push(id);
+              if (left.has(id)) this.pendingDeletes.add(id);
               else this.published.delete(id);
             }
             failures = 0;
           } catch (err) {
-            this.pendingDeletes.push(...ids);
+            for (const id of ids) this.pendingDeletes.add(id);
             if (this.closed) return;
             this.d.log.warn({ err, count: ids.length }, 'outbox delete failed; retrying');
             await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** failures++, 5_000)));
@@ -232,7 +236,7 @@ export class Outbox {
 
   /** Waits for queued deletes (shutdown, tests); gives up on them once closed. */
   async drain(): Promise<void> {
-    while ((this.deleting || this.pendingDeletes.length > 0) && !this.closed)
+    while ((this.deleting || this.pendingDeletes.size > 0) && !this.closed)
       await this.flushDeletes();
   }
 

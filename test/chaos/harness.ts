@@ -161,6 +161,14 @@ export class AppProcess {
       },
     );
     fs.closeSync(out);
+    const child = this.child;
+    child.once('exit', (code, signal) => {
+      if (!this.expectedExit.has(child))
+        fs.appendFileSync(
+          path.join(this.o.logDir, `${this.o.name}.log`),
+          `\n[chaos] process exited unexpectedly: code ${code}, signal ${signal}\n`,
+        );
+    });
     const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
       if (this.child.exitCode !== null)
@@ -176,13 +184,18 @@ export class AppProcess {
     throw new Error(`${this.o.name} did not start within 120 s`);
   }
 
+  /** Exits the harness caused (kills, stops), not reported as unexpected. */
+  private readonly expectedExit = new WeakSet<ChildProcess>();
+
   kill9(): void {
+    if (this.child) this.expectedExit.add(this.child);
     this.child?.kill('SIGKILL');
   }
 
   async stop(): Promise<void> {
     const c = this.child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    this.expectedExit.add(c);
     const exited = new Promise((r) => c.once('exit', r));
     c.kill('SIGTERM');
     await Promise.race([exited, delay(30_000)]);
