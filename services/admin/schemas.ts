@@ -135,6 +135,7 @@ export const appSchema = z.object({
   siteKey: z.string(),
   secretVersion: z.number(),
   widgetVerifiedAt: z.string().nullable(),
+  widgetVerifiedOrigin: z.string().optional(),
   goLiveAt: z.string().nullable().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),

@@ -111,11 +111,13 @@ export const widgetService: ServiceModule = {
       const { lang } = parseBody(configQuery, req.query, 'query');
       const notice = await noticeOr404(rt, a.appId, pid);
       // requireSiteKey has checked the Origin against the allowlist: the script is installed there.
-      await markWidgetVerified(rt, a.appId, new Date());
+      await markWidgetVerified(rt, a.appId, req.get('origin') ?? '', new Date());
       res.json(renderConfig(notice, lang));
     });
 
-    r.post('/capture', requireSiteKey(rt), rateLimit(rt), idempotency(rt), async (req, res) => {
+    // Anyone can send a capture: it is also limited per client IP (keyed hash) within the app.
+    const captureLimit = rateLimit(rt, { perClientIp: true });
+    r.post('/capture', requireSiteKey(rt), captureLimit, idempotency(rt), async (req, res) => {
       const a = appOf(res);
       const body = parseBody(captureBody, req.body);
       const notice = await noticeOr404(rt, a.appId, body.processId);

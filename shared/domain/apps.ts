@@ -283,27 +283,56 @@ export async function rotateSecret(
   }
 }
 
-/** At most one write a minute per app: the widget calls this on every config request. */
-const VERIFY_RESOLUTION_MS = 60_000;
+/** The widget calls this on every config request; the time is kept to the minute. */
+export const VERIFY_RESOLUTION_MS = 60_000;
+/** (app, origin) pairs remembered per process; origins are allowlisted, so few per app. */
+const MAX_VERIFY_MEMO = 10_000;
+const verifyMemo = new WeakMap<Runtime, Map<string, number>>();
 
-/** Records that the widget was seen on an allowlisted origin (the console shows the time). */
-export async function markWidgetVerified(rt: Runtime, appId: string, at: Date): Promise<void> {
+/**
+ * Records that the widget was seen on an allowlisted origin (the console shows the time and
+ * the origin). Anyone can send an allowlisted Origin header, so this must not turn every
+ * config call into a write: each process writes at most once a minute per (app, origin), and
+ * the write itself is conditional on the stored time being a minute old (a refused
+ * conditional write is billed too, hence the in-process memo first).
+ */
+export async function markWidgetVerified(
+  rt: Runtime,
+  appId: string,
+  origin: string,
+  at: Date,
+): Promise<void> {
+  let memo = verifyMemo.get(rt);
+  if (!memo) verifyMemo.set(rt, (memo = new Map()));
+  const key = `${appId} ${origin}`;
+  const last = memo.get(key);
+  if (last !== undefined && at.getTime() - last < VERIFY_RESOLUTION_MS) return;
+  memo.delete(key);
+  memo.set(key, at.getTime());
+  if (memo.size > MAX_VERIFY_MEMO) {
+    const oldest = memo.keys().next().value;
+    if (oldest !== undefined) memo.delete(oldest);
+  }
   try {
     await rt.dynamo.doc.send(
       new UpdateCommand({
         TableName: rt.tables.entities,
         Key: { pk: appPk(appId), sk: 'APP' },
-        UpdateExpression: 'SET widgetVerifiedAt = :at',
+        UpdateExpression: 'SET widgetVerifiedAt = :at, widgetVerifiedOrigin = :origin',
         ConditionExpression:
           'attribute_exists(pk) AND (attribute_not_exists(widgetVerifiedAt) OR attribute_type(widgetVerifiedAt, :nullType) OR widgetVerifiedAt < :before)',
         ExpressionAttributeValues: {
           ':at': at.toISOString(),
+          ':origin': origin,
           ':nullType': 'NULL',
           ':before': new Date(at.getTime() - VERIFY_RESOLUTION_MS).toISOString(),
         },
       }),
     );
   } catch (err) {
-    if (!isConditionFailure(err)) throw err;
+    if (!isConditionFailure(err)) {
+      memo.delete(key); // not recorded: the next call tries again
+      throw err;
+    }
   }
 }

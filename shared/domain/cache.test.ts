@@ -57,4 +57,33 @@ describe('cached', () => {
     invalidateCache();
     expect(await cached(rt, key, load, { refreshAhead: true })).toBe(2);
   });
+
+  it('a flood of unknown keys never pushes a real credential out', async () => {
+    vi.useFakeTimers(); // the clock stands still: nothing expires during the flood
+    let reads = 0;
+    const real = `real:${Math.random()}`;
+    const load = () => Promise.resolve({ appId: 'app', read: ++reads });
+    expect(await cached(rt, real, load)).toEqual({ appId: 'app', read: 1 });
+    // More random misses than either bound holds, all within the TTL.
+    const flood = Array.from({ length: 25_000 }, (_, i) =>
+      cached(rt, `random:${i}:${Math.random()}`, () => Promise.resolve(undefined)),
+    );
+    expect((await Promise.all(flood)).every((v) => v === undefined)).toBe(true);
+    expect(await cached(rt, real, load)).toEqual({ appId: 'app', read: 1 });
+    expect(reads).toBe(1);
+  });
+
+  it('a miss is cached, and a later value for the key is found', async () => {
+    vi.useFakeTimers();
+    const stored: { value?: string } = {};
+    let reads = 0;
+    const key = `miss:${Math.random()}`;
+    const load = () => (reads++, Promise.resolve(stored.value));
+    expect(await cached(rt, key, load)).toBeUndefined();
+    stored.value = 'created';
+    expect(await cached(rt, key, load)).toBeUndefined();
+    expect(reads).toBe(1);
+    vi.advanceTimersByTime(1_001);
+    expect(await cached(rt, key, load)).toBe('created');
+  });
 });

@@ -20,6 +20,8 @@ export interface App {
   /** Incremented at every secret rotation. */
   secretVersion: number;
   widgetVerifiedAt: string | null;
+  /** The allowlisted origin the widget was last verified from (with widgetVerifiedAt). */
+  widgetVerifiedOrigin?: string;
   /** Grace after the SLA window, per event type, in ms; defaults to the window (DESIGN §6). */
   graceMs?: Partial<Record<'consent.withdrawn' | 'consent.expired' | 'data.deleted', number>>;
   goLiveAt?: string | null;

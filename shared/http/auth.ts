@@ -6,10 +6,12 @@ import type { ApiKeyScope, App } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { locals } from './locals.js';
+import { limitAuthFailures } from './ratelimit.js';
 
 /**
  * Authentication middleware (DESIGN §2, SPEC "Authentication"). Every failure is one of a few
  * fixed messages, so a response never tells whether a key exists (for this or another app).
+ * Each is wrapped in `limitAuthFailures`: failed attempts are limited per client address.
  */
 
 const unauthorized = (res: Response, detail: string, bearer = false) => {
@@ -24,7 +26,7 @@ function bearer(req: Request): string | undefined {
 
 /** Operator access: `Authorization: Bearer <SVC_ADMIN_TOKEN>`. */
 export function requireAdmin(rt: Runtime): RequestHandler {
-  return (req, res, next) => {
+  return limitAuthFailures(rt, (req, res, next) => {
     const token = rt.config.SVC_ADMIN_TOKEN;
     if (!token)
       return next(
@@ -37,12 +39,12 @@ export function requireAdmin(rt: Runtime): RequestHandler {
     l.admin = true;
     l.via = 'admin';
     next();
-  };
+  });
 }
 
 /** Record and ledger APIs: `Authorization: Bearer svc_ak_…` holding `scope`. */
 export function requireApiKey(rt: Runtime, scope: ApiKeyScope): RequestHandler {
-  return async (req, res, next) => {
+  return limitAuthFailures(rt, async (req, res, next) => {
     const given = bearer(req);
     if (given === undefined) return next(unauthorized(res, 'An API key is required', true));
     const key = await getApiKeyByValue(rt, given);
@@ -55,7 +57,7 @@ export function requireApiKey(rt: Runtime, scope: ApiKeyScope): RequestHandler {
     l.apiKey = key;
     l.via = 'apiKey';
     next();
-  };
+  });
 }
 
 async function secretKeyApp(rt: Runtime, req: Request): Promise<App | AppError> {
@@ -66,7 +68,7 @@ async function secretKeyApp(rt: Runtime, req: Request): Promise<App | AppError> 
 
 /** Server-to-server calls: `x-secret-key: svc_sk_…` (a rotated-away key fails at once). */
 export function requireSecretKey(rt: Runtime): RequestHandler {
-  return async (req, res, next) => {
+  return limitAuthFailures(rt, async (req, res, next) => {
     if (!req.get('x-secret-key'))
       return next(unauthorized(res, 'The x-secret-key header is required'));
     const r = await secretKeyApp(rt, req);
@@ -75,7 +77,7 @@ export function requireSecretKey(rt: Runtime): RequestHandler {
     l.app = r;
     l.via = 'secretKey';
     next();
-  };
+  });
 }
 
 /**
@@ -105,7 +107,7 @@ async function siteKeyApp(rt: Runtime, req: Request, res: Response, siteKey: str
  * allowlisted `Origin`. When a secret key is sent it alone decides (a site key is ignored).
  */
 export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
-  return async (req, res, next) => {
+  return limitAuthFailures(rt, async (req, res, next) => {
     const l = locals(res);
     if (req.get('x-secret-key')) {
       const r = await secretKeyApp(rt, req);
@@ -124,12 +126,12 @@ export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
     l.app = await siteKeyApp(rt, req, res, siteKey);
     l.via = 'siteKey';
     next();
-  };
+  });
 }
 
 /** Widget calls (D): site key from `X-Site-Key` or `body.siteKey`, Origin on the allowlist. */
 export function requireSiteKey(rt: Runtime): RequestHandler {
-  return async (req, res, next) => {
+  return limitAuthFailures(rt, async (req, res, next) => {
     const fromBody = (req.body as { siteKey?: unknown } | undefined)?.siteKey;
     const siteKey = req.get('x-site-key') ?? (typeof fromBody === 'string' ? fromBody : undefined);
     if (!siteKey) {
@@ -140,7 +142,7 @@ export function requireSiteKey(rt: Runtime): RequestHandler {
     l.app = await siteKeyApp(rt, req, res, siteKey);
     l.via = 'siteKey';
     next();
-  };
+  });
 }
 
 const PREFLIGHT_MAX_AGE_S = 600;
