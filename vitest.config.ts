@@ -10,6 +10,8 @@ export default defineConfig({
       'infra/**/*.test.ts',
       'test/**/*.test.ts',
     ],
+    // The fault suite runs on its own afterwards (vitest.chaos.config.ts).
+    exclude: ['test/chaos/**', '**/node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,

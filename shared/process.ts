@@ -151,7 +151,10 @@ export async function startProcess(o: {
     const ownStack = stack;
     steps.push({ name: 'clients', run: () => runtime.close() });
     if (ownStack) steps.push({ name: 'stack', run: () => ownStack.stop() });
-    for (const w of o.workers) workers.push({ name: w.name, ...(await w.start(runtime)) });
+    // A worker whose start meets a transient fault (the store or broker restarting) starts
+    // again rather than taking the process down; each start undoes its own partial work.
+    for (const w of o.workers)
+      workers.push({ name: w.name, ...(await withRetries(() => w.start(runtime), 10)) });
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
     const url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`;
@@ -166,6 +169,8 @@ export async function startProcess(o: {
     );
     return { rt, server, stack, url, close };
   } catch (err) {
+    // Said before the (possibly long) undoing, so the cause is on record whatever happens next.
+    log.error({ err }, 'start failed; stopping what was started');
     // Steps registered so far are undone; a stack started by this call stops in upStack/close.
     await close();
     await rt?.close();

@@ -29,7 +29,7 @@ function onPath(cmd: string): boolean {
 }
 
 /** Stops the run with one line naming what to install, before anything starts. */
-function checkPrerequisites(): void {
+export function checkPrerequisites(): void {
   const missing = prerequisites.filter((p) => !p.found());
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((m) => m.install))].join(' ');

@@ -131,8 +131,19 @@ export class AppProcess {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  private logStart = 0;
+
+  private logText(): string {
+    try {
+      return fs.readFileSync(path.join(this.o.logDir, `${this.o.name}.log`), 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
   async start(): Promise<void> {
     this.port ||= await freePort();
+    this.logStart = this.logText().length;
     const out = fs.openSync(path.join(this.o.logDir, `${this.o.name}.log`), 'a');
     this.child = spawn(
       process.execPath,
@@ -173,12 +184,9 @@ export class AppProcess {
     while (Date.now() < deadline) {
       if (this.child.exitCode !== null)
         throw new Error(`${this.o.name} exited with ${this.child.exitCode}; see its log`);
-      try {
-        const r = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-        if (r.ok) return;
-      } catch {
-        /* not yet */
-      }
+      // Ready once every worker started too (the HTTP side answers before that): the line
+      // `main` prints last.
+      if (this.logText().slice(this.logStart).includes(' ready at http')) return;
       await delay(200);
     }
     throw new Error(`${this.o.name} did not start within 120 s`);
@@ -477,7 +485,7 @@ interface LedgerDispatch {
   referenceId: string;
   event: string;
   deliveryStatus: string;
-  attempts: { status?: number | null; statusCode?: number | null; ok?: boolean }[];
+  attempts?: { statusCode?: number; outcome?: string }[];
 }
 
 export interface Balance {
@@ -489,9 +497,8 @@ export interface Balance {
   dispatches: number;
 }
 
-function attemptOk(a: LedgerDispatch['attempts'][number]): boolean {
-  const code = a.statusCode ?? a.status;
-  return a.ok === true || (typeof code === 'number' && code >= 200 && code < 300);
+function attemptOk(a: NonNullable<LedgerDispatch['attempts']>[number]): boolean {
+  return typeof a.statusCode === 'number' && a.statusCode >= 200 && a.statusCode < 300;
 }
 
 /**
@@ -503,11 +510,11 @@ export async function ledgerBalance(
   baseUrl: string,
   accepted: Accepted[],
   receiver: Receiver,
-  o: { waitMs: number; log: Log },
+  o: { waitMs: number; log: Log; tenants: Tenant[] },
 ): Promise<Balance> {
   const until = Date.now() + o.waitMs;
   for (;;) {
-    const b = await balanceOnce(baseUrl, accepted, receiver);
+    const b = await balanceOnce(baseUrl, accepted, receiver, o.tenants);
     if (b.ok || Date.now() > until) return b;
     o.log(`ledger: ${b.unbalanced} consents unbalanced, ${b.unrecorded} deliveries unrecorded`);
     await delay(2_000);
@@ -518,10 +525,11 @@ async function balanceOnce(
   baseUrl: string,
   accepted: Accepted[],
   receiver: Receiver,
+  receiverTenants: Tenant[] = [],
 ): Promise<Balance> {
-  const tenants = [...new Set(accepted.map((a) => a.tenant))];
+  const tenants = [...new Set([...accepted.map((a) => a.tenant), ...receiverTenants])];
   const byRef = new Map<string, LedgerDispatch[]>();
-  const byId = new Map<string, LedgerDispatch>();
+  const byId = new Map<string, LedgerDispatch & { tenant: Tenant }>();
   for (const t of tenants) {
     let cursor: string | undefined;
     do {
@@ -536,7 +544,7 @@ async function balanceOnce(
         const list = byRef.get(d.referenceId) ?? [];
         list.push(d);
         byRef.set(d.referenceId, list);
-        byId.set(d.dispatchId, d);
+        byId.set(d.dispatchId, { ...d, tenant: t });
       }
       cursor = (r.body.nextCursor as string | null | undefined) ?? undefined;
     } while (cursor);
@@ -547,11 +555,26 @@ async function balanceOnce(
       .filter((d) => d.type === 'consent.granted' && d.status < 300)
       .map((d) => d.webhookId),
   );
+  // Each delivered webhook-id is read whole (the list gives summaries), 16 at a time.
   let unrecorded = 0;
-  for (const id of okIds) {
-    const d = byId.get(id);
-    if (!d || !d.attempts.some(attemptOk)) unrecorded++;
-  }
+  const ids = [...okIds];
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let id = ids.pop(); id !== undefined; id = ids.pop()) {
+        const tenant = byId.get(id)?.tenant;
+        if (!tenant) {
+          unrecorded++;
+          continue;
+        }
+        const r = await json(`${baseUrl}/api/v1/ledger/dispatches/${id}`, {
+          method: 'GET',
+          token: tenant.apiKey,
+        });
+        const d = r.body as unknown as LedgerDispatch;
+        if (r.status !== 200 || !d.attempts?.some(attemptOk)) unrecorded++;
+      }
+    }),
+  );
   return {
     ok: unbalanced === 0 && unrecorded === 0,
     unbalanced,

@@ -186,6 +186,7 @@ async function judge(
   const balance = await ledgerBalance(w.ingress()[0]!, load.accepted, w.receiver, {
     waitMs: 30_000,
     log: o.log,
+    tenants: w.tenants,
   });
   const final = tally(load.accepted, w.receiver);
   const failures: string[] = [];
