@@ -1,6 +1,9 @@
 /*! svc-consent.v1.js: the consent widget (SPEC F, G). ES2019, no dependencies, no build step.
  * <script async src="{widget_url}/svc-consent.v1.js" data-site-key="APP_…"></script>
- * Optional: data-lang, data-portal-url (may hold {referenceId}), data-complaint-url. */
+ * Optional: data-lang, data-portal-url (may hold {referenceId}), data-complaint-url.
+ * Dashboard: <div id="consent-detail-root" data-reference-id="SVC-REF-…" data-token="svc_pt_…">,
+ * the principal token minted by the app's server; without data-token, the token this widget got
+ * from its own capture for that referenceId, if any. */
 ((w, d) => {
   'use strict';
   const P = w.performance;
@@ -129,10 +132,11 @@
   };
   // An Idempotency-Key needs randomUUID (secure contexts); plain-http pages send none.
   const uuid = () => safe(() => w.crypto.randomUUID(), null);
-  const api = (method, path, body, idemKey) => {
+  const api = (method, path, body, idemKey, token) => {
     const headers = { 'X-Site-Key': SITE };
     if (body) headers['Content-Type'] = 'application/json';
     if (idemKey) headers['Idempotency-Key'] = idemKey;
+    if (token) headers.Authorization = `Bearer ${token}`;
     return fetch(BASE + path, { method, headers, body, mode: 'cors', credentials: 'omit' }).then(
       (r) =>
         r
@@ -156,7 +160,9 @@
       }));
   };
 
-  /* Consent state: localStorage plus a cookie, both svc_<siteKey>_<processId>. */
+  /* Consent state: localStorage plus a cookie, both svc_<siteKey>_<processId>. The principal
+     token from the capture (`token`) is kept in localStorage (or memory) only, never in the
+     cookie, which the browser would send to the app's server with every request. */
   const cookie = (k, v, exp) => {
     if (v === undefined) {
       const m = d.cookie.match(new RegExp(`(?:^|; )${k}=([^;]*)`));
@@ -170,7 +176,7 @@
   };
   const peek = (pid) => {
     const k = NS + pid;
-    const raw = safe(() => LS().getItem(k)) || safe(() => cookie(k)) || mem[k];
+    const raw = safe(() => LS().getItem(k)) || mem[k] || safe(() => cookie(k));
     return raw ? safe(() => JSON.parse(raw), null) : null;
   };
   const read = (pid) => {
@@ -182,11 +188,10 @@
   const save = (pid, s) => {
     const k = NS + pid;
     const raw = JSON.stringify(s);
-    // `|`, not `||`: both stores are written.
-    const ok =
-      safe(() => (LS().setItem(k, raw), true)) |
-      safe(() => (cookie(k, raw, s.expiresAt), cookie(k) !== null));
-    if (ok) delete mem[k];
+    const { token: _token, ...rest } = s;
+    const stored = safe(() => (LS().setItem(k, raw), true));
+    safe(() => cookie(k, JSON.stringify(rest), s.expiresAt));
+    if (stored) delete mem[k];
     else mem[k] = raw;
   };
   /** Its triggers gate again (only if the state holds `consentId`, when given). */
@@ -203,6 +208,14 @@
     safe(() => Object.keys(LS()), [])
       .filter((k) => k.indexOf(NS) === 0)
       .map((k) => k.slice(NS.length));
+  /** The principal token this widget got for `ref` from a capture, if it still holds one. */
+  const tokenFor = (ref) => {
+    for (const pid of storedPids().concat(Object.keys(mem).map((k) => k.slice(NS.length)))) {
+      const s = read(pid);
+      if (s && s.token && s.referenceId === ref) return s.token;
+    }
+    return null;
+  };
   const knownRef = () => {
     const root = d.getElementById(ROOT);
     let ref = root && attr(root, 'data-reference-id');
@@ -304,6 +317,7 @@
       expiresAt,
       decision,
       capturedAt: new Date().toISOString(),
+      token: r.principalToken || undefined,
     });
     delete pending[pid];
     if (ui) ui.root.querySelectorAll('.t').forEach((t) => t.remove());
@@ -573,9 +587,10 @@
     );
   const dashboard = (el) => {
     const ref = attr(el, 'data-reference-id') || '';
+    const token = attr(el, 'data-token') || (ref && tokenFor(ref)) || '';
     const prev = mounted.get(el);
-    if (prev && prev.ref === ref) return;
-    const entry = { ref, handle: null };
+    if (prev && prev.ref === ref && prev.token === token) return;
+    const entry = { ref, token, handle: null };
     mounted.set(el, entry);
     dash =
       dash ||
@@ -592,7 +607,7 @@
         entry.handle = D.mount(el, {
           baseUrl: BASE,
           referenceId: ref,
-          auth: { siteKey: SITE },
+          auth: { siteKey: SITE, token },
           lang: prefLang(),
           onChange: (tx, op) =>
             op !== 'grant' && tx.processId && forget(tx.processId, tx.transactionId),
@@ -605,20 +620,27 @@
     );
   };
 
-  /* Idle: drop expired state; re-check stored consents hourly (revoked in the portal?). */
+  /* Idle: drop expired state; re-check stored consents hourly (revoked in the portal?), for as
+     long as the capture's principal token lasts (24 h); a refused token is dropped. */
   const sweep = () => {
     for (const pid of storedPids()) {
       const s = read(pid);
-      if (!s || s.checkedAt > Date.now() - 36e5) continue;
+      if (!s || !s.token || s.checkedAt > Date.now() - 36e5) continue;
       api(
         'GET',
         `/api/public/consents/my-transactions/${encodeURIComponent(s.consentId)}?referenceId=${encodeURIComponent(s.referenceId)}`,
+        null,
+        null,
+        s.token,
       ).then(
         (tx) =>
           tx.status === 'active'
             ? save(pid, { ...s, checkedAt: Date.now() })
             : forget(pid, s.consentId),
-        (e) => e.status === 404 && forget(pid, s.consentId),
+        (e) =>
+          e.status === 404
+            ? forget(pid, s.consentId)
+            : e.status === 401 && save(pid, { ...s, token: undefined }),
       );
     }
   };
@@ -637,7 +659,7 @@
     childList: true,
     subtree: true,
     attributes: true,
-    attributeFilter: ['svc-trigger', 'data-reference-id', 'id'],
+    attributeFilter: ['svc-trigger', 'data-reference-id', 'data-token', 'id'],
   });
   mark('svc:gated');
   safe(() => P.measure('svc:gate', 'svc:start', 'svc:gated'));

@@ -1,13 +1,16 @@
 /*! svc-dashboard.v1.js: the embeddable consent dashboard (SPEC G). ES2019, no dependencies.
- * Loaded on demand by svc-consent.v1.js for <div id="consent-detail-root" data-reference-id="SVC-REF-…">,
+ * Loaded on demand by svc-consent.v1.js for
+ *   <div id="consent-detail-root" data-reference-id="SVC-REF-…" data-token="svc_pt_…">,
  * or used directly:
- *   SvcDashboard.mount(element, { baseUrl, referenceId, auth: { siteKey } | { portalToken },
+ *   SvcDashboard.mount(element, { baseUrl, referenceId, auth: { siteKey, token } | { portalToken },
  *                                 lang?, labels?, onChange?(transaction, op, recordId?) })
  *   -> { refresh(): Promise, unmount() }
- * With { siteKey } it calls the public API (/api/public/consents, X-Site-Key, allowlisted origin);
+ * With { siteKey, token } it calls the public API (/api/public/consents, X-Site-Key from an
+ * allowlisted origin, Authorization: Bearer <principal token minted by the app's server>);
  * with { portalToken } the hosted portal's API (/portal/api/{referenceId}, Authorization: Portal).
- * Auto-mount: <script src=".../svc-dashboard.v1.js" data-reference-id data-portal-token|data-site-key
- * [data-target="element id"]> mounts into #consent-detail-root (or the target) once the DOM is ready. */
+ * Auto-mount: <script src=".../svc-dashboard.v1.js" data-reference-id
+ * data-portal-token | data-site-key + data-token [data-target="element id"]> mounts into
+ * #consent-detail-root (or the target) once the DOM is ready. */
 ((w, d) => {
   'use strict';
   if (w.SvcDashboard) return;
@@ -170,7 +173,10 @@
     const date = (iso) => h('time', { datetime: iso, text: fmt ? fmt.format(new Date(iso)) : iso });
     const headers = auth.portalToken
       ? { Authorization: `Portal ${auth.portalToken}` }
-      : { 'X-Site-Key': auth.siteKey || '' };
+      : Object.assign(
+          { 'X-Site-Key': auth.siteKey || '' },
+          auth.token ? { Authorization: `Bearer ${auth.token}` } : {},
+        );
     const enc = encodeURIComponent;
     const paths = auth.portalToken
       ? {
@@ -500,7 +506,9 @@
       mount(el, {
         baseUrl: me.getAttribute('data-base-url') || new URL('.', me.src).href,
         referenceId: me.getAttribute('data-reference-id'),
-        auth: token ? { portalToken: token } : { siteKey: me.getAttribute('data-site-key') },
+        auth: token
+          ? { portalToken: token }
+          : { siteKey: me.getAttribute('data-site-key'), token: me.getAttribute('data-token') },
         lang: me.getAttribute('data-lang') || (d.documentElement.lang || 'en').split('-')[0],
       });
     };

@@ -1,9 +1,11 @@
 import { Router, type Response } from 'express';
+import type { z } from 'zod';
 import {
   createUserConsent,
   getUserConsent,
   updateUserConsent,
   withdrawUserConsent,
+  type UserRecord,
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
 import type { ApiKeyScope } from '../../shared/domain/types.js';
@@ -16,7 +18,14 @@ import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { createBody, recordResponse, updateBody, userId as userIdSchema } from './schemas.js';
+import {
+  createBody,
+  recordResponse,
+  updateBody,
+  userId as userIdSchema,
+  writeResponse,
+  type writeReceipt,
+} from './schemas.js';
 
 /** The consent record API (DESIGN §4.A): `Authorization: Bearer svc_ak_…`. */
 
@@ -35,6 +44,21 @@ function pathUserId(raw: unknown): string {
 }
 
 const location = (userId: string) => `${CONSENTS_PREFIX}/${encodeURIComponent(userId)}`;
+
+/**
+ * What a write answers. A key that may also read (consents:read) gets the whole record; a
+ * write-only key gets a receipt of what it did, never the stored e-mail or the state of
+ * purposes it did not send, so `PUT {}` or `DELETE` cannot serve as a read.
+ */
+function answer(res: Response, record: UserRecord): UserRecord | z.infer<typeof writeReceipt> {
+  if (locals(res).apiKey?.scopes.includes('consents:read')) return record;
+  return {
+    userId: record.userId,
+    referenceId: record.referenceId,
+    transactionId: record.transactionId,
+    updatedAt: record.updatedAt,
+  };
+}
 
 const common = {
   401: { description: 'Missing, wrong or revoked API key' },
@@ -61,7 +85,7 @@ export const consentsService: ServiceModule = {
     r.post('/', ...write, async (req, res) => {
       const body = parseBody(createBody, req.body);
       const record = await createUserConsent(writeContext(rt, res), body);
-      res.status(201).location(location(record.userId)).json(record);
+      res.status(201).location(location(record.userId)).json(answer(res, record));
     });
     doc(
       {
@@ -70,7 +94,10 @@ export const consentsService: ServiceModule = {
         summary: 'Create a user’s consent record, or link an earlier widget capture (consentId)',
         body: createBody,
         responses: {
-          201: { description: 'Created; Location names the record', schema: recordResponse },
+          201: {
+            description: 'Created; Location names the record (a receipt without consents:read)',
+            schema: writeResponse,
+          },
           ...common,
           404: { description: 'Unknown consentId' },
           409: { description: 'The user already has a record, or consentId is linked elsewhere' },
@@ -102,7 +129,7 @@ export const consentsService: ServiceModule = {
     r.put('/:userId', ...write, async (req, res) => {
       const id = pathUserId(req.params.userId);
       const body = parseBody(updateBody, req.body);
-      res.json(await updateUserConsent(writeContext(rt, res), id, body));
+      res.json(answer(res, await updateUserConsent(writeContext(rt, res), id, body)));
     });
     doc(
       {
@@ -111,7 +138,10 @@ export const consentsService: ServiceModule = {
         summary: 'Change purposes (those not named keep their state) and/or the e-mail',
         body: updateBody,
         responses: {
-          200: { description: 'The record', schema: recordResponse },
+          200: {
+            description: 'The record (a receipt without consents:read)',
+            schema: writeResponse,
+          },
           ...common,
           404: { description: 'No record for this user' },
           409: { description: 'A purpose cannot be granted (erased or expired)' },
@@ -122,7 +152,11 @@ export const consentsService: ServiceModule = {
     );
 
     r.delete('/:userId', ...write, async (req, res) => {
-      res.json(await withdrawUserConsent(writeContext(rt, res), pathUserId(req.params.userId)));
+      const record = await withdrawUserConsent(
+        writeContext(rt, res),
+        pathUserId(req.params.userId),
+      );
+      res.json(answer(res, record));
     });
     doc(
       {
@@ -130,7 +164,10 @@ export const consentsService: ServiceModule = {
         path: '/{userId}',
         summary: 'Withdraw every purpose (repeating is harmless and emits nothing)',
         responses: {
-          200: { description: 'The record, all purposes withdrawn', schema: recordResponse },
+          200: {
+            description: 'The record, all purposes withdrawn (a receipt without consents:read)',
+            schema: writeResponse,
+          },
           ...common,
           404: { description: 'No record for this user' },
         },

@@ -46,3 +46,13 @@ export const recordResponse = z.object({
   updatedAt: z.string(),
   expiresAt: z.string(),
 });
+
+/** What a write answers to an API key without consents:read: what it did, nothing it could read. */
+export const writeReceipt = z.object({
+  userId: z.string(),
+  referenceId: z.string(),
+  transactionId: z.string(),
+  updatedAt: z.string(),
+});
+
+export const writeResponse = z.union([recordResponse, writeReceipt]);

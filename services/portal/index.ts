@@ -13,20 +13,21 @@ import {
 } from '../../shared/domain/consent/index.js';
 import { AppError } from '../../shared/errors.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { appOf } from '../../shared/http/locals.js';
+import { appOf, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { PORTAL_PATH } from '../../shared/portal/index.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { checkAccess, principalOf, requirePortalToken, tokenOf } from './auth.js';
-import { errorPage, failureStatus, portalPage, sendPage } from './page.js';
+import { principalOf, requirePortalToken } from './auth.js';
+import { portalPage, queryTokenPage, sendPage } from './page.js';
 
 /**
- * The hosted portal (DESIGN §4.G): `GET /portal/{referenceId}?token=…` is the page; its
- * script calls `/portal/api/{referenceId}/…` with the same token. Changes go through the same
- * consent domain as the public API, with source "portal" (the principal acting).
+ * The hosted portal (DESIGN §4.G): `GET /portal/{referenceId}#token=…` is the page; its
+ * script reads the principal token from the fragment and calls `/portal/api/{referenceId}/…`
+ * with it in `Authorization: Portal …`. Changes go through the same consent domain as the
+ * public API, with source "portal" (the principal acting).
  */
 
 const listQuery = z.object({
@@ -36,6 +37,11 @@ const listQuery = z.object({
 const listResponse = z.object({
   items: z.array(transactionSchema),
   nextCursor: z.string().nullable(),
+});
+const sessionResponse = z.object({
+  referenceId: z.string(),
+  expiresAt: z.string(),
+  app: z.object({ name: z.string(), contactEmail: z.string() }),
 });
 
 const ASSET_TYPES = {
@@ -66,14 +72,15 @@ async function loadAssets(): Promise<Record<AssetName, string>> {
 }
 
 function writeContext(rt: Runtime, res: Response): WriteContext {
-  return { rt, app: appOf(res), actor: { source: 'portal', credential: 'portalToken' } };
+  return { rt, app: appOf(res), actor: { source: 'portal', credential: 'principalToken' } };
 }
 
 const param = (v: unknown) => (typeof v === 'string' ? v : '');
 
 const common = {
-  401: { description: 'Missing or expired portal token' },
+  401: { description: 'Missing, expired or ended portal token (secret rotated, principal erased)' },
   403: { description: 'Forged token, or a token for another referenceId' },
+  422: { description: 'A token in the query string (never accepted)' },
   429: { description: 'Rate limited' },
 };
 
@@ -97,11 +104,25 @@ export const portalService: ServiceModule = {
         .send(assets[name]);
     });
 
-    r.get('/:referenceId', async (req, res) => {
-      const ref = param(req.params.referenceId);
-      const a = await checkAccess(rt, tokenOf(req), ref);
-      if (!a.ok) return sendPage(res, failureStatus(a.failure), errorPage(a.failure));
-      sendPage(res, 200, portalPage(a.app, a.referenceId));
+    // The page holds no data: everything comes from the API, with the token from the fragment.
+    r.get('/:referenceId', (req, res) => {
+      if (req.query.token !== undefined) return sendPage(res, 400, queryTokenPage());
+      sendPage(res, 200, portalPage(param(req.params.referenceId)));
+    });
+
+    r.get('/api/:referenceId/session', ...read, (_req, res) => {
+      const a = appOf(res);
+      res.set('Cache-Control', 'no-store').json({
+        referenceId: principalOf(res),
+        expiresAt: locals(res).principal!.expiresAt.toISOString(),
+        app: { name: a.name, contactEmail: a.contactEmail },
+      });
+    });
+    doc({
+      method: 'get',
+      path: '/api/{referenceId}/session',
+      summary: 'Whose link this is: the app’s name and contact, and when the link expires',
+      responses: { 200: { description: 'The session', schema: sessionResponse }, ...common },
     });
 
     r.get('/api/:referenceId/transactions', ...read, async (req, res) => {

@@ -1,5 +1,4 @@
 import type { Response } from 'express';
-import type { App } from '../../shared/domain/types.js';
 
 /**
  * The portal's HTML, rendered on the server with every value escaped. The page carries no
@@ -11,7 +10,7 @@ export const ASSETS_PATH = '/portal/assets';
 
 /**
  * Nothing but same-origin script, style and fetch; no framing, no forms, no base changes.
- * The token sits in the URL, so referrers are withheld and nothing is cached.
+ * The token sits in the URL fragment, so referrers are withheld and nothing is cached.
  */
 export const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy':
@@ -51,76 +50,39 @@ ${body}
 `;
 }
 
-function contact(app: Pick<App, 'name' | 'contactEmail'>): string {
-  const mail = esc(app.contactEmail);
-  return `<footer>
-<p>Questions about your data, or a grievance? Contact ${esc(app.name)} at <a href="mailto:${mail}">${mail}</a>.
-If your grievance is not resolved, you may complain to the Data Protection Board of India.</p>
-</footer>`;
-}
-
-/** The self-service page; portal.js fills `#transactions` from the portal API. */
-export function portalPage(app: Pick<App, 'name' | 'contactEmail'>, referenceId: string): string {
+/**
+ * The self-service page, the same for every link: the server never sees the token (it is in
+ * the URL fragment), so the page holds nothing but the referenceId of its own URL. portal.js
+ * reads the token, asks the portal API whose link it is (app name and contact) and fills
+ * `#transactions`; a refused token is explained there.
+ */
+export function portalPage(referenceId: string): string {
   const ref = esc(referenceId);
   return layout(
-    `Manage your consent – ${app.name}`,
+    'Manage your consent',
     `<header>
-<p class="app-name">${esc(app.name)}</p>
+<p class="app-name" id="app-name"></p>
 <h1>Manage your consent</h1>
 </header>
 <main id="main" tabindex="-1" data-reference-id="${ref}" data-api="/portal/api/${esc(encodeURIComponent(referenceId))}">
-<p>These are the consents you gave to ${esc(app.name)}. You can give, withdraw or erase each of them, for every purpose at once or one purpose at a time. Withdrawing is as easy as giving.</p>
+<p id="intro">These are the consents you gave. You can give, withdraw or erase each of them, for every purpose at once or one purpose at a time. Withdrawing is as easy as giving.</p>
 <p class="reference">Your reference: <code>${ref}</code></p>
 <div id="status" class="status" role="status" aria-live="polite"></div>
 <div id="transactions" aria-busy="true"><p>Loading your consents…</p></div>
 <noscript><p class="error">This page needs JavaScript to show and change your consents.</p></noscript>
 </main>
-${contact(app)}`,
+<footer id="contact"></footer>`,
     true,
   );
 }
 
-export type PortalFailure = 'missing' | 'expired' | 'forged' | 'mismatch' | 'unknown_app';
-
-const FAILURES: Record<PortalFailure, { status: 401 | 403; title: string; text: string }> = {
-  missing: {
-    status: 401,
-    title: 'This link is incomplete',
-    text: 'Open the “Manage consent” link from your e-mail exactly as it was sent; part of it is missing.',
-  },
-  expired: {
-    status: 401,
-    title: 'This link has expired',
-    text: 'For your protection, links to manage your consent work for a limited time. Use the link in a more recent e-mail, or ask the organisation that wrote to you for a new one.',
-  },
-  forged: {
-    status: 403,
-    title: 'This link is not valid',
-    text: 'The link was changed or is not one we issued. Use the “Manage consent” link from your e-mail exactly as it was sent.',
-  },
-  mismatch: {
-    status: 403,
-    title: 'This link is not valid',
-    text: 'The link belongs to another reference. Use the “Manage consent” link from your own e-mail.',
-  },
-  unknown_app: {
-    status: 403,
-    title: 'This link is no longer valid',
-    text: 'The organisation this link belongs to is no longer registered with this service.',
-  },
-};
-
-export function failureStatus(f: PortalFailure): 401 | 403 {
-  return FAILURES[f].status;
-}
-
-export function errorPage(f: PortalFailure): string {
-  const { title, text } = FAILURES[f];
+/** A link of the old form, token in the query string: refused, never read (nor logged). */
+export function queryTokenPage(): string {
   return layout(
-    title,
-    `<main id="main" tabindex="-1" class="error-page" data-error="${f}">
-<h1>${esc(title)}</h1>
-<p>${esc(text)}</p>
+    'This link is no longer accepted',
+    `<main id="main" tabindex="-1" class="error-page" data-error="query_token">
+<h1>This link is no longer accepted</h1>
+<p>For your protection, links to manage your consent now keep their key out of the web address. Use the “Manage consent” link in a more recent e-mail, or ask the organisation that wrote to you for a new one.</p>
 </main>`,
     false,
   );

@@ -10,12 +10,13 @@ import {
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
 import { AppError } from '../../shared/errors.js';
-import { corsPreflight, requireSecretOrBrowser } from '../../shared/http/auth.js';
+import { corsPreflight, requireSecretKey, requireSecretOrBrowser } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
+import { mintPrincipalToken } from '../../shared/principal/index.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import {
@@ -23,18 +24,21 @@ import {
   bulkResponse,
   listQuery,
   listResponse,
+  mintBody,
+  mintResponse,
   operationBody,
   principalQuery,
 } from './schemas.js';
 
 /**
  * The public consent-management API (DESIGN §4.B): a server with `x-secret-key`, or a browser
- * with `X-Site-Key` from an allowlisted origin (the hosted or embedded portal).
+ * with `X-Site-Key` from an allowlisted origin and a principal token naming the one principal
+ * it acts for (the embedded dashboard, an app's own portal page).
  */
 
 export const PUBLIC_PREFIX = '/api/public/consents';
 
-/** A portal (browser) change is the principal acting; a secret-key change is the app acting. */
+/** A browser change is the principal acting (its token); a secret-key change is the app acting. */
 function writeContext(rt: Runtime, res: Response): WriteContext {
   const app = appOf(res);
   const browser = locals(res).via === 'siteKey';
@@ -42,18 +46,43 @@ function writeContext(rt: Runtime, res: Response): WriteContext {
     rt,
     app,
     actor: browser
-      ? { source: 'portal', credential: 'siteKey' }
+      ? { source: 'portal', credential: 'principalToken' }
       : { source: 'api', credential: 'secretKey' },
   };
 }
 
+/**
+ * The principal a call may touch. A browser's token names it: a call naming another is 403,
+ * one naming none is confined to the token's. A server (secret key) may name any of its app's
+ * principals, or none on single-item calls.
+ */
+function principalFor(res: Response, named: string | undefined): string | undefined {
+  const p = locals(res).principal;
+  if (locals(res).via !== 'siteKey') return named;
+  if (!p) throw new AppError('SVC_UNAUTHORIZED', 'No principal token');
+  if (named !== undefined && named !== p.referenceId)
+    throw new AppError('SVC_FORBIDDEN', 'The principal token is for another referenceId');
+  return p.referenceId;
+}
+
+/** A bulk call names its principal; principalFor only narrows that, never drops it. */
+const principalOf = (res: Response, named: string) => principalFor(res, named) ?? named;
+
 const param = (v: unknown) => (typeof v === 'string' ? v : '');
 
 const common = {
-  401: { description: 'Missing or wrong credentials' },
-  403: { description: 'Browser call from an origin not on the allowlist' },
+  401: {
+    description: 'Missing or wrong credentials; a browser call without a valid principal token',
+  },
+  403: {
+    description:
+      'Browser call from an origin not on the allowlist, or naming another referenceId than its token',
+  },
   429: { description: 'Rate limited' },
 };
+
+/** Longest and default lifetime of a token minted by the app's server. */
+const MINT_DEFAULT_TTL_S = 3_600;
 
 const verb = { grant: 'Grant', revoke: 'Revoke', erase: 'Erase' } as const;
 
@@ -74,9 +103,38 @@ export const publicApiService: ServiceModule = {
 
     r.options(['/', '/*rest'], corsPreflight(rt));
 
+    // Server only: a browser can neither mint nor extend a token (x-secret-key is never CORS).
+    // No Idempotency-Key handling: a repeat changes nothing, and tokens are not kept at rest.
+    r.post('/principal-tokens', requireSecretKey(rt), rateLimit(rt), async (req, res) => {
+      const body = parseBody(mintBody, req.body);
+      const ttlMs = (body.ttlSeconds ?? MINT_DEFAULT_TTL_S) * 1000;
+      const t = await mintPrincipalToken(rt, appOf(res), body.referenceId, ttlMs);
+      res
+        .status(201)
+        .set('Cache-Control', 'no-store')
+        .json({ token: t.token, expiresAt: t.expiresAt.toISOString() });
+    });
+    rt.docs.add({
+      method: 'post',
+      path: `${PUBLIC_PREFIX}/principal-tokens`,
+      summary:
+        'Mint a principal token (svc_pt_…) for one of the app’s principals, for its browser (dashboard, own portal page)',
+      tag: 'Public consent management',
+      security: ['secretKey'],
+      body: mintBody,
+      responses: {
+        201: { description: 'The token and when it expires', schema: mintResponse },
+        401: { description: 'Missing or wrong secret key' },
+        404: { description: 'Unknown referenceId' },
+        422: { description: 'Invalid body (ttlSeconds above 86400)' },
+        429: { description: 'Rate limited' },
+      },
+    });
+
     r.get('/my-transactions', ...read, async (req, res) => {
       const q = parseBody(listQuery, req.query, 'query');
-      res.json(await listTransactions(rt, appOf(res).appId, q.referenceId, q));
+      const ref = principalOf(res, q.referenceId);
+      res.json(await listTransactions(rt, appOf(res).appId, ref, q));
     });
     doc({
       method: 'get',
@@ -94,7 +152,8 @@ export const publicApiService: ServiceModule = {
     for (const op of PUBLIC_OPERATIONS) {
       r.post(`/my-transactions/bulk/${op}`, ...write, async (req, res) => {
         const body = parseBody(bulkBody, req.body);
-        res.json({ results: await bulkOperate(writeContext(rt, res), op, body) });
+        const targets = { ...body, referenceId: principalOf(res, body.referenceId) };
+        res.json({ results: await bulkOperate(writeContext(rt, res), op, targets) });
       });
       doc({
         method: 'post',
@@ -114,7 +173,7 @@ export const publicApiService: ServiceModule = {
           writeContext(rt, res),
           param(req.params.recordId),
           op,
-          body.referenceId,
+          principalFor(res, body.referenceId),
         );
         res.json(view);
       });
@@ -137,7 +196,7 @@ export const publicApiService: ServiceModule = {
           writeContext(rt, res),
           param(req.params.transactionId),
           op,
-          body.referenceId,
+          principalFor(res, body.referenceId),
         );
         res.json(view);
       });
@@ -157,8 +216,9 @@ export const publicApiService: ServiceModule = {
 
     r.get('/my-transactions/:transactionId', ...read, async (req, res) => {
       const q = parseBody(principalQuery, req.query, 'query');
+      const ref = principalFor(res, q.referenceId);
       const view = await getTransaction(rt, appOf(res).appId, param(req.params.transactionId));
-      if (!view || (q.referenceId !== undefined && view.referenceId !== q.referenceId))
+      if (!view || (ref !== undefined && view.referenceId !== ref))
         throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
       res.json(view);
     });

@@ -19,7 +19,10 @@ export const listQuery = z.object({
   cursor: z.string().min(1).max(2048).optional(),
 });
 
-/** Naming the principal is optional on single-item calls; when given, the item must be theirs. */
+/**
+ * Naming the principal is optional on single-item calls; when given, the item must be theirs.
+ * A browser's principal token names it in any case (services/public-api principalFor).
+ */
 export const principalQuery = z.object({ referenceId: referenceId.optional() });
 export const operationBody = z.strictObject({ referenceId: referenceId.optional() });
 
@@ -35,6 +38,17 @@ export const bulkBody = z
     message: `at most ${MAX_BULK_IDS} ids in total`,
     path: ['transactionIds'],
   });
+
+/** The app's server minting a browser token: at most 24 h (DESIGN §4.B), 1 h by default. */
+export const mintBody = z.strictObject({
+  referenceId,
+  ttlSeconds: z.number().int().min(1).max(86_400).optional(),
+});
+
+export const mintResponse = z.object({
+  token: z.string(),
+  expiresAt: z.string(),
+});
 
 export const listResponse = z.object({
   items: z.array(transactionSchema),

@@ -12,6 +12,7 @@ import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
+import { MAX_TTL_MS, issuePrincipalToken } from '../../shared/principal/index.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { uiStrings } from './strings.js';
@@ -60,6 +61,11 @@ export const captureResponse = z.object({
   consentId: z.string().uuid(),
   referenceId: z.string(),
   expiresAt: z.string(),
+  /**
+   * A principal token (svc_pt_…, 24 h) for the principal this capture created: the widget
+   * keeps it to check its stored consent and to open the dashboard for that person.
+   */
+  principalToken: z.string(),
 });
 
 /**
@@ -144,10 +150,16 @@ export const widgetService: ServiceModule = {
         userAgent: (req.get('user-agent') ?? '').slice(0, 512),
         ipHash: keyedHash(rt.config, 'ip', req.ip ?? ''),
       });
-      res.status(201).json({
+      // The capture just created this principal, so the browser that made it may act for it.
+      const { token } = issuePrincipalToken(rt.config, a, result.referenceId, {
+        kind: 'browser',
+        ttlMs: MAX_TTL_MS.browser,
+      });
+      res.status(201).set('Cache-Control', 'no-store').json({
         consentId: result.transactionId,
         referenceId: result.referenceId,
         expiresAt: result.expiresAt,
+        principalToken: token,
       });
     });
     app.use('/api/v1/widget', r);

@@ -4,6 +4,7 @@ import { getAppBySecretKey, getAppBySiteKey, getAppCached } from '../domain/apps
 import { safeEqual } from '../domain/crypto.js';
 import type { ApiKeyScope, App } from '../domain/types.js';
 import { AppError } from '../errors.js';
+import { checkPrincipalToken, type AccessFailure } from '../principal/index.js';
 import type { Runtime } from '../runtime.js';
 import { locals } from './locals.js';
 import { limitAuthFailures } from './ratelimit.js';
@@ -102,9 +103,22 @@ async function siteKeyApp(rt: Runtime, req: Request, res: Response, siteKey: str
   return app;
 }
 
+const TOKEN_REFUSED: Record<AccessFailure, string> = {
+  missing: 'A principal token is required: Authorization: Bearer svc_pt_…',
+  expired: 'The principal token has expired',
+  revoked: 'The principal token is no longer valid',
+  erased: 'The principal token is no longer valid',
+  malformed: 'The principal token is not valid',
+  unknown_key: 'The principal token is not valid',
+  bad_signature: 'The principal token is not valid',
+  unknown: 'The principal token is not valid',
+};
+
 /**
- * Public API (B): `x-secret-key` from a server, or from a browser `X-Site-Key` plus an
- * allowlisted `Origin`. When a secret key is sent it alone decides (a site key is ignored).
+ * Public API (B): `x-secret-key` from a server; from a browser, `X-Site-Key` plus an
+ * allowlisted `Origin` (which only name the app: any script can send both) AND a principal
+ * token `Authorization: Bearer svc_pt_…` of that app, which names the one principal the call
+ * may read or change (`locals.principal`). When a secret key is sent it alone decides.
  */
 export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
   return limitAuthFailures(rt, async (req, res, next) => {
@@ -120,11 +134,23 @@ export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
     if (!siteKey) {
       res.vary('Origin');
       return next(
-        new AppError('SVC_UNAUTHORIZED', 'Send x-secret-key, or X-Site-Key from an allowed origin'),
+        new AppError(
+          'SVC_UNAUTHORIZED',
+          'Send x-secret-key, or X-Site-Key from an allowed origin with a principal token',
+        ),
       );
     }
-    l.app = await siteKeyApp(rt, req, res, siteKey);
+    const app = await siteKeyApp(rt, req, res, siteKey);
+    const access = await checkPrincipalToken(rt, bearer(req));
+    // A token of another app is as good as none here.
+    if (!access.ok || access.app.appId !== app.appId)
+      return next(unauthorized(res, TOKEN_REFUSED[access.ok ? 'unknown' : access.failure], true));
+    l.app = access.app;
     l.via = 'siteKey';
+    l.principal = {
+      referenceId: access.claims.referenceId,
+      expiresAt: access.claims.expiresAt,
+    };
     next();
   });
 }
@@ -153,7 +179,8 @@ const PREFLIGHT_MAX_AGE_S = 600;
  * against an app's allowlist here. The preflight therefore echoes any Origin; the actual
  * request is checked by requireSiteKey/requireSecretOrBrowser, which refuse (403) before any
  * change and withhold Access-Control-Allow-Origin, so the browser shows the page nothing.
- * `x-secret-key` is deliberately not an allowed header: it must never come from a browser.
+ * `authorization` carries a principal token; `x-secret-key` is deliberately not an allowed
+ * header: it must never come from a browser.
  */
 export function corsPreflight(_rt: Runtime): RequestHandler {
   return (req, res) => {
@@ -162,7 +189,10 @@ export function corsPreflight(_rt: Runtime): RequestHandler {
     if (origin) {
       allowOrigin(res, origin);
       res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'content-type, x-site-key, idempotency-key');
+      res.setHeader(
+        'Access-Control-Allow-Headers',
+        'authorization, content-type, x-site-key, idempotency-key',
+      );
       res.setHeader('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_S));
     }
     res.status(204).end();

@@ -9,6 +9,8 @@ export interface AuthLocals {
   admin?: boolean;
   /** How the caller authenticated: decides e.g. the `source` of a consent change. */
   via?: 'admin' | 'apiKey' | 'secretKey' | 'siteKey';
+  /** The one principal a principal token (browser path, portal) lets the caller act for. */
+  principal?: { referenceId: string; expiresAt: Date };
 }
 
 export function locals(res: Response): AuthLocals {

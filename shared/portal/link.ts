@@ -1,32 +1,43 @@
 import type { BaseConfig } from '../config.js';
 import type { App } from '../domain/types.js';
-import { signPortalToken, type PortalKeyConfig } from './token.js';
+import { issuePrincipalToken, type PrincipalKeyConfig } from '../principal/index.js';
 
 /** Where the hosted portal lives, relative to PUBLIC_BASE_URL. */
 export const PORTAL_PATH = '/portal';
 
-export type PortalLinkConfig = PortalKeyConfig &
+export type PortalLinkConfig = PrincipalKeyConfig &
   Pick<BaseConfig, 'PUBLIC_BASE_URL' | 'PORTAL_LINK_TTL_MS'>;
 
 /**
- * The 'Manage consent' link for one principal (SPEC G). An app with a `portalUrlTemplate`
- * gets its own URL with `{referenceId}` filled in (URL-encoded; the app authenticates its
- * users there, so no token is added); otherwise the hosted portal with a token that expires
- * PORTAL_LINK_TTL_MS after `now`.
+ * The 'Manage consent' link for one principal (SPEC G), carrying a fresh principal token
+ * (kind `portal`, valid PORTAL_LINK_TTL_MS, at most 7 days, after `now`).
+ *
+ * The hosted portal gets the token in the URL fragment (`#token=`), which browsers never send
+ * to a server, so it stays out of access logs, proxies and Referer headers; the portal page's
+ * script reads it from there. An app with a `portalUrlTemplate` gets its own URL with
+ * `{referenceId}` and, where the template asks for it, `{token}` filled in (URL-encoded); a
+ * template without `{token}` gets none (the app authenticates its users itself).
  */
 export function portalLink(
   config: PortalLinkConfig,
-  app: Pick<App, 'appId' | 'portalUrlTemplate'>,
+  app: Pick<App, 'appId' | 'portalUrlTemplate' | 'secretVersion'>,
   referenceId: string,
   now: Date,
 ): string {
   const ref = encodeURIComponent(referenceId);
-  if (app.portalUrlTemplate) return app.portalUrlTemplate.replaceAll('{referenceId}', ref);
-  const token = signPortalToken(config, {
-    appId: app.appId,
-    referenceId,
-    expiresAt: new Date(now.getTime() + config.PORTAL_LINK_TTL_MS),
-  });
+  const token = () =>
+    issuePrincipalToken(config, app, referenceId, {
+      kind: 'portal',
+      ttlMs: config.PORTAL_LINK_TTL_MS,
+      now,
+    }).token;
+  const tpl = app.portalUrlTemplate;
+  if (tpl) {
+    const withRef = tpl.replaceAll('{referenceId}', ref);
+    return withRef.includes('{token}')
+      ? withRef.replaceAll('{token}', encodeURIComponent(token()))
+      : withRef;
+  }
   const base = config.PUBLIC_BASE_URL.replace(/\/+$/, '');
-  return `${base}${PORTAL_PATH}/${ref}?token=${encodeURIComponent(token)}`;
+  return `${base}${PORTAL_PATH}/${ref}#token=${encodeURIComponent(token())}`;
 }

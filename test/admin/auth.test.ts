@@ -2,6 +2,8 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
+import { captureConsent } from '../../shared/domain/consent/index.js';
+import type { App, NoticeVersion } from '../../shared/domain/types.js';
 import {
   corsPreflight,
   requireApiKey,
@@ -10,8 +12,10 @@ import {
   requireSiteKey,
 } from '../../shared/http/auth.js';
 import { locals } from '../../shared/http/locals.js';
+import { issuePrincipalToken } from '../../shared/principal/index.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { testProcess } from '../helpers/stack.js';
+import { noticeBody } from '../consent/fixture.js';
 import { ADMIN_TOKEN, ENCRYPTION_KEY, client, sandboxApp } from './client.js';
 
 /** Test-only routes guarded by each middleware; they echo who was authenticated. */
@@ -20,7 +24,12 @@ const probe: ServiceModule = {
   mount(app, rt) {
     const echo: RequestHandler = (_req, res) => {
       const l = locals(res);
-      res.json({ appId: l.app?.appId, via: l.via, apiKeyId: l.apiKey?.id });
+      res.json({
+        appId: l.app?.appId,
+        via: l.via,
+        apiKeyId: l.apiKey?.id,
+        referenceId: l.principal?.referenceId,
+      });
     };
     app.get('/probe/secret', requireSecretKey(rt), echo);
     app.get('/probe/read', requireApiKey(rt, 'consents:read'), echo);
@@ -150,21 +159,63 @@ describe('requireApiKey', () => {
 });
 
 describe('requireSecretOrBrowser (public API)', () => {
-  it('accepts the secret key, or the site key from an allowlisted origin with CORS headers', async () => {
+  /** A principal of app a (a widget capture) and a principal token for it. */
+  async function principalOfA() {
+    const app = (await admin('GET', `/apps/${a.appId}`)).body as App;
+    const notice = await admin(
+      'POST',
+      `/apps/${a.appId}/notices`,
+      noticeBody(`probe_${Date.now()}`, [{ name: 'analytics' }]),
+    );
+    const c = await captureConsent(p.rt, app, notice.body as NoticeVersion, {
+      mode: 'silent',
+      granted: [],
+      language: 'en',
+      pageUrl: 'https://shop.example/',
+      userAgent: 'vitest',
+      ipHash: 'h',
+    });
+    const { token } = issuePrincipalToken(p.rt.config, app, c.referenceId, {
+      kind: 'browser',
+      ttlMs: 60_000,
+    });
+    return { referenceId: c.referenceId, token };
+  }
+
+  it('accepts the secret key, or the site key from an allowlisted origin with a principal token, with CORS headers', async () => {
     const server = await call('POST', '/probe/public', {}, { 'x-secret-key': a.secretKey });
     expect(server.body).toEqual({ appId: a.appId, via: 'secretKey' });
 
+    const { referenceId, token } = await principalOfA();
     const browser = await call(
+      'POST',
+      '/probe/public',
+      {},
+      { 'x-site-key': a.siteKey, origin: SHOP, authorization: `Bearer ${token}` },
+    );
+    expect(browser.status).toBe(200);
+    expect(browser.body).toEqual({ appId: a.appId, via: 'siteKey', referenceId });
+    expect(browser.headers.get('access-control-allow-origin')).toBe(SHOP);
+    expect(browser.headers.get('access-control-allow-credentials')).toBe('false');
+    expect(browser.headers.get('vary')).toMatch(/Origin/);
+
+    // The site key and an allowlisted Origin alone (anyone can send both) are not enough.
+    const anonymous = await call(
       'POST',
       '/probe/public',
       {},
       { 'x-site-key': a.siteKey, origin: SHOP },
     );
-    expect(browser.status).toBe(200);
-    expect(browser.body).toEqual({ appId: a.appId, via: 'siteKey' });
-    expect(browser.headers.get('access-control-allow-origin')).toBe(SHOP);
-    expect(browser.headers.get('access-control-allow-credentials')).toBe('false');
-    expect(browser.headers.get('vary')).toMatch(/Origin/);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+    // Nor is a token of a's principal with b's site key.
+    const crossed = await call(
+      'POST',
+      '/probe/public',
+      {},
+      { 'x-site-key': b.siteKey, origin: OTHER, authorization: `Bearer ${token}` },
+    );
+    expect(crossed.status).toBe(401);
   });
 
   it('refuses other origins (403), missing credentials and unknown site keys (401)', async () => {
@@ -210,13 +261,18 @@ describe('requireSecretOrBrowser (public API)', () => {
       headers: {
         origin: SHOP,
         'access-control-request-method': 'POST',
-        'access-control-request-headers': 'content-type, x-site-key',
+        'access-control-request-headers': 'authorization, content-type, x-site-key',
       },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
     const allowed = res.headers.get('access-control-allow-headers') ?? '';
-    expect(allowed.split(/,\s*/).sort()).toEqual(['content-type', 'idempotency-key', 'x-site-key']);
+    expect(allowed.split(/,\s*/).sort()).toEqual([
+      'authorization',
+      'content-type',
+      'idempotency-key',
+      'x-site-key',
+    ]);
     expect(res.headers.get('access-control-allow-methods')).toContain('POST');
   });
 });

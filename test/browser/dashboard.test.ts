@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { portalService } from '../../services/portal/index.js';
-import { signPortalToken } from '../../shared/portal/index.js';
+import { issuePrincipalToken } from '../../shared/principal/index.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';
 import {
@@ -23,8 +23,9 @@ import {
 
 /**
  * SPEC G: the dashboard `div` on the app's page, mounted on demand by the widget script, managing
- * the principal's consent through the public API from the allowlisted origin; a revocation
- * there reaches Kafka and makes the notice's trigger gate again.
+ * the principal's consent through the public API from the allowlisted origin with the principal
+ * token the app's server minted (`data-token`); a revocation there reaches Kafka and makes the
+ * notice's trigger gate again.
  */
 
 let world: World;
@@ -33,6 +34,10 @@ let page: Page;
 let events: Awaited<ReturnType<typeof collectTopic>>;
 let consentId: string;
 let referenceId: string;
+/** Minted by the app's server for its signed-in user, put in data-token. */
+let token: string;
+/** The Authorization header of each listing the dashboard asked the public API for. */
+const apiAuth: string[] = [];
 const pageErrors: Error[] = [];
 /** Webhooks the app's server received (a real receiver on loopback), raw for verification. */
 const hooks: { headers: http.IncomingHttpHeaders; body: string }[] = [];
@@ -57,6 +62,9 @@ beforeAll(async () => {
   page.on('pageerror', (e) => pageErrors.push(e));
   page.on('request', (r) => {
     if (r.url().endsWith('.v1.js')) scriptRequests.push(new URL(r.url()).pathname);
+    // The dashboard's listing (the widget's own stored-consent check uses its capture's token).
+    if (r.url().includes('/api/public/consents/my-transactions?') && r.method() === 'GET')
+      apiAuth.push(r.headers().authorization ?? '');
   });
 });
 afterAll(async () => {
@@ -110,14 +118,19 @@ describe('embeddable dashboard', () => {
     expect(await isGated('#signup')).toBe(false);
   });
 
-  it('mounts from <div id="consent-detail-root" data-reference-id> and lists the transactions', async () => {
+  it('mounts from <div id="consent-detail-root" data-reference-id data-token> and lists the transactions', async () => {
     scriptRequests.length = 0;
-    await page.goto(world.pages.url('account.html', app.siteKey, { ref: referenceId }));
+    apiAuth.length = 0;
+    token = await world.mintToken(app, referenceId);
+    await page.goto(world.pages.url('account.html', app.siteKey, { ref: referenceId, token }));
     await widgetReady(page);
     await board().getByRole('heading', { name: 'Your consent history' }).waitFor();
     // The dashboard file is loaded on demand, once.
     expect(scriptRequests).toEqual(['/svc-consent.v1.js', '/svc-dashboard.v1.js']);
     await poll(() => board().textContent()).toContain('Offers by e-mail'); // notice labels
+    // It called the public API with the token of data-token (not the one the capture left).
+    expect(apiAuth.length).toBeGreaterThan(0);
+    expect(new Set(apiAuth)).toEqual(new Set([`Bearer ${token}`]));
     const text = (await board().textContent()) ?? '';
     expect(text).toContain(referenceId);
     expect(text).toContain('Notice: newsletter_signup');
@@ -130,6 +143,48 @@ describe('embeddable dashboard', () => {
     // The page's CSS (svc-dashboard-ui { display: none !important }) does not hide it.
     expect(await board().isVisible()).toBe(true);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  });
+
+  it('in a fresh browser: nothing loads without a token (site key and origin are not enough); data-token alone works', async () => {
+    const context = await world.browser.newContext();
+    try {
+      const fresh = await context.newPage();
+      const refused: number[] = [];
+      fresh.on('response', (r) => {
+        if (r.url().includes('/api/public/consents/my-transactions')) refused.push(r.status());
+      });
+      const dash = fresh.locator('svc-dashboard-ui section');
+      await fresh.goto(world.pages.url('account.html', app.siteKey, { ref: referenceId }));
+      await poll(() => dash.getByRole('alert').textContent()).toBe(
+        'Your consents could not be loaded.',
+      );
+      expect(refused).toEqual([401]);
+      expect(await dash.locator('table').count()).toBe(0);
+
+      await fresh.goto(world.pages.url('account.html', app.siteKey, { ref: referenceId, token }));
+      await poll(() => dash.locator('tbody tr').count()).toBe(3);
+      expect(refused).toEqual([401, 200]);
+      // The token opens this one principal only: another's referenceId with it shows nothing.
+      const other = await world.call('POST', '/api/v1/widget/capture', {
+        headers: { 'x-site-key': app.siteKey, origin: world.pages.origin },
+        body: {
+          siteKey: app.siteKey,
+          processId: 'newsletter_signup',
+          mode: 'silent',
+          language: 'en',
+          pageUrl: `${world.pages.origin}/account.html`,
+        },
+      });
+      await fresh.goto(
+        world.pages.url('account.html', app.siteKey, { ref: other.body.referenceId, token }),
+      );
+      await poll(() => dash.getByRole('alert').textContent()).toBe(
+        'Your consents could not be loaded.',
+      );
+      expect(refused).toEqual([401, 200, 403]);
+    } finally {
+      await context.close();
+    }
   });
 
   it('revokes one record: re-rendered, stored, consent.withdrawn on Kafka, the trigger gates again', async () => {
@@ -272,7 +327,11 @@ describe('embeddable dashboard', () => {
 
   it('with a portal token, the same module drives the hosted portal API (for the portal page)', async () => {
     const token = (expiresAt: Date) =>
-      signPortalToken(world.p.rt.config, { appId: app.appId, referenceId, expiresAt });
+      issuePrincipalToken(world.p.rt.config, { appId: app.appId, secretVersion: 1 }, referenceId, {
+        kind: 'portal',
+        ttlMs: 60_000,
+        now: new Date(expiresAt.getTime() - 60_000),
+      }).token;
     // A page on the service's own origin, as the hosted portal is.
     await page.goto(`${world.p.url}/healthz`);
     await page.addScriptTag({ url: `${world.p.url}/svc-dashboard.v1.js` });

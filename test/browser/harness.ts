@@ -104,7 +104,7 @@ export interface PageServer {
   origin: string;
   /** The same server under another origin (localhost), never on any allowlist. */
   otherOrigin: string;
-  url(page: string, siteKey: string, o?: { ref?: string; other?: boolean }): string;
+  url(page: string, siteKey: string, o?: { ref?: string; token?: string; other?: boolean }): string;
   close(): Promise<void>;
 }
 
@@ -164,14 +164,21 @@ export async function startPageServer(widgetUrl: string): Promise<PageServer> {
       if (path.extname(file) === '.html') {
         const key = u.searchParams.get('key') ?? '';
         const ref = u.searchParams.get('ref') ?? '';
-        if (!/^APP_[A-Za-z0-9]+$/.test(key) || !/^(SVC-REF-[0-9A-Z]{8})?$/.test(ref)) {
-          res.writeHead(400).end('bad key or ref');
+        // The principal token the app's server minted for its signed-in user (data-token).
+        const token = u.searchParams.get('token') ?? '';
+        if (
+          !/^APP_[A-Za-z0-9]+$/.test(key) ||
+          !/^(SVC-REF-[0-9A-Z]{8})?$/.test(ref) ||
+          !/^(svc_pt_[A-Za-z0-9_.-]+)?$/.test(token)
+        ) {
+          res.writeHead(400).end('bad key, ref or token');
           return;
         }
         body = body
           .replaceAll('{{WIDGET_URL}}', widgetUrl)
           .replaceAll('{{SITE_KEY}}', key)
-          .replaceAll('{{REF}}', ref);
+          .replaceAll('{{REF}}', ref)
+          .replaceAll('{{TOKEN}}', token);
         if (path.basename(file) === 'csp.html')
           headers['content-security-policy'] = strictCsp(widgetOrigin);
       }
@@ -187,7 +194,9 @@ export async function startPageServer(widgetUrl: string): Promise<PageServer> {
     origin,
     otherOrigin,
     url: (page, siteKey, o = {}) =>
-      `${o.other ? otherOrigin : origin}/${page}?key=${siteKey}${o.ref ? `&ref=${o.ref}` : ''}`,
+      `${o.other ? otherOrigin : origin}/${page}?key=${siteKey}${o.ref ? `&ref=${o.ref}` : ''}${
+        o.token ? `&token=${o.token}` : ''
+      }`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -270,6 +279,16 @@ export async function startWorld(
     return app;
   }
 
+  /** What the app's server does for its signed-in user: mint a principal token (secret key). */
+  async function mintToken(app: BrowserApp, referenceId: string): Promise<string> {
+    const r = await call('POST', '/api/public/consents/principal-tokens', {
+      headers: { 'x-secret-key': app.secretKey },
+      body: { referenceId },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body.token as string;
+  }
+
   /** A transaction as the app's server sees it (secret key), for checking what was stored. */
   async function transaction(app: BrowserApp, id: string): Promise<Json> {
     const r = await call('GET', `/api/public/consents/my-transactions/${id}`, {
@@ -286,6 +305,7 @@ export async function startWorld(
     call,
     admin,
     createApp,
+    mintToken,
     transaction,
     async close() {
       await browser.close();

@@ -6,7 +6,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/index.js';
 import type { App, NoticeVersion } from '../../shared/domain/types.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';
 
@@ -52,13 +52,16 @@ export function noticeBody(triggerKey: string, purposes: { name: string; require
   };
 }
 
-export async function startConsentProcess(name: string) {
+export async function startConsentProcess(
+  name: string,
+  o: { services?: ServiceModule[]; env?: Record<string, string> } = {},
+) {
   const token = `consent-admin-${randomBytes(12).toString('hex')}`;
   const p: RunningProcess = await testProcess(
     name,
-    [adminService, consentsService, publicApiService],
+    [adminService, consentsService, publicApiService, ...(o.services ?? [])],
     [],
-    { SVC_ADMIN_TOKEN: token },
+    { SVC_ADMIN_TOKEN: token, ...o.env },
   );
   const collector = await collectTopic(p.rt.kafka, p.rt.topics.consentEvents);
 
@@ -135,6 +138,16 @@ export async function startConsentProcess(name: string) {
     };
   }
 
+  /** A principal token for `referenceId`, minted as the app's server would (secret key). */
+  async function mintToken(t: TestApp, referenceId: string, ttlSeconds?: number): Promise<string> {
+    const r = await call('POST', '/api/public/consents/principal-tokens', {
+      headers: { 'x-secret-key': t.secretKey },
+      body: { referenceId, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body.token as string;
+  }
+
   /** Events on the real topic for one principal, in Kafka order, validated against the schema. */
   function eventsOf(referenceId: string): ConsentEvent[] {
     return collector.messages
@@ -182,6 +195,7 @@ export async function startConsentProcess(name: string) {
     call,
     admin,
     createApp,
+    mintToken,
     eventsOf,
     waitForEvents,
     itemsOf,
@@ -197,7 +211,9 @@ export type ConsentFixture = Awaited<ReturnType<typeof startConsentProcess>>;
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 export const secret = (t: TestApp) => ({ 'x-secret-key': t.secretKey });
-export const browser = (t: TestApp, origin = t.origin) => ({
+/** The browser path: site key, an Origin (any caller can send one) and a principal token. */
+export const browser = (t: TestApp, token?: string, origin = t.origin) => ({
   'x-site-key': t.siteKey,
   origin,
+  ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
 });

@@ -14,7 +14,8 @@ import {
 /**
  * Tenant isolation: app B's credentials can never read or change app A's data, through any
  * endpoint of the record API or the public API. Every case also checks that none of A's
- * stored items changed and that no event was emitted for A.
+ * stored items changed and that no event was emitted for A. B's browser credentials are its
+ * site key with a principal token for one of B's own principals.
  */
 
 let f: ConsentFixture;
@@ -23,6 +24,9 @@ let B: TestApp;
 const userA = 'shared-user@shop.example';
 let a: { referenceId: string; transactionId: string; recordId: string; cursor: string };
 let captured: { referenceId: string; transactionId: string };
+/** Principal tokens: B's for a principal of B, A's for A's principal. */
+let tokenB: string;
+let tokenA: string;
 
 const P = '/api/public/consents/my-transactions';
 
@@ -72,6 +76,16 @@ beforeAll(async () => {
   };
   await f.waitForEvents(a.referenceId, 4);
   await f.waitForEvents(captured.referenceId, 2);
+  const ofB = await captureConsent(f.p.rt, B.app, B.notice as NoticeVersion, {
+    mode: 'silent',
+    granted: [],
+    language: 'en',
+    pageUrl: 'https://shop.example/',
+    userAgent: 'vitest',
+    ipHash: 'h',
+  });
+  tokenB = await f.mintToken(B, ofB.referenceId);
+  tokenA = await f.mintToken(A, a.referenceId);
 });
 afterAll(async () => {
   await f?.close();
@@ -85,7 +99,15 @@ const notFound = (r: Reply) => {
 };
 
 const ops = ['grant', 'revoke', 'erase'] as const;
-const asB = (h: 'secret' | 'browser') => (h === 'secret' ? secret(B) : browser(B));
+const asB = (h: 'secret' | 'browser') => (h === 'secret' ? secret(B) : browser(B, tokenB));
+/** Naming A's referenceId: B's server finds nothing; B's browser token is for another one. */
+const namedA = (h: 'secret' | 'browser', ifSecret: (r: Reply) => void) =>
+  h === 'secret'
+    ? ifSecret
+    : (r: Reply) => {
+        expect(r.status).toBe(403);
+        expect(r.body.code).toBe('SVC_FORBIDDEN');
+      };
 
 const cases: Case[] = [
   [
@@ -138,13 +160,13 @@ const cases: Case[] = [
     [
       `GET /my-transactions (${h})`,
       () => f.call('GET', `${P}?referenceId=${a.referenceId}`, { headers: asB(h) }),
-      (r) => expect(r.body).toEqual({ items: [], nextCursor: null }),
+      namedA(h, (r) => expect(r.body).toEqual({ items: [], nextCursor: null })),
     ],
     [
       `GET /my-transactions with A’s cursor (${h})`,
       () =>
         f.call('GET', `${P}?referenceId=${a.referenceId}&cursor=${a.cursor}`, { headers: asB(h) }),
-      (r) => expect(r.status).toBe(422),
+      namedA(h, (r) => expect(r.status).toBe(422)),
     ],
     [
       `GET /my-transactions/:id (${h})`,
@@ -172,7 +194,7 @@ const cases: Case[] = [
             recordIds: [a.recordId],
           },
         }),
-      (r) => {
+      namedA(h, (r) => {
         expect(r.status).toBe(200);
         expect(
           r.body.results.map((x: { ok: boolean; error?: { code: string } }) => [
@@ -184,7 +206,7 @@ const cases: Case[] = [
           [false, 'SVC_NOT_FOUND'],
           [false, 'SVC_NOT_FOUND'],
         ]);
-      },
+      }),
     ]),
     ...ops.map((op): Case => [
       `POST /my-transactions/bulk/${op} for all of A’s principal (${h})`,
@@ -193,9 +215,18 @@ const cases: Case[] = [
           headers: asB(h),
           body: { referenceId: a.referenceId },
         }),
-      (r) => expect(r.body).toEqual({ results: [] }),
+      namedA(h, (r) => expect(r.body).toEqual({ results: [] })),
     ]),
   ]),
+  [
+    'POST /my-transactions/:id/erase with A’s own principal token under B’s site key',
+    () =>
+      f.call('POST', `${P}/${a.transactionId}/erase`, {
+        headers: browser(B, tokenA, B.origin),
+        body: {},
+      }),
+    (r) => expect(r.status).toBe(401),
+  ],
 ];
 
 describe('app B can never reach app A’s data', () => {
@@ -236,9 +267,9 @@ describe('app B can never reach app A’s data', () => {
     expect(
       (await f.call('GET', `/api/v1/consents/${userA}`, { headers: bearer(A.key) })).status,
     ).toBe(200);
-    expect((await f.call('GET', `${P}/${a.transactionId}`, { headers: browser(A) })).status).toBe(
-      200,
-    );
+    expect(
+      (await f.call('GET', `${P}/${a.transactionId}`, { headers: browser(A, tokenA) })).status,
+    ).toBe(200);
     const list = await f.call('GET', `${P}?referenceId=${a.referenceId}&cursor=${a.cursor}`, {
       headers: secret(A),
     });

@@ -152,14 +152,15 @@ describe('authentication and CORS', () => {
     );
   });
 
-  it('browser: site key from an allowed origin works (CORS header); other origins 403; unknown site key 401', async () => {
+  it('browser: site key from an allowed origin with a principal token works (CORS header); other origins 403; unknown site key 401', async () => {
     const c = await capture();
-    const ok = await f.call('GET', `${P}/${c.transactionId}`, { headers: browser(a) });
+    const token = await f.mintToken(a, c.referenceId);
+    const ok = await f.call('GET', `${P}/${c.transactionId}`, { headers: browser(a, token) });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(a.origin);
 
     const evil = await f.call('GET', `${P}/${c.transactionId}`, {
-      headers: browser(a, 'https://evil.example'),
+      headers: browser(a, token, 'https://evil.example'),
     });
     expect(evil.status).toBe(403);
     expect(evil.headers.get('access-control-allow-origin')).toBeNull();
@@ -170,7 +171,7 @@ describe('authentication and CORS', () => {
     const evilWrite = await op(
       `/${c.transactionId}/revoke`,
       {},
-      browser(a, 'https://evil.example'),
+      browser(a, token, 'https://evil.example'),
     );
     expect(evilWrite.status).toBe(403);
     expect(
@@ -217,10 +218,11 @@ describe('authentication and CORS', () => {
     );
   });
 
-  it('records who acted: portal via site key, api via secret key', async () => {
+  it('records who acted: portal via a principal token, api via secret key', async () => {
     const c = await capture();
     const t = (await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) })).body;
-    await op(`/records/${t.records[1].recordId}/revoke`, {}, browser(a));
+    const token = await f.mintToken(a, c.referenceId);
+    await op(`/records/${t.records[1].recordId}/revoke`, {}, browser(a, token));
     await op(`/records/${t.records[1].recordId}/grant`, {}, secret(a));
     const hist = (await f.itemsOf(a.app.appId))
       .kinds('history')
@@ -230,7 +232,7 @@ describe('authentication and CORS', () => {
       ['create', null, 'granted', { source: 'widget', credential: 'siteKey' }],
       ['create', null, 'granted', { source: 'widget', credential: 'siteKey' }],
       ['create', null, 'denied', { source: 'widget', credential: 'siteKey' }],
-      ['revoke', 'granted', 'revoked', { source: 'portal', credential: 'siteKey' }],
+      ['revoke', 'granted', 'revoked', { source: 'portal', credential: 'principalToken' }],
       ['grant', 'revoked', 'granted', { source: 'api', credential: 'secretKey' }],
     ]);
     expect(hist[3]).toMatchObject({

@@ -161,6 +161,39 @@ describe('GET, PUT, DELETE /api/v1/consents/{userId}', () => {
     expect((await del(a, userId, a.readOnlyKey)).status).toBe(403);
   });
 
+  it('a write-only key (no consents:read) gets a receipt, never the record: PUT {} and DELETE are no reads', async () => {
+    const userId = uid();
+    const email = 'private@shop.example';
+    await post(a, { userId, email, consents: { analytics: true, marketing: false } });
+    const isReceipt = (r: { status: number; body: Record<string, unknown> }, status = 200) => {
+      expect(r.status).toBe(status);
+      expect(Object.keys(r.body).sort()).toEqual([
+        'referenceId',
+        'transactionId',
+        'updatedAt',
+        'userId',
+      ]);
+      expect(JSON.stringify(r.body)).not.toContain(email);
+    };
+    isReceipt(await put(a, userId, {}, a.writeOnlyKey));
+    isReceipt(await put(a, userId, { consents: { marketing: true } }, a.writeOnlyKey));
+    isReceipt(await del(a, userId, a.writeOnlyKey));
+    isReceipt(
+      await post(
+        a,
+        { userId: uid(), email: 'new@shop.example', consents: { analytics: true } },
+        a.writeOnlyKey,
+      ),
+      201,
+    );
+    // The writes did apply; a key that may read sees the record, from GET and from a write.
+    expect((await get(a, userId)).body.consents).toEqual({ analytics: false, marketing: false });
+    expect((await put(a, userId, {})).body).toMatchObject({
+      email,
+      consents: { analytics: false, marketing: false },
+    });
+  });
+
   it('concurrent PUTs on one record all apply (optimistic locking re-reads and re-applies)', async () => {
     const userId = uid();
     await post(a, {

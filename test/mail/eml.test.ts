@@ -43,8 +43,13 @@ it('writes the grant request as an .eml file whose link opens the portal', async
   expect(raw).toMatch(/^Subject: Shop & Co asks for your consent$/m);
   const m = await simpleParser(raw);
   const link = manageLink(m);
-  expect(raw.replace(/=\r?\n/g, '')).toContain(`/portal/${erin.referenceId}?token=`);
+  expect(raw.replace(/=\r?\n/g, '')).toContain(`/portal/${erin.referenceId}#token=`);
   const r = await fetch(link);
   expect(r.status).toBe(200);
   expect(await r.text()).toContain(erin.referenceId);
+  const token = new URLSearchParams(new URL(link).hash.slice(1)).get('token');
+  const session = await fetch(`${s.url}/portal/api/${erin.referenceId}/session`, {
+    headers: { authorization: `Portal ${token}` },
+  });
+  expect(session.status).toBe(200);
 });

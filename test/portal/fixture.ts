@@ -7,7 +7,7 @@ import { portalService } from '../../services/portal/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { listTransactions, type TransactionView } from '../../shared/domain/consent/index.js';
 import type { App } from '../../shared/domain/types.js';
-import { signPortalToken } from '../../shared/portal/index.js';
+import { issuePrincipalToken } from '../../shared/principal/index.js';
 import { startProcess, type WorkerModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
@@ -84,6 +84,8 @@ export async function startPortalStack(
   }
   const admin = (method: string, path: string, body?: unknown) =>
     json(method, `/api/v1/admin${path}`, { authorization: `Bearer ${token}` }, body);
+  /** Apps created here, for the secret version their tokens are issued under. */
+  const apps = new Map<string, App>();
 
   async function createApp(extra: Record<string, unknown> = {}): Promise<PortalApp> {
     const created = await admin('POST', '/apps', {
@@ -95,6 +97,7 @@ export async function startPortalStack(
       ...extra,
     });
     const app = created.app as App;
+    apps.set(app.appId, app);
     const key = await admin('POST', `/apps/${app.appId}/api-keys`, {
       name: 'rw',
       scopes: ['consents:read', 'consents:write'],
@@ -122,12 +125,18 @@ export async function startPortalStack(
     return { referenceId, transaction, records };
   }
 
-  const tokenFor = (appId: string, referenceId: string, ttlMs = 3_600_000) =>
-    signPortalToken(p.rt.config, {
-      appId,
-      referenceId,
-      expiresAt: new Date(Date.now() + ttlMs),
-    });
+  /**
+   * A portal token as the notifier puts in links; a ttlMs of 0 or less gives one that expired
+   * that long ago (issued a minute before it expired).
+   */
+  const tokenFor = (appId: string, referenceId: string, ttlMs = 3_600_000) => {
+    const app = { appId, secretVersion: apps.get(appId)?.secretVersion ?? 1 };
+    const o =
+      ttlMs > 0
+        ? { kind: 'portal' as const, ttlMs }
+        : { kind: 'portal' as const, ttlMs: 60_000, now: new Date(Date.now() + ttlMs - 60_000) };
+    return issuePrincipalToken(p.rt.config, app, referenceId, o).token;
+  };
 
   return {
     p,

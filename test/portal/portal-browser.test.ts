@@ -41,18 +41,23 @@ afterAll(async () => {
   await s?.close();
 });
 
+/** Every request the page made, as the server saw its URL (a fragment never reaches it). */
+let requested: string[];
+
 async function open(url: string) {
   problems = [];
+  requested = [];
   page = await browser.newPage();
   page.on('console', (m) => {
-    // Failed loads are checked below by response, where the page's own 401/403 is expected.
+    // Failed loads are checked below by response, where a refused token's 401/403 is expected.
     if (m.type() === 'error' && !m.text().startsWith('Failed to load resource'))
       problems.push(m.text());
   });
   page.on('pageerror', (e) => problems.push(e.message));
+  page.on('request', (r) => requested.push(r.url()));
   page.on('response', (r) => {
     if (r.status() >= 400 && r.request().resourceType() !== 'document')
-      problems.push(`${r.status()} ${r.url()}`);
+      problems.push(`${r.status()} ${new URL(r.url()).pathname}`);
   });
   return page.goto(url);
 }
@@ -66,9 +71,20 @@ const row = (purpose: string) =>
 
 describe('the hosted portal in Chromium', () => {
   it('shows the consents and withdraws one by a click, then erases one with the keyboard', async () => {
-    const res = await open(portalLink(s.p.rt.config, shop.app, alice.referenceId, new Date()));
+    const link = portalLink(s.p.rt.config, shop.app, alice.referenceId, new Date());
+    const token = new URLSearchParams(new URL(link).hash.slice(1)).get('token') ?? '';
+    expect(token).toMatch(/^svc_pt_/);
+    const res = await open(link);
     expect(res?.status()).toBe(200);
     await expect.poll(() => row('marketing').locator('td.state').textContent()).toBe('Given');
+    // Whose link it is, from the API: the app's name and contact.
+    expect(await page.locator('#app-name').textContent()).toBe('Shop & Co');
+    expect(await page.getByRole('link', { name: 'dpo@shop.example' }).getAttribute('href')).toBe(
+      'mailto:dpo@shop.example',
+    );
+    // The token never went to the server in a URL, and left the address bar.
+    expect(requested.some((u) => u.includes(token))).toBe(false);
+    expect(page.url()).toBe(`${s.url}/portal/${alice.referenceId}`);
     await page.screenshot({ path: path.join(SHOTS, 'portal-loaded.png'), fullPage: true });
 
     await page.getByRole('button', { name: 'Withdraw for marketing' }).click();
@@ -90,13 +106,17 @@ describe('the hosted portal in Chromium', () => {
     await expect.poll(() => row('analytics').locator('td.state').textContent()).toBe('Erased');
     const after = await getTransaction(s.p.rt, shop.app.appId, txn);
     expect(after?.records.find((r) => r.purpose === 'analytics')?.state).toBe('erased');
+
+    // A reload of the tab keeps working (the token is kept for this tab only).
+    await page.reload();
+    await expect.poll(() => row('analytics').locator('td.state').textContent()).toBe('Erased');
     expect(problems).toEqual([]);
   });
 
   it('enforces its CSP: an injected inline script does not run', async () => {
     const bob = await s.createPrincipal(shop);
     await open(
-      `${s.url}/portal/${bob.referenceId}?token=${s.tokenFor(shop.app.appId, bob.referenceId)}`,
+      `${s.url}/portal/${bob.referenceId}#token=${s.tokenFor(shop.app.appId, bob.referenceId)}`,
     );
     await expect.poll(() => page.locator('table').count()).toBe(1);
     const ran = await page.evaluate(() => {
@@ -109,31 +129,49 @@ describe('the hosted portal in Chromium', () => {
     await expect.poll(() => problems.some((p) => p.includes('Content Security Policy'))).toBe(true);
   });
 
-  it('shows the expiry page for an expired link', async () => {
+  it('says so for an expired link', async () => {
     const token = s.tokenFor(shop.app.appId, alice.referenceId, -1000);
-    const res = await open(`${s.url}/portal/${alice.referenceId}?token=${token}`);
-    expect(res?.status()).toBe(401);
-    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
-      'This link has expired',
-    );
+    const res = await open(`${s.url}/portal/${alice.referenceId}#token=${token}`);
+    expect(res?.status()).toBe(200);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toMatch(/^This link has expired or is no longer valid/);
     expect(await page.locator('table').count()).toBe(0);
+    expect(await page.locator('#app-name').textContent()).toBe('');
     await page.screenshot({ path: path.join(SHOTS, 'portal-expired.png'), fullPage: true });
-    expect(problems).toEqual([]);
+    expect(problems).toEqual([`401 /portal/api/${alice.referenceId}/session`]);
   });
 
-  it('shows the invalid-link page for a forged link', async () => {
+  it('says so for a forged link', async () => {
     const good = s.tokenFor(shop.app.appId, alice.referenceId);
-    const [v, , sig] = good.split('.');
-    const payload = Buffer.from(
-      JSON.stringify({ a: shop.app.appId, r: alice.referenceId, e: 9_999_999_999 }),
-    ).toString('base64url');
-    const res = await open(`${s.url}/portal/${alice.referenceId}?token=${v}.${payload}.${sig}`);
-    expect(res?.status()).toBe(403);
-    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
-      'This link is not valid',
+    const [body, sig] = good.slice('svc_pt_'.length).split('.') as [string, string];
+    const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    const payload = Buffer.from(JSON.stringify({ ...claims, e: claims.e + 86_400_000 })).toString(
+      'base64url',
     );
+    await open(`${s.url}/portal/${alice.referenceId}#token=svc_pt_${payload}.${sig}`);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toBe('This link is not valid for this page.');
     expect(await page.locator('table').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'portal-forged.png'), fullPage: true });
+    expect(problems).toEqual([`403 /portal/api/${alice.referenceId}/session`]);
+  });
+
+  it('says so for a link without a token, and refuses an old link with the token in the query', async () => {
+    await open(`${s.url}/portal/${alice.referenceId}`);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toMatch(/^This link is incomplete/);
+    expect(requested.filter((u) => u.includes('/portal/api/'))).toEqual([]);
+    await page.close();
+    const token = s.tokenFor(shop.app.appId, alice.referenceId);
+    const res = await open(`${s.url}/portal/${alice.referenceId}?token=${token}`);
+    expect(res?.status()).toBe(400);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
+      'This link is no longer accepted',
+    );
+    expect(await page.locator('table').count()).toBe(0);
     expect(problems).toEqual([]);
   });
 });

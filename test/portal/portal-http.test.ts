@@ -28,10 +28,8 @@ afterAll(async () => {
   await s?.close();
 });
 
-const portal = (ref: string, token?: string) =>
-  fetch(
-    `${s.url}/portal/${ref}${token === undefined ? '' : `?token=${encodeURIComponent(token)}`}`,
-  );
+/** The page as a browser requests it: the fragment (#token=…) never leaves the browser. */
+const portal = (ref: string, query = '') => fetch(`${s.url}/portal/${ref}${query}`);
 
 async function api(method: string, ref: string, path: string, token: string | undefined) {
   const r = await fetch(`${s.url}/portal/api/${ref}${path}`, {
@@ -61,10 +59,10 @@ const waitForEvent = (ref: string, type: ConsentEvent['type'], recordId: string)
   );
 
 describe('the portal page', () => {
-  it('is served for a valid link, under a strict CSP, with no inline script or style', async () => {
+  it('is linked with the token in the fragment and served as the same data-free page for everyone, under a strict CSP', async () => {
     const link = portalLink(s.p.rt.config, shop.app, alice.referenceId, new Date());
-    expect(link.startsWith(`${s.url}/portal/${alice.referenceId}?token=`)).toBe(true);
-    const r = await fetch(link);
+    expect(link.startsWith(`${s.url}/portal/${alice.referenceId}#token=svc_pt_`)).toBe(true);
+    const r = await fetch(link); // fetch, like a browser, sends no fragment
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/html/);
     const csp = r.headers.get('content-security-policy') ?? '';
@@ -76,8 +74,9 @@ describe('the portal page', () => {
     expect(r.headers.get('cache-control')).toBe('no-store');
     const html = await r.text();
     expect(html).toContain(alice.referenceId);
-    expect(html).toContain('Shop &amp; Co'); // the app's name, escaped
-    expect(html).toContain('mailto:dpo@shop.example');
+    // Nothing the server looked up: the app's name and contact come from the API, with the token.
+    expect(html).not.toContain('Shop');
+    expect(html).not.toContain('dpo@shop.example');
     expect(html).toMatch(/<script src="\/portal\/assets\/portal\.js" defer><\/script>/);
     expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/); // every script is a file
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i); // no inline style or handlers
@@ -100,13 +99,26 @@ describe('the portal page', () => {
     expect((await fetch(`${s.url}/portal/assets/other.js`)).status).toBe(404);
   });
 
+  it('refuses a link with the token in the query string (an old link), valid or not', async () => {
+    const good = s.tokenFor(shop.app.appId, alice.referenceId);
+    for (const query of [`?token=${encodeURIComponent(good)}`, '?token=x', '?token=']) {
+      const r = await portal(alice.referenceId, query);
+      expect(r.status, query).toBe(400);
+      expect(r.headers.get('content-security-policy')).toContain("default-src 'none'");
+      const html = await r.text();
+      expect(html).toContain('no longer accepted');
+      expect(html).not.toContain(alice.referenceId);
+      expect(html).not.toContain('portal.js');
+    }
+  });
+
   it.each([
-    ['no token', undefined, 401, 'incomplete'],
-    ['an expired token', 'expired', 401, 'expired'],
-    ['a tampered token', 'tampered', 403, 'not valid'],
-    ['garbage', 'garbage', 403, 'not valid'],
-    ["another principal's token", 'bob', 403, 'another reference'],
-  ])('answers %s with an explanatory page (%#)', async (_n, kind, status, text) => {
+    ['no token', undefined, 401, 'SVC_UNAUTHORIZED'],
+    ['an expired token', 'expired', 401, 'SVC_UNAUTHORIZED'],
+    ['a tampered token', 'tampered', 403, 'SVC_FORBIDDEN'],
+    ['garbage', 'garbage', 403, 'SVC_FORBIDDEN'],
+    ["another principal's token", 'bob', 403, 'SVC_FORBIDDEN'],
+  ])('its session call answers %s with %i (%#)', async (_n, kind, status, code) => {
     const good = s.tokenFor(shop.app.appId, alice.referenceId);
     const token =
       kind === undefined
@@ -114,22 +126,26 @@ describe('the portal page', () => {
         : {
             expired: s.tokenFor(shop.app.appId, alice.referenceId, -1000),
             tampered: `${good.slice(0, -12)}${good.at(-12) === 'A' ? 'B' : 'A'}${good.slice(-11)}`,
-            garbage: 'pt1.eyJhIjoxfQ.c2lnbmF0dXJl',
+            garbage: 'svc_pt_eyJhIjoxfQ.c2lnbmF0dXJl',
             bob: s.tokenFor(shop.app.appId, bob.referenceId),
           }[kind];
-    const r = await portal(alice.referenceId, token);
+    const r = await api('GET', alice.referenceId, '/session', token);
     expect(r.status).toBe(status);
-    expect(r.headers.get('content-security-policy')).toContain("default-src 'none'");
-    const html = await r.text();
-    expect(html).toContain(text);
-    expect(html).not.toContain(alice.referenceId);
-    expect(html).not.toContain('portal.js');
+    expect(r.body.code).toBe(code);
+    expect(JSON.stringify(r.body)).not.toContain('Shop');
   });
 });
 
 describe('the portal API', () => {
-  it('lists only the principal’s transactions', async () => {
+  it('tells whose link it is, and lists only the principal’s transactions', async () => {
     const token = s.tokenFor(shop.app.appId, alice.referenceId);
+    const session = await api('GET', alice.referenceId, '/session', token);
+    expect(session.status).toBe(200);
+    expect(session.body).toEqual({
+      referenceId: alice.referenceId,
+      expiresAt: expect.any(String),
+      app: { name: 'Shop & Co', contactEmail: 'dpo@shop.example' },
+    });
     const r = await api('GET', alice.referenceId, '/transactions', token);
     expect(r.status).toBe(200);
     expect(r.headers.get('cache-control')).toBe('no-store');
@@ -137,11 +153,14 @@ describe('the portal API', () => {
       alice.transaction.transactionId,
     ]);
     expect(r.body.nextCursor).toBeNull();
-    // The token also works as the link has it, in the query.
-    const q = await fetch(
-      `${s.url}/portal/api/${alice.referenceId}/transactions?token=${encodeURIComponent(token)}`,
-    );
-    expect(q.status).toBe(200);
+    // Never in the query string: refused, with or without a valid header beside it.
+    const inQuery = `/portal/api/${alice.referenceId}/transactions?token=${encodeURIComponent(token)}`;
+    const q = await fetch(`${s.url}${inQuery}`);
+    expect(q.status).toBe(422);
+    const both = await fetch(`${s.url}${inQuery}`, {
+      headers: { authorization: `Portal ${token}` },
+    });
+    expect(both.status).toBe(422);
   });
 
   it('revokes, grants and erases a record through the consent domain, with events', async () => {
@@ -170,7 +189,7 @@ describe('the portal API', () => {
       }),
     );
     const last = hist.Items?.find((i) => i.recordId === rec && i.to === 'revoked');
-    expect(last?.who).toEqual({ source: 'portal', credential: 'portalToken' });
+    expect(last?.who).toEqual({ source: 'portal', credential: 'principalToken' });
 
     const granted = await api('POST', alice.referenceId, `/records/${rec}/grant`, token);
     expect(granted.body.status).toBe('active');
@@ -184,7 +203,14 @@ describe('the portal API', () => {
     expect(erased.status).toBe(200);
     expect(erased.body.status).toBe('erased');
     await waitForEvent(alice.referenceId, 'data.deleted', rec);
-    const again = await api('POST', alice.referenceId, `/transactions/${txn}/grant`, token);
+    // That was all of Alice's consent: the link she used ends with it.
+    const ended = await api('POST', alice.referenceId, `/transactions/${txn}/grant`, token);
+    expect(ended.status).toBe(401);
+    expect(ended.body.detail).toBe('The portal link is no longer valid');
+    // A link issued since (the erasure acknowledgement's) shows what is left; erased is final.
+    const fresh = s.tokenFor(shop.app.appId, alice.referenceId);
+    expect((await api('GET', alice.referenceId, '/transactions', fresh)).status).toBe(200);
+    const again = await api('POST', alice.referenceId, `/transactions/${txn}/grant`, fresh);
     expect(again.status).toBe(409);
   });
 
@@ -227,11 +253,10 @@ describe('the portal API', () => {
     expect((await api('GET', bob.referenceId, `/transactions/${carolTxn}`, bobToken)).status).toBe(
       404,
     );
-    // A genuine token of the shop naming Carol's referenceId reaches the shop's data only.
+    // A genuine token of the shop naming Carol's referenceId names no principal of the shop.
     const shopCarol = s.tokenFor(shop.app.appId, carol.referenceId);
     const list = await api('GET', carol.referenceId, '/transactions', shopCarol);
-    expect(list.status).toBe(200);
-    expect(list.body.items).toEqual([]);
+    expect(list.status).toBe(401);
     const stored = await getTransaction(s.p.rt, other.app.appId, carolTxn);
     expect(stored?.records.every((r) => r.state === 'granted')).toBe(true);
     // And Carol's own token (the other app) does reach her data.

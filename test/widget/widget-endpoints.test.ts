@@ -4,6 +4,7 @@ import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import { getStoredTransaction, type ConsentEvent } from '../../shared/domain/consent/index.js';
+import { verifyPrincipalToken } from '../../shared/principal/index.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { noticeBody } from '../consent/fixture.js';
 import { collectTopic } from '../helpers/kafka.js';
@@ -186,6 +187,15 @@ describe('POST /api/v1/widget/capture', () => {
     expect(r.body.consentId).toMatch(/^[0-9a-f-]{36}$/);
     expect(r.body.referenceId).toMatch(/^SVC-REF-[0-9A-HJKMNP-TV-Z]{8}$/);
     expect(Date.parse(r.body.expiresAt) - Date.now()).toBeGreaterThan(179 * 86400_000);
+    // A principal token for the principal just created, for this browser only (24 h at most).
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    const v = verifyPrincipalToken(p.rt.config, r.body.principalToken);
+    expect(v.ok && v.claims).toMatchObject({
+      appId,
+      referenceId: r.body.referenceId,
+      kind: 'browser',
+    });
+    if (v.ok) expect(v.claims.expiresAt.getTime() - v.claims.issuedAt.getTime()).toBe(86_400_000);
 
     const stored = await getStoredTransaction(p.rt, appId, r.body.consentId);
     expect(stored?.records.map((x) => [x.purpose, x.state])).toEqual([

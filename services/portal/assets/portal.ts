@@ -1,8 +1,10 @@
 /**
  * The hosted portal's self-service, in the browser. Served as a file (transpiled when the
- * service mounts) so the page's CSP can forbid inline script. It reads the token from the
- * page URL and sends it as `Authorization: Portal …` to the portal API. Every text it shows
- * is set as text, never parsed as HTML. Browser-only: it imports nothing.
+ * service mounts) so the page's CSP can forbid inline script. It reads the principal token
+ * from the URL fragment (`#token=…`, never sent to any server), keeps it in sessionStorage for
+ * reloads of this tab, removes it from the address bar, and sends it as
+ * `Authorization: Portal …` to the portal API. Every text it shows is set as text, never
+ * parsed as HTML. Browser-only: it imports nothing.
  */
 
 export {}; // a module, so its names stay out of the project's global scope
@@ -86,9 +88,60 @@ function transactionOps(t: Txn): Op[] {
   return ops;
 }
 
+/**
+ * The token of this page: from the fragment of the link as mailed (then kept for reloads of
+ * this tab and taken out of the address bar, history and bookmarks), else from a reload.
+ */
+function takeToken(referenceId: string): string {
+  const key = `svc-portal-token:${referenceId}`;
+  const fromLink = new URLSearchParams(window.location.hash.slice(1)).get('token');
+  const store = (() => {
+    try {
+      return window.sessionStorage;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (fromLink) {
+    try {
+      store?.setItem(key, fromLink);
+    } catch {
+      /* storage full or denied: this view still works */
+    }
+    history.replaceState(null, '', window.location.pathname);
+    return fromLink;
+  }
+  return store?.getItem(key) ?? '';
+}
+
+interface Session {
+  referenceId: string;
+  expiresAt: string;
+  app: { name: string; contactEmail: string };
+}
+
+/** The app's name above the title, and whom to contact (DPDP: the notice names its contact). */
+function showApp(s: Session): void {
+  const name = document.getElementById('app-name');
+  if (name) name.textContent = s.app.name;
+  document.title = `Manage your consent – ${s.app.name}`;
+  const intro = document.getElementById('intro');
+  if (intro)
+    intro.textContent = `These are the consents you gave to ${s.app.name}. You can give, withdraw or erase each of them, for every purpose at once or one purpose at a time. Withdrawing is as easy as giving.`;
+  const footer = document.getElementById('contact');
+  if (footer)
+    footer.replaceChildren(
+      el('p', {}, [
+        `Questions about your data, or a grievance? Contact ${s.app.name} at `,
+        el('a', { href: `mailto:${s.app.contactEmail}` }, [s.app.contactEmail]),
+        '. If your grievance is not resolved, you may complain to the Data Protection Board of India.',
+      ]),
+    );
+}
+
 function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void {
   const api = main.dataset.api ?? '';
-  const token = new URLSearchParams(window.location.search).get('token') ?? '';
+  const token = takeToken(main.dataset.referenceId ?? '');
 
   const say = (text: string, isError = false) => {
     status.textContent = text;
@@ -99,7 +152,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
   const fatal = (e: ApiError) => {
     const text =
       e.status === 401
-        ? 'This link has expired. Use the link in a more recent e-mail, or ask for a new one.'
+        ? 'This link has expired or is no longer valid. Use the link in a more recent e-mail, or ask for a new one.'
         : 'This link is not valid for this page.';
     list.replaceChildren(el('p', { class: 'error', role: 'alert' }, [text]));
   };
@@ -240,7 +293,25 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
     }
   }
 
-  void load();
+  if (!token) {
+    list.setAttribute('aria-busy', 'false');
+    list.replaceChildren(
+      el('p', { class: 'error', role: 'alert' }, [
+        'This link is incomplete. Open the “Manage consent” link from your e-mail exactly as it was sent.',
+      ]),
+    );
+    return;
+  }
+  call<Session>('GET', '/session').then(
+    (s) => {
+      showApp(s);
+      void load();
+    },
+    (err: unknown) => {
+      list.setAttribute('aria-busy', 'false');
+      failed(err);
+    },
+  );
 }
 
 const main = document.getElementById('main');

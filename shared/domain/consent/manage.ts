@@ -1,6 +1,7 @@
 import { AppError, coerceError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import { applyOperation } from './apply.js';
+import { erasedExcept, markErasedWrite, markIfAllErased } from './erasure.js';
 import { toView, type StoredTransaction, type TransactionView } from './model.js';
 import {
   allTransactionIds,
@@ -9,6 +10,7 @@ import {
   loadTransactionAt,
   queryTransactions,
 } from './repository.js';
+import { deriveStatus } from './states.js';
 import { mutateTransaction, type WriteContext } from './writer.js';
 
 /** The public consent-management API (DESIGN §4.B): transactions and records of a principal. */
@@ -55,6 +57,40 @@ function belongs(t: StoredTransaction, referenceId: string | undefined) {
   return referenceId === undefined || t.referenceId === referenceId;
 }
 
+const erased = (t: Pick<StoredTransaction, 'records'>) =>
+  deriveStatus(t.records.map((r) => r.state)) === 'erased';
+
+/**
+ * Applies `op` to one transaction (all its records, or `recordIds`). An erase that leaves the
+ * principal with nothing but erased transactions also marks the principal erased (erasure.ts),
+ * in the same write when the other transactions were already erased when it read them.
+ */
+async function operate(
+  ctx: WriteContext,
+  at: { referenceId: string; transactionId: string },
+  op: PublicOperation,
+  recordIds?: ReadonlySet<string>,
+): Promise<TransactionView> {
+  const { appId } = ctx.app;
+  const othersErased =
+    op === 'erase' &&
+    (await erasedExcept(ctx.rt, appId, at.referenceId, at.transactionId)) !== undefined;
+  let marked = false;
+  const { txn } = await mutateTransaction(
+    ctx,
+    () => loadTransactionAt(ctx.rt, appId, at.referenceId, at.transactionId),
+    (t, now) => {
+      const applied = applyOperation(t.records, op, now, recordIds);
+      marked = othersErased && applied.changes.length > 0 && erased(applied);
+      if (!marked) return applied;
+      return { ...applied, extra: [markErasedWrite(ctx.rt, appId, t.referenceId, now)] };
+    },
+  );
+  if (op === 'erase' && !marked && erased(txn))
+    await markIfAllErased(ctx.rt, appId, txn.referenceId);
+  return toView(txn);
+}
+
 export async function operateOnTransaction(
   ctx: WriteContext,
   transactionId: string,
@@ -63,12 +99,7 @@ export async function operateOnTransaction(
 ): Promise<TransactionView> {
   const first = await loadTransaction(ctx.rt, ctx.app.appId, transactionId);
   if (!first || !belongs(first, referenceId)) throw unknownTxn();
-  const { txn } = await mutateTransaction(
-    ctx,
-    () => loadTransactionAt(ctx.rt, ctx.app.appId, first.referenceId, first.transactionId),
-    (t, now) => applyOperation(t.records, op, now),
-  );
-  return toView(txn);
+  return operate(ctx, first, op);
 }
 
 export async function operateOnRecord(
@@ -79,12 +110,7 @@ export async function operateOnRecord(
 ): Promise<TransactionView> {
   const ptr = await loadRecordPointer(ctx.rt, ctx.app.appId, recordId);
   if (!ptr || (referenceId !== undefined && ptr.referenceId !== referenceId)) throw unknownRecord();
-  const { txn } = await mutateTransaction(
-    ctx,
-    () => loadTransactionAt(ctx.rt, ctx.app.appId, ptr.referenceId, ptr.transactionId),
-    (t, now) => applyOperation(t.records, op, now, new Set([recordId])),
-  );
-  return toView(txn);
+  return operate(ctx, ptr, op, new Set([recordId]));
 }
 
 export interface BulkTargets {

@@ -94,6 +94,11 @@ export interface StoredPrincipal {
   email?: string;
   createdAt: string;
   updatedAt: string;
+  /**
+   * When every transaction of the principal was last found erased: principal tokens issued
+   * before it no longer work (see manage.ts).
+   */
+  erasedAt?: string;
 }
 
 export interface UserPointer {

@@ -1,0 +1,108 @@
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Runtime } from '../../runtime.js';
+import { isConditionFailure } from '../../storage/dynamo.js';
+import type { StoredTransaction } from './model.js';
+import { keys } from './repository.js';
+import { deriveStatus } from './states.js';
+import type { ExtraWrite } from './writer.js';
+
+/**
+ * The principal's `erasedAt`: set when the last of its transactions becomes erased, to the
+ * time of that erase. Principal tokens issued before it stop working (shared/principal), so a
+ * person who erased everything, or whose app erased it, cannot be read or acted for through an
+ * old token. Erased is terminal for a record, so "all erased" stays true until a new
+ * transaction is added; a later full erasure moves `erasedAt` forward.
+ */
+
+/** When the transaction's last record changed: for an erased one, when it was erased. */
+const lastChange = (t: Pick<StoredTransaction, 'updatedAt' | 'records'>) =>
+  Math.max(Date.parse(t.updatedAt), ...t.records.map((r) => Date.parse(r.updatedAt)));
+
+/**
+ * Whether every transaction of the principal, `except` aside, is erased (a consistent read):
+ * the time of the latest of those erasures (0 when there is none), or undefined when one is not.
+ */
+export async function erasedExcept(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  except?: string,
+): Promise<number | undefined> {
+  let latest = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.entities,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
+        ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk, ':txn': 'TXN#' },
+        ExpressionAttributeNames: { '#r': 'records' },
+        ProjectionExpression: 'transactionId, updatedAt, #r',
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    for (const t of (r.Items ?? []) as Pick<
+      StoredTransaction,
+      'transactionId' | 'updatedAt' | 'records'
+    >[]) {
+      if (t.transactionId === except) continue;
+      if (deriveStatus(t.records.map((x) => x.state)) !== 'erased') return undefined;
+      latest = Math.max(latest, lastChange(t));
+    }
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return latest;
+}
+
+/** The marker as part of the erase's own write (the common case: the last one erased). */
+export function markErasedWrite(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  at: string,
+): ExtraWrite {
+  return {
+    item: {
+      Update: {
+        TableName: rt.tables.entities,
+        Key: keys.principal(appId, referenceId),
+        UpdateExpression: 'SET erasedAt = :at',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':at': at },
+      },
+    },
+    conflict: 'The principal of this transaction no longer exists',
+  };
+}
+
+/**
+ * After an erase that did not write the marker (another transaction was still live when it
+ * read, or it was a repeat): marks the principal if everything is erased by now. This covers
+ * two erasures racing for a principal's last two transactions, and repairs a marker lost to a
+ * crash the next time anything of the principal is erased. Idempotent: the value is the time
+ * of the latest erasure, never moved back.
+ */
+export async function markIfAllErased(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+): Promise<void> {
+  const latest = await erasedExcept(rt, appId, referenceId);
+  if (latest === undefined || latest === 0) return;
+  const at = new Date(latest).toISOString();
+  try {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.entities,
+        Key: keys.principal(appId, referenceId),
+        UpdateExpression: 'SET erasedAt = :at',
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(erasedAt) OR erasedAt < :at)',
+        ExpressionAttributeValues: { ':at': at },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
