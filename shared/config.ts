@@ -179,6 +179,8 @@ export const baseConfigSchema = z.object({
   TIMER_LEASE_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the compliance worker refreshes the awaiting-postback and erasure gauges. */
   COMPLIANCE_GAUGE_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
+  /** Postbacks accepted per dispatch; past it the postback API answers 429. */
+  POSTBACK_MAX_PER_DISPATCH: z.coerce.number().int().positive().default(20),
   /** Outgoing e-mail: `smtp://user:pass@host:587` or `smtps://…`; unset writes .eml files under SVC_HOME/mail. */
   SMTP_URL: z.string().url().optional(),
   /** Where .eml files go when SMTP_URL is unset; default `${SVC_HOME or .svc}/mail`. */

@@ -9,11 +9,12 @@ import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { dispatchItems, toDispatch } from '../../shared/ledger/dispatches.js';
-import { readDispatchPage, type DispatchQuery } from '../../shared/ledger/export.js';
+import type { DispatchQuery } from '../../shared/ledger/export.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { readListPage } from './flagged.js';
 import {
   dispatchDetail,
   exportQuery,
@@ -87,7 +88,7 @@ export const ledgerService: ServiceModule = {
     r.get('/dispatches', ...read, async (req, res) => {
       const q = parseBody(listQuery, req.query, 'query');
       const dq = dispatchQuery(appOf(res), q);
-      const page = await readDispatchPage(rt, dq, {
+      const page = await readListPage(rt, dq, {
         startKey: q.cursor === undefined ? undefined : decodeCursor(dq, q.cursor),
         limit: q.limit,
         maxEvaluated: MAX_EVALUATED_PER_PAGE,
@@ -101,7 +102,7 @@ export const ledgerService: ServiceModule = {
       method: 'get',
       path: '/dispatches',
       summary:
-        'List the app’s dispatches, oldest first, by time range and optionally principal, event and flag (scope ledger:read)',
+        'List the app’s dispatches, oldest first, by time range and optionally principal, event and flag (current or worst; scope ledger:read)',
       query: listQuery,
       responses: {
         200: {

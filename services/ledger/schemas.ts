@@ -47,7 +47,9 @@ export const listQuery = z
     flag: z
       .enum(FLAG_FILTERS)
       .optional()
-      .describe('Current compliance flag; none = no flag (null)'),
+      .describe(
+        'A dispatch whose current or worst flag (worstFlag) is this one; none = no flag now (null)',
+      ),
     from: time.optional().describe('Event created at or after (inclusive)'),
     to: time.optional().describe('Event created before (exclusive)'),
     limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
@@ -125,6 +127,9 @@ export const dispatchSummary = z.object({
   postbackRequired: z.boolean(),
   postbackDueAt: z.string().nullable(),
   complianceFlag: flag,
+  worstFlag: flag.describe(
+    'The most severe flag the dispatch ever had (ok < at_risk < breach < unconfirmed_erasure < critical); null while it never had one',
+  ),
 });
 export type DispatchSummary = z.infer<typeof dispatchSummary>;
 

@@ -1,4 +1,5 @@
 import type { Dispatch } from '../../shared/ledger/dispatches.js';
+import { worstOf } from '../../shared/ledger/summary.js';
 import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import type { DispatchDetail, DispatchSummary } from './schemas.js';
 
@@ -31,6 +32,8 @@ export function summaryOf(d: Dispatch): DispatchSummary {
     postbackRequired: d.postbackRequired,
     postbackDueAt: orNull(d.postbackDueAt),
     complianceFlag: orNull(d.complianceFlag) as DispatchSummary['complianceFlag'],
+    // Kept by the compliance worker; a dispatch it has not written since has only its current.
+    worstFlag: worstOf([(d as { worstFlag?: unknown }).worstFlag, d.complianceFlag]),
   };
 }
 
@@ -64,8 +67,11 @@ const entryOf = (e: Loose): Loose =>
  */
 export function detailOf(d: DispatchWithAttempts): DispatchDetail {
   const extra = d as DispatchWithAttempts & { postbacks?: Loose[]; flagHistory?: Loose[] };
+  const summary = summaryOf(d);
   return {
-    ...summaryOf(d),
+    ...summary,
+    // From the whole history here, so also right for a dispatch the worker has not written since.
+    worstFlag: worstOf([summary.worstFlag, ...(extra.flagHistory ?? []).map((f) => f.flag)]),
     bodySha256: d.bodySha256,
     entryHash: d.entryHash,
     headHash: d.headHash,

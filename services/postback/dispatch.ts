@@ -9,6 +9,8 @@ export interface DispatchRef {
   event: EventType;
   referenceId: string;
   postbackRequired: boolean;
+  /** Postbacks the API accepted for it so far. */
+  postbacksAccepted: number;
 }
 
 /**
@@ -27,5 +29,6 @@ export async function findDispatch(
     event: d.event,
     referenceId: d.referenceId,
     postbackRequired: d.postbackRequired,
+    postbacksAccepted: Number((d as { postbacksAccepted?: unknown }).postbacksAccepted ?? 0),
   };
 }

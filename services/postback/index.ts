@@ -8,6 +8,8 @@ import {
   postbackReceipt,
 } from '../../shared/compliance/postback.js';
 import { AppError } from '../../shared/errors.js';
+import { acceptPostbackItem } from '../../shared/ledger/summary.js';
+import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import { requireSecretKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';
@@ -28,6 +30,25 @@ export const COMPLETED_AT_MAX_SKEW_MS = 5 * 60_000;
 const invalid = (path: string, message: string, detail = 'The body is not valid') =>
   new AppError('SVC_VALIDATION_FAILED', detail, { errors: [{ path, message }] });
 
+/**
+ * Past POSTBACK_MAX_PER_DISPATCH the dispatch takes no more postbacks, ever: no Retry-After,
+ * since waiting does not help (the ones accepted are all kept in the ledger).
+ */
+const capped = (max: number) =>
+  new AppError(
+    'SVC_RATE_LIMITED',
+    `This dispatch has had its ${max} postbacks; no more are accepted for it`,
+  );
+
+/** True when a transaction was cancelled only because another one held the same item. */
+function lostToContention(err: unknown): boolean {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  return (
+    e?.name === 'TransactionCanceledException' &&
+    (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict')
+  );
+}
+
 export function createPostbackService(o: { now?: () => Date } = {}): ServiceModule {
   const now = o.now ?? (() => new Date());
   return {
@@ -47,7 +68,10 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
           404: { description: 'No such dispatch for this app' },
           409: { description: 'The event of this dispatch needs no postback' },
           422: { description: 'Invalid body, or referenceId does not match the dispatch' },
-          429: { description: 'Rate limited' },
+          429: {
+            description:
+              'Rate limited, or the dispatch already had POSTBACK_MAX_PER_DISPATCH (20) postbacks',
+          },
         },
       });
 
@@ -74,6 +98,8 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
               'does not match the dispatch',
               'The referenceId is not the one this dispatch was sent for',
             );
+          const max = rt.config.POSTBACK_MAX_PER_DISPATCH;
+          if (dispatch.postbacksAccepted >= max) throw capped(max);
 
           const postbackId = `pb_${ulid(receivedAt.getTime())}`;
           const message: PostbackMessage = {
@@ -82,19 +108,38 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
             postbackId,
             receivedAt: receivedAt.toISOString(),
           };
-          // Through the outbox: once we answer 202 the postback survives a Kafka outage.
-          await rt.outbox.commit(
-            [],
-            [
-              {
-                id: postbackId,
-                topic: rt.topics.postbacks,
-                key: dispatch.dispatchId,
-                value: JSON.stringify(message),
-                createdAtMs: receivedAt.getTime(),
-              },
-            ],
-          );
+          // Through the outbox: once we answer 202 the postback survives a Kafka outage. The
+          // dispatch's count of accepted postbacks moves in the same transaction, so concurrent
+          // postbacks can never pass the cap.
+          const commit = () =>
+            rt.outbox.commit(
+              [acceptPostbackItem(rt, dispatch.dispatchId, max)],
+              [
+                {
+                  id: postbackId,
+                  topic: rt.topics.postbacks,
+                  key: dispatch.dispatchId,
+                  value: JSON.stringify(message),
+                  createdAtMs: receivedAt.getTime(),
+                },
+              ],
+            );
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await commit();
+              break;
+            } catch (err) {
+              if (isConditionFailure(err)) throw capped(max);
+              // Another transaction (the worker's, or a concurrent postback) held the item.
+              if (!lostToContention(err)) throw err;
+              if (attempt === 5)
+                throw new AppError('SVC_UNAVAILABLE', 'The dispatch is busy; retry', {
+                  retryAfterS: 1,
+                  cause: err,
+                });
+              await new Promise((r) => setTimeout(r, 20 * 2 ** attempt * Math.random()));
+            }
+          }
           const receipt: PostbackReceipt = {
             dispatchId: dispatch.dispatchId,
             receivedAt: message.receivedAt,

@@ -116,6 +116,9 @@ const INTERNAL = new Set([
   'nearDeadline',
   'flagCount',
   'flagAt',
+  // Its summary of postbacks, and the postback API's count of accepted ones (summary.ts).
+  'postbackFacts',
+  'postbacksAccepted',
   // Set by the erasure sweep when it nulls the user id in `body` (see redact.ts).
   'bodyRedactedAt',
 ]);

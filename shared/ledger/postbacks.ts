@@ -14,6 +14,7 @@ import {
   type FlagEntry,
   type GaugeDeltas,
 } from './flags.js';
+import { factOf, worstOf, type PostbackFact } from './summary.js';
 
 /**
  * Postback entries of the dispatch ledger (sk `PB#{receivedAt}#{postbackId}`: the whole
@@ -47,6 +48,11 @@ export interface ComplianceBase {
   nearDeadline: boolean | undefined;
   /** Flag entries so far (the next one is numbered flagCount + 1). */
   flagCount: number;
+  /** The postbacks recorded so far and the worst flag so far (summary.ts). */
+  postbacks: readonly PostbackFact[];
+  worstFlag: ComplianceFlag | null;
+  /** False while the dispatch item does not hold that summary: this write stores it. */
+  summaryStored: boolean;
 }
 
 export interface ComplianceWrite {
@@ -131,7 +137,8 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
         ConditionExpression: 'attribute_not_exists(pk)',
       },
     });
-  if (entries.length > 0 || gaugesMoved) items.push(dispatchUpdate(rt, w, chained.head));
+  if (entries.length > 0 || gaugesMoved || !b.summaryStored)
+    items.push(dispatchUpdate(rt, w, chained.head));
   const counter = gaugeCounterItem(rt, b.event, b.dispatchId, deltas);
   if (counter) items.push(counter);
   if (w.next) items.push(duePutItem(rt, w.next));
@@ -181,6 +188,11 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string): Transact
       ':flagAt': last.at,
     });
   }
+  // The summary the next read plans from (summary.ts). The write holds only if the head is as
+  // read, so the summary always matches the entries.
+  sets.push('postbackFacts = :facts', 'worstFlag = :worst');
+  values[':facts'] = [...b.postbacks, ...(w.postback ? [factOf(w.postback.message)] : [])];
+  values[':worst'] = worstOf([b.worstFlag, ...w.changes.map((c) => c.flag)]);
   return {
     Update: {
       TableName: rt.tables.ledger,

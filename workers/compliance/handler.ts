@@ -3,9 +3,9 @@ import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js
 import { postbackMessage, type PostbackMessage } from '../../shared/compliance/postback.js';
 import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
-import { dispatchItems, type DispatchRecord } from '../../shared/ledger/dispatches.js';
 import { slaCheckEntry, slaCheckMessage } from '../../shared/ledger/flags.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
+import { readComplianceState } from '../../shared/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
 import { gaugeMembership, nextCheckAt, planFlagChanges } from './plan.js';
@@ -69,9 +69,9 @@ export function postbacksHandler(
 /** Read, plan, write; again on a lost race. Returns false for an already recorded postback. */
 async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boolean> {
   for (let tries = 0; tries < MAX_TRIES; tries++) {
-    const items = await dispatchItems(rt, job.dispatchId);
-    const head = items[0] as (DispatchRecord & Record<string, unknown>) | undefined;
-    if (!head || head.sk !== 'DSP') {
+    // One read of the dispatch item, which summarises its postbacks and flags (summary.ts).
+    const state = await readComplianceState(rt, job.dispatchId);
+    if (!state) {
       if (!job.postback) {
         rt.log.warn({ dispatchId: job.dispatchId }, 'SLA check for an unknown dispatch; dropped');
         return true;
@@ -79,12 +79,9 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
       // The postback API checked the dispatch exists: this is not for this ledger.
       throw new AppError('SVC_NOT_FOUND', `postback for unknown dispatch ${job.dispatchId}`);
     }
-    const entries = (p: string) => items.filter((i) => String(i.sk).startsWith(p));
-    const recorded = entries('PB#') as unknown as PostbackMessage[];
+    const { head, postbacks: recorded } = state;
     if (job.postback && recorded.some((p) => p.postbackId === job.postback!.postbackId))
       return false;
-    const flags = entries('FLAG#');
-    const lastFlag = flags.at(-1);
     const app = await getAppCached(rt, head.appId);
     const policy = app ? { slaTimeScale: app.slaTimeScale, graceMs: app.graceMs } : {};
     const facts: FlagFacts = {
@@ -101,11 +98,14 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
       complianceFlag: (head.complianceFlag ?? null) as ComplianceFlag | null,
       awaitingPostback: head.awaitingPostback as boolean | undefined,
       nearDeadline: head.nearDeadline as boolean | undefined,
-      flagCount: flags.length,
+      flagCount: state.flagCount,
+      postbacks: recorded,
+      worstFlag: state.worstFlag,
+      summaryStored: state.summaryStored,
     };
     const changes = planFlagChanges(
       facts,
-      { flag: base.complianceFlag, at: lastFlag ? String(lastFlag.at) : undefined },
+      { flag: base.complianceFlag, at: state.lastFlagAt },
       evalAt,
       policy,
     );
