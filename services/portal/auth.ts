@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { locals } from '../../shared/http/locals.js';
+import { sendProblem } from '../../shared/http/problem.js';
 import { checkPrincipalToken, type AccessFailure } from '../../shared/principal/index.js';
 import type { Runtime } from '../../shared/runtime.js';
 
@@ -79,13 +80,16 @@ export function principalOf(res: Response): string {
  */
 export function requirePortalToken(rt: Runtime): RequestHandler {
   return async (req, res, next) => {
+    // Answered here, with the path alone as `instance`, so the refusal never echoes the token.
     if (req.query.token !== undefined)
-      return next(
+      return sendProblem(
+        res,
         new AppError(
           'SVC_VALIDATION_FAILED',
           'Send the portal token in the Authorization header, never in the URL',
           { errors: [{ path: '/token', message: 'is not accepted in the query string' }] },
         ),
+        `${req.baseUrl}${req.path}`,
       );
     const ref = typeof req.params.referenceId === 'string' ? req.params.referenceId : '';
     const a = await checkAccess(rt, tokenOf(req), ref);

@@ -161,6 +161,10 @@ describe('the portal API', () => {
       headers: { authorization: `Portal ${token}` },
     });
     expect(both.status).toBe(422);
+    // The refusal does not echo the token back either (its `instance` is the path alone).
+    const problem = (await both.json()) as { instance?: string };
+    expect(problem.instance).toBe(`/portal/api/${alice.referenceId}/transactions`);
+    expect(JSON.stringify(problem)).not.toContain(token.slice(7, 40));
   });
 
   it('revokes, grants and erases a record through the consent domain, with events', async () => {
