@@ -28,7 +28,8 @@ const securitySchemes = {
     type: 'apiKey',
     in: 'header',
     name: 'X-Site-Key',
-    description: 'Public site key APP_… plus origin allowlist',
+    description:
+      'Public site key APP_… plus origin allowlist; on the public consent API also Authorization: Bearer svc_pt_… (a principal token)',
   },
 };
 

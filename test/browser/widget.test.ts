@@ -274,6 +274,10 @@ describe('granular dialog', () => {
     const stored = await storedState(page, app.siteKey, 'newsletter_signup');
     expect(JSON.parse(stored.local!)).toMatchObject({ consentId, decision: 'accept' });
     expect(JSON.parse(stored.cookie!)).toMatchObject({ consentId });
+    // The capture's principal token stays in localStorage: never in the cookie, which the
+    // browser sends to the app's server with every request.
+    expect(JSON.parse(stored.local!).token).toMatch(/^svc_pt_/);
+    expect(stored.cookie).not.toContain('svc_pt_');
 
     // What the service stored.
     const tx = await world.transaction(app, consentId);
