@@ -2,12 +2,14 @@ import type { ServiceModule, WorkerModule } from '../shared/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
 import { dispatchAdminService } from '../services/dispatch-admin/index.js';
+import { keysService } from '../services/keys/index.js';
 import { ledgerService } from '../services/ledger/index.js';
 import { portalService } from '../services/portal/index.js';
 import { postbackService } from '../services/postback/index.js';
 import { publicApiService } from '../services/public-api/index.js';
 import { widgetAssetsService } from '../services/widget-assets/index.js';
 import { widgetService } from '../services/widget/index.js';
+import { checkpointWorker } from '../workers/checkpoints/index.js';
 import { complianceWorker } from '../workers/compliance/index.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
 import { notifierWorker } from '../workers/notifier/index.js';
@@ -25,6 +27,7 @@ export const allServices: ServiceModule[] = [
   postbackService,
   portalService,
   ledgerService,
+  keysService,
 ];
 export { relayWorker };
 export const allWorkers: WorkerModule[] = [
@@ -33,4 +36,5 @@ export const allWorkers: WorkerModule[] = [
   complianceWorker,
   timersWorker,
   notifierWorker,
+  checkpointWorker,
 ];

@@ -1,17 +1,53 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
   type DynamoDBClient,
+  type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import type { Admin } from 'kafkajs';
-import { tableDefs, createTableInput, type TableDef } from './tables.js';
+import { tableDefs, createTableInput, indexInput, type TableDef } from './tables.js';
 import { topicDefs, type TopicDef } from './topics.js';
 
 type Log = (msg: string) => void;
 
-/** Creates missing tables (and their TTL setting); existing tables are left as they are. */
+/**
+ * Adds the indexes a table definition gained since the table was created (one a call: that
+ * is all DynamoDB accepts; the next start adds the next). Never removes or changes an index.
+ * On AWS a new index is backfilled before it can be queried; its readers retry meanwhile.
+ */
+async function addMissingIndexes(
+  client: DynamoDBClient,
+  TableName: string,
+  def: TableDef,
+  table: TableDescription | undefined,
+  log: Log,
+) {
+  const have = new Set((table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+  const missing = (def.indexes ?? []).find((ix) => !have.has(ix.name));
+  if (!missing) return;
+  try {
+    await client.send(
+      new UpdateTableCommand({
+        TableName,
+        AttributeDefinitions: [
+          missing.partitionKey,
+          ...(missing.sortKey ? [missing.sortKey] : []),
+        ].map((a) => ({ AttributeName: a, AttributeType: 'S' as const })),
+        GlobalSecondaryIndexUpdates: [{ Create: indexInput(missing) }],
+      }),
+    );
+    log(`adding index ${missing.name} to table ${TableName}`);
+  } catch (err) {
+    // Another process is adding it (or another index) right now: fine, it will be there.
+    const name = (err as { name?: string }).name;
+    if (name !== 'ResourceInUseException' && name !== 'LimitExceededException') throw err;
+  }
+}
+
+/** Creates missing tables (and their TTL setting) and adds missing indexes; nothing is removed. */
 export async function applyTables(
   client: DynamoDBClient,
   prefix: string,
@@ -20,14 +56,17 @@ export async function applyTables(
   await Promise.all(
     Object.values(tableDefs).map(async (def: TableDef) => {
       const TableName = `${prefix}${def.name}`;
-      const exists = await client
+      const described = await client
         .send(new DescribeTableCommand({ TableName }))
-        .then(() => true)
+        .then((r) => ({ table: r.Table }))
         .catch((err: { name?: string }) => {
-          if (err.name === 'ResourceNotFoundException') return false;
+          if (err.name === 'ResourceNotFoundException') return undefined;
           throw err;
         });
-      if (exists) return;
+      if (described) {
+        await addMissingIndexes(client, TableName, def, described.table, log);
+        return;
+      }
       try {
         await client.send(new CreateTableCommand(createTableInput(prefix, def)));
         log(`created table ${TableName}`);

@@ -8,7 +8,8 @@ export interface TableDef {
   name: string;
   partitionKey: string;
   sortKey?: string;
-  indexes?: { name: string; partitionKey: string; sortKey?: string }[];
+  /** Projection ALL unless `keysOnly` (the index then holds its keys and the table's). */
+  indexes?: { name: string; partitionKey: string; sortKey?: string; keysOnly?: boolean }[];
   /** Attribute holding an epoch-seconds expiry; DynamoDB deletes the item after it. */
   ttlAttribute?: string;
   description: string;
@@ -51,8 +52,17 @@ export const tableDefs = {
     indexes: [
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
+      // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
+      { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
     ],
     description: 'Dispatches, attempts, postbacks and flag history (immutable entries)',
+  },
+  checkpoints: {
+    name: 'checkpoints',
+    partitionKey: 'pk',
+    sortKey: 'sk',
+    description:
+      'Signed ledger checkpoints: per-app chains, the latest seal of each period, its Merkle leaves',
   },
   timers: {
     name: 'timers',
@@ -71,6 +81,22 @@ export function tableNames(prefix: string): TableNames {
   ) as TableNames;
 }
 
+type IndexDef = NonNullable<TableDef['indexes']>[number];
+
+const keySchemaOf = (pk: string, sk?: string) => [
+  { AttributeName: pk, KeyType: 'HASH' as const },
+  ...(sk ? [{ AttributeName: sk, KeyType: 'RANGE' as const }] : []),
+];
+
+/** One global secondary index as CreateTable and UpdateTable take it. */
+export function indexInput(ix: IndexDef) {
+  return {
+    IndexName: ix.name,
+    KeySchema: keySchemaOf(ix.partitionKey, ix.sortKey),
+    Projection: { ProjectionType: ix.keysOnly ? ('KEYS_ONLY' as const) : ('ALL' as const) },
+  };
+}
+
 export function createTableInput(prefix: string, def: TableDef): CreateTableCommandInput {
   const attrs = new Set<string>([def.partitionKey]);
   if (def.sortKey) attrs.add(def.sortKey);
@@ -78,10 +104,6 @@ export function createTableInput(prefix: string, def: TableDef): CreateTableComm
     attrs.add(ix.partitionKey);
     if (ix.sortKey) attrs.add(ix.sortKey);
   }
-  const keySchema = (pk: string, sk?: string) => [
-    { AttributeName: pk, KeyType: 'HASH' as const },
-    ...(sk ? [{ AttributeName: sk, KeyType: 'RANGE' as const }] : []),
-  ];
   return {
     TableName: `${prefix}${def.name}`,
     BillingMode: 'PAY_PER_REQUEST',
@@ -89,15 +111,7 @@ export function createTableInput(prefix: string, def: TableDef): CreateTableComm
       AttributeName: a,
       AttributeType: 'S' as const,
     })),
-    KeySchema: keySchema(def.partitionKey, def.sortKey),
-    ...(def.indexes?.length
-      ? {
-          GlobalSecondaryIndexes: def.indexes.map((ix) => ({
-            IndexName: ix.name,
-            KeySchema: keySchema(ix.partitionKey, ix.sortKey),
-            Projection: { ProjectionType: 'ALL' as const },
-          })),
-        }
-      : {}),
+    KeySchema: keySchemaOf(def.partitionKey, def.sortKey),
+    ...(def.indexes?.length ? { GlobalSecondaryIndexes: def.indexes.map(indexInput) } : {}),
   };
 }

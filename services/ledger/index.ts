@@ -8,11 +8,11 @@ import { appOf } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
-import { dispatchItems, toDispatch } from '../../shared/ledger/dispatches.js';
+import { toDispatch } from '../../shared/ledger/dispatches.js';
 import type { DispatchQuery } from '../../shared/ledger/export.js';
-import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
+import { getDispatch } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';
-import type { Runtime } from '../../shared/runtime.js';
+import { signingKeys } from '../../shared/signing/keys.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { readListPage } from './flagged.js';
 import {
@@ -20,11 +20,12 @@ import {
   exportQuery,
   listQuery,
   listResponse,
+  rangeVerifyResponse,
   verifyResponse,
   type ListQuery,
-  type VerifyResponse,
 } from './schemas.js';
 import { streamExport } from './stream.js';
+import { verifyDispatch, verifyRange } from './verify.js';
 import { detailOf, summaryOf } from './view.js';
 
 /**
@@ -61,16 +62,6 @@ function pathDispatchId(raw: unknown): string {
   return id;
 }
 
-async function verify(rt: Runtime, app: App, dispatchId: string): Promise<VerifyResponse> {
-  const items = await dispatchItems(rt, dispatchId);
-  const head = items[0];
-  if (!head || head.sk !== 'DSP' || head.appId !== app.appId) throw notFound();
-  const check = await verifyDispatchChain(rt, dispatchId);
-  const base = { dispatchId, headHash: String(head.headHash), entries: items.length };
-  if (check.ok) return { ...base, ok: true, entries: check.entries };
-  return { ...base, ok: false, brokenAt: check.at, reason: check.reason };
-}
-
 const common = {
   401: { description: 'Missing, wrong or revoked API key' },
   403: { description: 'The API key lacks the scope ledger:read' },
@@ -80,6 +71,7 @@ const common = {
 export const ledgerService: ServiceModule = {
   name: 'ledger',
   mount(app, rt) {
+    const keys = signingKeys(rt.config);
     const r = Router();
     const read = [requireApiKey(rt, 'ledger:read'), rateLimit(rt)];
     const doc = (d: Omit<RouteDoc, 'tag' | 'security'>) =>
@@ -115,13 +107,13 @@ export const ledgerService: ServiceModule = {
     });
 
     r.get('/dispatches/:dispatchId/verify', ...read, async (req, res) => {
-      res.json(await verify(rt, appOf(res), pathDispatchId(req.params.dispatchId)));
+      res.json(await verifyDispatch(rt, keys, appOf(res), pathDispatchId(req.params.dispatchId)));
     });
     doc({
       method: 'get',
       path: '/dispatches/{dispatchId}/verify',
       summary:
-        'Recompute the dispatch’s hash chain and report whether every entry is intact (scope ledger:read)',
+        'Recompute the dispatch’s hash chain, check its head fields (complianceFlag, deliveryStatus, attempts) against its entries and its sealed entries against the signed checkpoint of its period (scope ledger:read)',
       responses: {
         200: {
           description: 'The result; ok false names the first broken entry',
@@ -148,6 +140,35 @@ export const ledgerService: ServiceModule = {
       },
     });
 
+    r.get('/verify', ...read, async (req, res) => {
+      const q = parseBody(exportQuery, req.query, 'query');
+      const gone = new AbortController();
+      res.on('close', () => gone.abort());
+      res.json(
+        await verifyRange(
+          rt,
+          keys,
+          { appId: appOf(res).appId, from: q.from, to: q.to },
+          gone.signal,
+        ),
+      );
+    });
+    doc({
+      method: 'get',
+      path: '/verify',
+      summary:
+        'Verify every dispatch created in a range (at most 31 days) as an auditor would verify its export: chains, head fields, and each period against its signed checkpoint, including dispatches that are sealed but missing (scope ledger:read)',
+      query: exportQuery,
+      responses: {
+        200: {
+          description: 'The verdict; ok false lists what failed',
+          schema: rangeVerifyResponse,
+        },
+        ...common,
+        422: { description: 'Invalid range (missing, reversed or longer than 31 days)' },
+      },
+    });
+
     r.get('/export', ...read, async (req, res) => {
       const q = parseBody(exportQuery, req.query, 'query');
       await streamExport(rt, res, { appId: appOf(res).appId, from: q.from, to: q.to });
@@ -156,7 +177,7 @@ export const ledgerService: ServiceModule = {
       method: 'get',
       path: '/export',
       summary:
-        'Export a time range (at most 31 days) as NDJSON: one {"type":"dispatch",…} line per dispatch with its entries, then {"type":"summary","count":n} (scope ledger:read)',
+        'Export a time range (at most 31 days) as NDJSON: the signed checkpoints that seal it ({"type":"checkpoint",…}, with the Merkle leaves of the periods in range), one {"type":"dispatch",…} line per dispatch with its entries, then {"type":"summary","count":n,…}; `npm run ledger:verify` checks it offline against /.well-known/svc-keys.json (scope ledger:read)',
       query: exportQuery,
       responses: {
         200: {

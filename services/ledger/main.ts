@@ -1,4 +1,6 @@
 import { main } from '../../shared/process.js';
+import { keysService } from '../keys/index.js';
 import { ledgerService } from './index.js';
 
-await main({ name: 'ledger', services: [ledgerService], workers: [] });
+// The public keys travel with the ledger API: auditors verify its checkpoints with them.
+await main({ name: 'ledger', services: [ledgerService, keysService], workers: [] });

@@ -92,6 +92,9 @@ export const attemptView = z.object({
   errorMessage: z.string().optional(),
   responseExcerpt: z.string().describe('First 4 KiB of the response body'),
   outcome: z.enum(['delivered', 'failed']),
+  deliveryStatus: deliveryStatus
+    .optional()
+    .describe('The dispatch’s status after this attempt (chained with it)'),
   prevHash: z.string(),
   hash: z.string(),
 });
@@ -108,6 +111,17 @@ export const flagChangeView = z.looseObject({
   flag,
   at: z.string(),
   cause: z.string(),
+});
+/** A flag change as chained: what verifying the chain recomputes. */
+export const flagEntryView = z.looseObject({
+  dispatchId: z.string(),
+  seq: z.number().int().describe('1 for the first change, then one more for each'),
+  flag,
+  previous: flag,
+  at: z.string(),
+  cause: z.string(),
+  prevHash: z.string(),
+  hash: z.string(),
 });
 
 export const dispatchSummary = z.object({
@@ -140,6 +154,9 @@ export const dispatchDetail = dispatchSummary.extend({
   attempts: z.array(attemptView),
   postbacks: z.array(postbackView),
   flagHistory: z.array(flagChangeView),
+  flagEntries: z
+    .array(flagEntryView)
+    .describe('The same changes as chained entries (seq, previous flag, prevHash, hash)'),
 });
 export type DispatchDetail = z.infer<typeof dispatchDetail>;
 
@@ -148,12 +165,62 @@ export const listResponse = z.object({
   nextCursor: z.string().nullable(),
 });
 
+export const finding = z.object({
+  dispatchId: z.string().optional(),
+  seq: z.number().int().optional().describe('The checkpoint concerned'),
+  at: z.string().optional().describe('Where: a sort key, an export position or a head field'),
+  reason: z.string(),
+});
+
 export const verifyResponse = z.object({
   dispatchId: z.string(),
-  ok: z.boolean(),
+  ok: z
+    .boolean()
+    .describe('Chain intact, head fields agree with the entries, sealed entries present'),
   entries: z.number().int().describe('Entries stored for the dispatch, its creation included'),
   headHash: z.string(),
-  brokenAt: z.string().optional().describe('Sort key of the first entry that fails (DSP, ATT#…)'),
+  brokenAt: z
+    .string()
+    .optional()
+    .describe('Sort key of the first entry that fails (DSP, ATT#…), or the failing head field'),
   reason: z.string().optional(),
+  failures: z.array(finding),
+  seal: z
+    .object({
+      checkpoint: z.number().int().describe('seq of the checkpoint in force for its period'),
+      periodStart: z.string(),
+      periodEnd: z.string(),
+      sealedHead: z.string().describe('The chain head that checkpoint sealed'),
+      entriesAfter: z.number().int().describe('Entries chained since (not vouched for yet)'),
+    })
+    .nullable()
+    .describe('null while the dispatch’s period (or the dispatch) is not sealed yet'),
 });
 export type VerifyResponse = z.infer<typeof verifyResponse>;
+
+export const rangeVerifyResponse = z.object({
+  ok: z.boolean(),
+  appId: z.string().nullable(),
+  from: z.string(),
+  to: z.string(),
+  dispatches: z.number().int(),
+  checkpoints: z.number().int().describe('Checkpoints read (the chain segment the range needs)'),
+  sealedThrough: z
+    .string()
+    .nullable()
+    .describe('Every period of the app up to this instant has been sealed'),
+  sealed: z.number().int().describe('Dispatches whose every entry a checkpoint vouches for'),
+  failureCount: z.number().int(),
+  failures: z.array(finding).describe('The first 1,000'),
+  unsealedCount: z.number().int(),
+  unsealed: z
+    .array(
+      z.object({
+        dispatchId: z.string(),
+        reason: z.string(),
+        entries: z.number().int().optional(),
+      }),
+    )
+    .describe('The first 100 dispatches with entries no checkpoint vouches for yet'),
+});
+export type RangeVerifyResponse = z.infer<typeof rangeVerifyResponse>;

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
 import { coerceError } from '../../shared/errors.js';
+import { checkpointsFor } from '../../shared/ledger/checkpoint-store.js';
 import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -9,9 +10,15 @@ import { detailOf } from './view.js';
 /**
  * The NDJSON export. Line format (one JSON object per line, `type` first):
  *
+ *   {"type":"checkpoint", ...a signed checkpoint, "leaves":[…] for those in force in range}
  *   {"type":"dispatch", ...one dispatch as GET /dispatches/{id} returns it}
- *   {"type":"summary","count":n,"from":"…","to":"…"}      always the last line of a full export
+ *   {"type":"summary","count":n,"checkpoints":m,"from":"…","to":"…","exportedAt":"…",
+ *    "periodMs":…,"lagMs":…}                                always the last line of a full export
  *   {"type":"error","code":"SVC_…","detail":"…"}          last line when reading failed midway
+ *
+ * Checkpoints come first and are read first: one signed meanwhile can only seal heads newer
+ * than dispatches read after it. With them the export verifies offline against the public
+ * keys alone (`npm run ledger:verify`, shared/ledger/verify.ts).
  *
  * Why a summary line: the 200 status and headers leave before the data, so a failure or a
  * cut connection halfway cannot change them. An export is complete only if its last line is
@@ -77,13 +84,28 @@ export async function streamExport(
     'Content-Disposition',
     `attachment; filename="ledger-${q.appId}-${q.from.slice(0, 10)}-${q.to.slice(0, 10)}.ndjson"`,
   );
+  const exportedAt = new Date().toISOString();
+  let checkpoints = 0;
   try {
     await writeNdjson(res, {
       source: async function* (signal) {
+        for (const c of await checkpointsFor(rt, q.appId, q.from, q.to)) {
+          checkpoints++;
+          yield { type: 'checkpoint', ...c };
+        }
         for await (const d of exportDispatches(rt, q, { signal }))
           yield { type: 'dispatch', ...detailOf(d) };
       },
-      summary: (count) => ({ type: 'summary', count, from: q.from, to: q.to }),
+      summary: (count) => ({
+        type: 'summary',
+        count: count - checkpoints,
+        checkpoints,
+        from: q.from,
+        to: q.to,
+        exportedAt,
+        periodMs: rt.config.LEDGER_CHECKPOINT_PERIOD_MS,
+        lagMs: rt.config.LEDGER_CHECKPOINT_LAG_MS,
+      }),
       log: rt.log.child({ route: 'ledger export', appId: q.appId }),
     });
   } catch (err) {

@@ -49,6 +49,7 @@ function attemptOf(a: Loose): DispatchDetail['attempts'][number] {
     'errorMessage',
     'responseExcerpt',
     'outcome',
+    'deliveryStatus',
     'prevHash',
     'hash',
   ];
@@ -62,11 +63,17 @@ const entryOf = (e: Loose): Loose =>
   Object.fromEntries(Object.entries(e).filter(([k]) => !STORAGE.has(k)));
 
 /**
- * One dispatch with its chain. `postbacks` and `flagHistory` are read from getDispatch when it
- * provides them (the compliance worker's entries) and are empty lists otherwise.
+ * One dispatch with its chain. `postbacks`, `flagHistory` and `flagEntries` are read from
+ * getDispatch when it provides them (the compliance worker's entries) and are empty lists
+ * otherwise. Every chained field of every entry is shown (`flagEntries`: the flag changes with
+ * their seq, previous flag and hashes), so an export can be verified without the service.
  */
 export function detailOf(d: DispatchWithAttempts): DispatchDetail {
-  const extra = d as DispatchWithAttempts & { postbacks?: Loose[]; flagHistory?: Loose[] };
+  const extra = d as DispatchWithAttempts & {
+    postbacks?: Loose[];
+    flagHistory?: Loose[];
+    flagEntries?: Loose[];
+  };
   const summary = summaryOf(d);
   return {
     ...summary,
@@ -78,5 +85,6 @@ export function detailOf(d: DispatchWithAttempts): DispatchDetail {
     attempts: (d.attempts as unknown as Loose[]).map(attemptOf),
     postbacks: (extra.postbacks ?? []).map(entryOf),
     flagHistory: (extra.flagHistory ?? []).map(entryOf) as DispatchDetail['flagHistory'],
+    flagEntries: (extra.flagEntries ?? []).map(entryOf) as DispatchDetail['flagEntries'],
   };
 }

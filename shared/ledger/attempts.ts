@@ -3,6 +3,7 @@ import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
+import { changeKeys } from './changes.js';
 import {
   attemptSk,
   dispatchItem,
@@ -18,7 +19,10 @@ import { chainHash } from './hash.js';
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */
 
 export interface RecordAttempt {
-  state: Pick<DispatchState, 'dispatchId' | 'attempts' | 'headHash' | 'duePk' | 'dueSk'>;
+  state: Pick<
+    DispatchState,
+    'dispatchId' | 'appId' | 'createdAt' | 'attempts' | 'headHash' | 'duePk' | 'dueSk'
+  >;
   entry: Omit<AttemptEntry, 'type' | 'dispatchId' | 'attempt' | 'prevHash' | 'hash'>;
   deliveryStatus: DeliveryStatus;
   /** The next automatic attempt, when one is scheduled. */
@@ -91,12 +95,14 @@ export function firstAttemptRecord(
     dispatchId: s.dispatchId,
     attempt: 1,
     ...r.entry,
+    deliveryStatus: r.deliveryStatus,
     prevHash: s.headHash,
   };
   const entry: AttemptEntry = { ...body, hash: chainHash(s.headHash, body) };
   const { duePk: _dp, dueSk: _ds, ...rest } = s;
   const after: DispatchState = {
     ...rest,
+    ...changeKeys(s, r.nowMs, rt.config.LEDGER_CHECKPOINT_PERIOD_MS),
     attempts: 1,
     headHash: entry.hash,
     deliveryStatus: r.deliveryStatus,
@@ -131,6 +137,7 @@ function attemptItems(
     dispatchId: r.state.dispatchId,
     attempt: n,
     ...r.entry,
+    deliveryStatus: r.deliveryStatus,
     prevHash: r.state.headHash,
   };
   const entry: AttemptEntry = { ...body, hash: chainHash(r.state.headHash, body) };
@@ -142,6 +149,7 @@ function attemptItems(
       ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
+  const changed = changeKeys(r.state, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
   const values: Record<string, unknown> = {
     ':n': n,
     ':prev': r.state.attempts,
@@ -149,12 +157,16 @@ function attemptItems(
     ':head': entry.hash,
     ':status': r.deliveryStatus,
     ':at': entry.time,
+    ':cpk': changed.gsi3pk,
+    ':csk': changed.gsi3sk,
   };
   const sets = [
     'attempts = :n',
     'headHash = :head',
     'deliveryStatus = :status',
     'lastAttemptAt = :at',
+    'gsi3pk = :cpk',
+    'gsi3sk = :csk',
   ];
   if (entry.outcome === 'delivered') sets.push('deliveredAt = if_not_exists(deliveredAt, :at)');
   let cond = 'attempts = :prev AND headHash = :prevHead';

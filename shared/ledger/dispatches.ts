@@ -9,6 +9,7 @@ import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
+import { changeKeys } from './changes.js';
 import { duePutItem, type DueEntry } from './due.js';
 import { slaCheckEntry } from './flags.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
@@ -65,6 +66,9 @@ export interface DispatchState extends DispatchRecord {
   traceparent?: string;
   duePk?: string;
   dueSk?: string;
+  /** Change-index keys (see changes.ts): the period the dispatch last changed in. */
+  gsi3pk?: string;
+  gsi3sk?: string;
 }
 
 export interface AttemptEntry {
@@ -81,6 +85,8 @@ export interface AttemptEntry {
   errorMessage?: string;
   responseExcerpt: string;
   outcome: 'delivered' | 'failed';
+  /** The dispatch's status after this attempt (chained, so the head's status can be checked). */
+  deliveryStatus?: DeliveryStatus;
   prevHash: string;
   hash: string;
 }
@@ -102,7 +108,7 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
   return `dsp_${time}${rand}`;
 }
 
-const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
+const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'gsi3pk', 'gsi3sk']);
 const INTERNAL = new Set([
   'body',
   'firstAttempt',
@@ -232,7 +238,12 @@ export function newDispatchItems(
 ): NewDispatch {
   const fresh = newDispatchState(o);
   const due = o.due(fresh.dispatchId);
-  const state: DispatchState = { ...fresh, duePk: due.pk, dueSk: due.sk };
+  const state: DispatchState = {
+    ...fresh,
+    duePk: due.pk,
+    dueSk: due.sk,
+    ...changeKeys(fresh, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS),
+  };
   const sla = firstSlaCheck(rt, state, o.nowMs);
   return {
     state,

@@ -49,6 +49,12 @@ export function chainAfter<T extends { prevHash: string }>(
   return { entries, head: prev };
 }
 
+/** A flag entry as chained (storage keys and the entry type removed): what an export carries. */
+export function toFlagEntry(item: Record<string, unknown>): Omit<FlagEntry, 'type'> {
+  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  return entry as unknown as Omit<FlagEntry, 'type'>;
+}
+
 export function toFlagChange(
   item: Record<string, unknown>,
 ): Pick<FlagChange, 'flag' | 'at' | 'cause'> {

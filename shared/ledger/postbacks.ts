@@ -4,6 +4,7 @@ import type { PostbackMessage } from '../compliance/postback.js';
 import type { EventType } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
+import { changeKeys } from './changes.js';
 import { dispatchPk } from './dispatches.js';
 import { duePutItem, type TimerEntry } from './due.js';
 import {
@@ -40,6 +41,9 @@ export function toPostback(item: Record<string, unknown>): Omit<PostbackEntry, '
 /** The dispatch as the compliance worker read it: its write holds only if this still holds. */
 export interface ComplianceBase {
   dispatchId: string;
+  /** With dispatchId, where the change index files the dispatch (see changes.ts). */
+  appId: string;
+  createdAt: string;
   event: EventType;
   headHash: string;
   complianceFlag: ComplianceFlag | null;
@@ -169,6 +173,12 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string): Transact
     ':aw': w.gauges.awaitingPostback,
     ':near': w.gauges.nearDeadline,
   };
+  if (head !== b.headHash) {
+    // Entries were chained: the change index learns the period this happened in.
+    const changed = changeKeys(b, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
+    sets.push('gsi3pk = :cpk', 'gsi3sk = :csk');
+    Object.assign(values, { ':cpk': changed.gsi3pk, ':csk': changed.gsi3sk });
+  }
   const conds = ['headHash = :prevHead'];
   const was = (attr: string, v: boolean | undefined) => {
     if (v === undefined) conds.push(`attribute_not_exists(${attr})`);

@@ -10,8 +10,8 @@ import {
   type AttemptEntry,
   type Dispatch,
 } from './dispatches.js';
-import { toFlagChange, type FlagChange } from './flags.js';
-import { GENESIS, chainHash } from './hash.js';
+import { checkChain } from './evidence.js';
+import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flags.js';
 import { toPostback, type PostbackEntry } from './postbacks.js';
 
 export type DispatchWithAttempts = Dispatch & {
@@ -20,6 +20,8 @@ export type DispatchWithAttempts = Dispatch & {
   postbacks: Omit<PostbackEntry, 'type'>[];
   /** Every change of its compliance flag, oldest first. */
   flagHistory: Pick<FlagChange, 'flag' | 'at' | 'cause'>[];
+  /** The same changes as chained entries (seq, previous, prevHash, hash): what the export holds. */
+  flagEntries: Omit<FlagEntry, 'type'>[];
 };
 
 const entriesOf = (items: Record<string, unknown>[], prefix: string) =>
@@ -39,50 +41,28 @@ export async function getDispatch(
     postbacks: entriesOf(items, 'PB#').map(toPostback),
     // The sk is `FLAG#{at}#{seq}` with `at` never going back: sort order is change order.
     flagHistory: entriesOf(items, 'FLAG#').map(toFlagChange),
+    flagEntries: entriesOf(items, 'FLAG#').map(toFlagEntry),
   };
 }
 
 export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string; reason: string };
 
 /**
- * Recomputes a dispatch's hash chain from its stored entries. The creation fields are the
- * first entry; from there each entry is the one whose `prevHash` is the previous entry's hash
- * (attempts, postbacks and flags interleave in time, so sort-key order is not chain order).
- * Every stored entry must be on that single path, each hash must match its content, and the
- * last must be the dispatch's `headHash`.
+ * Recomputes a dispatch's hash chain from its stored entries (see evidence.ts `checkChain`).
+ * This is the chain alone: the head fields and the signed checkpoints are checked by
+ * verify.ts.
  */
 export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
   const items = await dispatchItems(rt, dispatchId);
   const head = items[0];
   if (!head || head.sk !== 'DSP') return { ok: false, at: 'DSP', reason: 'unknown dispatch' };
-  const creation = creationOf(head);
-  if (creation.prevHash !== GENESIS || chainHash(GENESIS, { ...creation }) !== head.entryHash)
-    return { ok: false, at: 'DSP', reason: 'creation entry does not match its hash' };
-  const rest = items.slice(1);
-  const next = new Map<string, Record<string, unknown>[]>();
-  for (const item of rest) {
-    const key = String(item.prevHash);
-    next.set(key, [...(next.get(key) ?? []), item]);
-  }
-  let prev = String(head.entryHash);
-  const seen = new Set<unknown>();
-  for (;;) {
-    const following = next.get(prev) ?? [];
-    if (following.length === 0) break;
-    if (following.length > 1)
-      return { ok: false, at: String(following[1]!.sk), reason: 'the chain forks here' };
-    const { pk: _pk, sk, hash, ...entry } = following[0]!;
-    if (seen.has(sk)) return { ok: false, at: String(sk), reason: 'the chain loops' };
-    seen.add(sk);
-    if (chainHash(prev, entry) !== hash)
-      return { ok: false, at: String(sk), reason: 'hash does not match' };
-    prev = String(hash);
-  }
-  const unlinked = rest.find((i) => !seen.has(i.sk));
-  if (unlinked) return { ok: false, at: String(unlinked.sk), reason: 'prevHash does not link' };
-  if (prev !== head.headHash)
-    return { ok: false, at: 'DSP', reason: 'headHash is not the last entry' };
-  return { ok: true, entries: items.length };
+  const entries = items.slice(1).map(({ pk: _pk, sk, hash, ...body }) => ({
+    label: String(sk),
+    body,
+    hash: String(hash),
+  }));
+  const r = checkChain({ ...creationOf(head) }, head.entryHash, entries, head.headHash);
+  return r.ok ? { ok: true, entries: items.length } : r;
 }
 
 export interface ListOptions {

@@ -1,5 +1,8 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { attemptSk, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { changeKeys } from '../../shared/ledger/changes.js';
+import { attemptSk, dispatchItems, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { chainHash } from '../../shared/ledger/hash.js';
+import { factOf, worstOf, type PostbackFact } from '../../shared/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**
@@ -27,4 +30,132 @@ export async function tamperFirstAttempt(
       ExpressionAttributeValues: { ':v': value },
     }),
   );
+}
+
+/*
+ * A deliberate tamperer with write access to the ledger table: changes that keep each
+ * dispatch's hash chain consistent on its own (hashes recomputed, head moved), which is what
+ * an unkeyed chain cannot catch. Only the signed checkpoints and the head-field checks can.
+ */
+
+type Item = Record<string, unknown>;
+
+/** A dispatch's head item and its entries in chain order (each as stored, keys included). */
+async function chainOf(rt: Runtime, dispatchId: string): Promise<{ head: Item; entries: Item[] }> {
+  const items = await dispatchItems(rt, dispatchId);
+  const head = items[0];
+  if (!head || head.sk !== 'DSP') throw new Error(`no dispatch ${dispatchId}`);
+  const byPrev = new Map(items.slice(1).map((i) => [String(i.prevHash), i]));
+  const entries: Item[] = [];
+  for (let e = byPrev.get(String(head.entryHash)); e; e = byPrev.get(String(e.hash)))
+    entries.push(e);
+  return { head, entries };
+}
+
+/**
+ * Stores `entries` as the dispatch's whole chain, each re-hashed onto the one before it, drops
+ * the stored entries not among them, and moves the head (headHash and the fields derived from
+ * the entries) to match. `touch` also stamps the change index as a real write would, so the
+ * checkpoint sealer looks at the dispatch again.
+ */
+async function rewriteChain(
+  rt: Runtime,
+  head: Item,
+  before: Item[],
+  entries: Item[],
+  touch: boolean,
+): Promise<void> {
+  const T = rt.tables.ledger;
+  let prev = String(head.entryHash);
+  const kept = new Set<string>();
+  for (const e of entries) {
+    const { pk, sk, hash: _hash, ...body } = e;
+    body.prevHash = prev;
+    prev = chainHash(prev, body);
+    kept.add(String(sk));
+    await rt.dynamo.doc.send(
+      new PutCommand({ TableName: T, Item: { ...body, hash: prev, pk, sk } }),
+    );
+  }
+  for (const e of before)
+    if (!kept.has(String(e.sk)))
+      await rt.dynamo.doc.send(new DeleteCommand({ TableName: T, Key: { pk: e.pk, sk: e.sk } }));
+  const attempts = entries.filter((e) => e.type === 'attempt');
+  const flags = entries.filter((e) => e.type === 'flag');
+  const lastAttempt = attempts.at(-1);
+  const values: Item = {
+    ':head': prev,
+    ':flag': flags.at(-1)?.flag ?? null,
+    // The compliance worker's summary of the entries (summary.ts), kept consistent too.
+    ':worst': worstOf(flags.map((e) => e.flag)),
+    ':facts': entries
+      .filter((e) => e.type === 'postback')
+      .map((e) => factOf(e as unknown as PostbackFact)),
+    ':flags': flags.length,
+    ':n': attempts.length,
+    ':status': lastAttempt?.deliveryStatus ?? 'pending',
+    ':last': lastAttempt?.time ?? null,
+  };
+  let update =
+    'SET headHash = :head, complianceFlag = :flag, flagCount = :flags, attempts = :n, deliveryStatus = :status, lastAttemptAt = :last, worstFlag = :worst, postbackFacts = :facts';
+  if (touch) {
+    const keys = changeKeys(
+      head as { dispatchId: string; appId: string; createdAt: string },
+      Date.now(),
+      rt.config.LEDGER_CHECKPOINT_PERIOD_MS,
+    );
+    update += ', gsi3pk = :cpk, gsi3sk = :csk';
+    Object.assign(values, { ':cpk': keys.gsi3pk, ':csk': keys.gsi3sk });
+  }
+  // The first attempt may live inside the head item: it is now a stored entry of its own.
+  await rt.dynamo.doc.send(
+    new UpdateCommand({
+      TableName: T,
+      Key: { pk: head.pk, sk: 'DSP' },
+      UpdateExpression: `${update} REMOVE firstAttempt`,
+      ExpressionAttributeValues: values,
+    }),
+  );
+}
+
+/** Deletes the newest `n` entries of a dispatch and moves its head back to match. */
+export async function deleteNewestEntries(
+  rt: Runtime,
+  dispatchId: string,
+  n: number,
+  o: { touch?: boolean } = {},
+): Promise<void> {
+  const { head, entries } = await chainOf(rt, dispatchId);
+  await rewriteChain(rt, head, entries, entries.slice(0, -n), o.touch ?? false);
+}
+
+/** Changes the flag of the dispatch's last flag entry, re-chaining the entries and the head. */
+export async function rewriteLastFlag(rt: Runtime, dispatchId: string, flag: string) {
+  const { head, entries } = await chainOf(rt, dispatchId);
+  const last = entries.map((e) => e.type).lastIndexOf('flag');
+  if (last < 0) throw new Error(`dispatch ${dispatchId} has no flag entry`);
+  const changed = entries.map((e, i) => (i === last ? { ...e, flag } : e));
+  await rewriteChain(rt, head, entries, changed, false);
+}
+
+/** Sets one field of the dispatch item, nothing else. */
+export async function setHeadField(rt: Runtime, dispatchId: string, field: string, value: unknown) {
+  await rt.dynamo.doc.send(
+    new UpdateCommand({
+      TableName: rt.tables.ledger,
+      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      UpdateExpression: 'SET #f = :v',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#f': field },
+      ExpressionAttributeValues: { ':v': value },
+    }),
+  );
+}
+
+/** Deletes every item of a dispatch: as if it had never been. */
+export async function dropDispatch(rt: Runtime, dispatchId: string): Promise<void> {
+  for (const i of await dispatchItems(rt, dispatchId))
+    await rt.dynamo.doc.send(
+      new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: i.pk, sk: i.sk } }),
+    );
 }

@@ -48,7 +48,17 @@ describe('GET /api/v1/ledger/export', () => {
     expect(r.headers.get('content-disposition')).toMatch(/^attachment; filename="ledger-app_/);
     const got = lines(r.text);
     expect(got).toHaveLength(13);
-    expect(got.at(-1)).toEqual({ type: 'summary', count: 12, from, to });
+    // No checkpoint worker runs here: no checkpoint lines, and the summary says so.
+    expect(got.at(-1)).toEqual({
+      type: 'summary',
+      count: 12,
+      checkpoints: 0,
+      from,
+      to,
+      exportedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      periodMs: 3_600_000,
+      lagMs: 300_000,
+    });
     const dispatches = got.slice(0, -1);
     expect(dispatches.map((l) => l.dispatchId)).toEqual(all.map((d) => d.dispatchId));
     for (const l of dispatches) {

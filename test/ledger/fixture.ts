@@ -3,7 +3,7 @@ import { expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule, WorkerModule } from '../../shared/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
 import { startReceiver, type Receiver } from '../dispatch/helpers.js';
@@ -32,19 +32,24 @@ export interface LedgerApp {
   auditor: string;
   /** consents:read: everything but the ledger scope */
   reader: string;
+  /** For postbacks. */
+  secretKey: string;
   hookPath: string;
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
-export async function startLedgerProcess(name: string) {
+export async function startLedgerProcess(
+  name: string,
+  more: { services?: ServiceModule[]; workers?: WorkerModule[]; env?: Record<string, string> } = {},
+) {
   const token = `ledger-admin-${randomBytes(12).toString('hex')}`;
   const rcv: Receiver = await startReceiver();
   const p: RunningProcess = await testProcess(
     name,
-    [adminService, consentsService, ledgerService],
-    [relayWorker, dispatcherWorker],
-    { SVC_ADMIN_TOKEN: token, WEBHOOK_TIMEOUT_MS: '2000' },
+    [adminService, consentsService, ledgerService, ...(more.services ?? [])],
+    [relayWorker, dispatcherWorker, ...(more.workers ?? [])],
+    { SVC_ADMIN_TOKEN: token, WEBHOOK_TIMEOUT_MS: '2000', ...more.env },
   );
 
   async function call(method: string, path: string, o: { key?: string; body?: unknown } = {}) {
@@ -93,6 +98,7 @@ export async function startLedgerProcess(name: string) {
         .key as string;
     return {
       appId,
+      secretKey: created.secretKey as string,
       writer: await key(['consents:read', 'consents:write']),
       auditor: await key(['ledger:read']),
       reader: await key(['consents:read']),

@@ -93,6 +93,8 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
     const evalAt = new Date(job.evalAtMs);
     const base: ComplianceBase = {
       dispatchId: job.dispatchId,
+      appId: head.appId,
+      createdAt: head.createdAt,
       event: head.event,
       headHash: head.headHash,
       complianceFlag: (head.complianceFlag ?? null) as ComplianceFlag | null,
