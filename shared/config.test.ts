@@ -78,6 +78,24 @@ describe('NODE_ENV=production', () => {
     ).toBeUndefined();
   });
 
+  it('accepts a keyring (SVC_ENCRYPTION_KEYS) in place of SVC_ENCRYPTION_KEY', () => {
+    const keys = `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('hex')}`;
+    expect(problem({ ...good, SVC_ENCRYPTION_KEY: undefined, SVC_ENCRYPTION_KEYS: keys })).toBe(
+      undefined,
+    );
+    expect(problem({ ...good, SVC_ENCRYPTION_KEYS: keys })).toBeUndefined();
+    // Malformed anywhere, weak in production.
+    expect(problem({ ...good, NODE_ENV: 'development', SVC_ENCRYPTION_KEYS: 'k1' })).toMatch(
+      /SVC_ENCRYPTION_KEYS/,
+    );
+    expect(
+      problem({
+        ...good,
+        SVC_ENCRYPTION_KEYS: `k2:${'00'.repeat(32)},k1:${good.SVC_ENCRYPTION_KEY}`,
+      }),
+    ).toMatch(/SVC_ENCRYPTION_KEYS k2 must be 32 random bytes/);
+  });
+
   it('refuses the embedded stack in one line naming what to set', () => {
     const m = problem({ ...good, KAFKA_BROKERS: undefined, AWS_REGION: undefined });
     expect(m).toMatch(/embedded/);

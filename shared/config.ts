@@ -107,6 +107,18 @@ export const baseConfigSchema = z.object({
   /** 32-byte key (base64 or hex) for encrypting secret keys at rest. */
   SVC_ENCRYPTION_KEY: z.string().optional(),
   /**
+   * Keyring for rotation: `kid:key,kid:key` (32-byte keys, base64 or hex), the first current
+   * (it seals and keys hashes), the others only open what they sealed. With it set,
+   * SVC_ENCRYPTION_KEY is kept as one more key that only opens (docs/security.md).
+   */
+  SVC_ENCRYPTION_KEYS: z
+    .string()
+    .regex(
+      /^\s*[A-Za-z0-9_-]{1,32}:[^,:\s]+\s*(,\s*[A-Za-z0-9_-]{1,32}:[^,:\s]+\s*)*$/,
+      'kid:key,kid:key',
+    )
+    .optional(),
+  /**
    * Ed25519 signing key (32-byte seed, hex or base64, or a PKCS#8 PEM) for ledger checkpoints
    * and receipts; required in production, else one is generated once into `.svc/signing-key`.
    */
@@ -316,11 +328,26 @@ export function productionProblems(c: BaseConfig): string[] {
     problems.push(
       'SVC_ADMIN_TOKEN must be a random value of at least 32 characters (e.g. openssl rand -base64 32)',
     );
-  const key = c.SVC_ENCRYPTION_KEY === undefined ? undefined : keyBytes(c.SVC_ENCRYPTION_KEY);
-  if (!key || distinct(key) < MIN_DISTINCT)
-    problems.push(
-      'SVC_ENCRYPTION_KEY must be 32 random bytes, base64 or hex (e.g. openssl rand -base64 32)',
-    );
+  const keys = [
+    ...(c.SVC_ENCRYPTION_KEYS ?? '')
+      .split(',')
+      .filter((e) => e.trim())
+      .map((e) => ({
+        name: `SVC_ENCRYPTION_KEYS ${e.split(':')[0]!.trim()}`,
+        text: e.slice(e.indexOf(':') + 1),
+      })),
+    ...(c.SVC_ENCRYPTION_KEY === undefined
+      ? []
+      : [{ name: 'SVC_ENCRYPTION_KEY', text: c.SVC_ENCRYPTION_KEY }]),
+  ];
+  if (keys.length === 0) keys.push({ name: 'SVC_ENCRYPTION_KEY', text: '' });
+  for (const k of keys) {
+    const key = keyBytes(k.text);
+    if (!key || distinct(key) < MIN_DISTINCT)
+      problems.push(
+        `${k.name} must be 32 random bytes, base64 or hex (e.g. openssl rand -base64 32)`,
+      );
+  }
   if (c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX)
     problems.push(
       "WEBHOOK_ALLOW_LOOPBACK_SANDBOX must be false (a sandbox app would read this host's own services through webhook replies)",

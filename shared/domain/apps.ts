@@ -1,9 +1,15 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import { cached, invalidateCache } from './cache.js';
-import { decrypt, encrypt, encryptionKey, safeEqual, sha256hex } from './crypto.js';
+import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
 import type { App, Environment } from './types.js';
 
@@ -103,7 +109,7 @@ export async function createApp(
         gsi1sk: 'APP',
         gsi2pk: `SECRET#${sha256hex(secretKey)}`,
         gsi2sk: 'APP',
-        secretKeyEnc: encrypt(encryptionKey(rt.config), secretKey, secretAad(appId)),
+        secretKeyEnc: sealSecret(rt.config, secretKey, secretAad(appId)),
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     }),
@@ -179,7 +185,7 @@ export function getAppBySecretKey(rt: Runtime, secretKey: string): Promise<App |
   return cached(rt, `secret:${hash}`, async () => {
     const item = await appItemByIndex(rt, 'gsi2', `SECRET#${hash}`);
     if (!item || typeof item.secretKeyEnc !== 'string') return undefined;
-    const current = decrypt(encryptionKey(rt.config), item.secretKeyEnc, secretAad(item.appId));
+    const current = openSecret(rt.config, item.secretKeyEnc, secretAad(item.appId));
     return safeEqual(current, secretKey) ? toApp(item) : undefined;
   });
 }
@@ -189,7 +195,7 @@ export async function getAppSecretKey(rt: Runtime, app: Pick<App, 'appId'>): Pro
   const item = await getAppItem(rt, app.appId);
   if (!item || typeof item.secretKeyEnc !== 'string')
     throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-  return decrypt(encryptionKey(rt.config), item.secretKeyEnc, secretAad(app.appId));
+  return openSecret(rt.config, item.secretKeyEnc, secretAad(app.appId));
 }
 
 /**
@@ -266,7 +272,7 @@ export async function rotateSecret(
           'SET secretKeyEnc = :enc, gsi2pk = :g, secretVersion = secretVersion + :one, updatedAt = :now',
         ConditionExpression: 'attribute_exists(pk)',
         ExpressionAttributeValues: {
-          ':enc': encrypt(encryptionKey(rt.config), secretKey, secretAad(appId)),
+          ':enc': sealSecret(rt.config, secretKey, secretAad(appId)),
           ':g': `SECRET#${sha256hex(secretKey)}`,
           ':one': 1,
           ':now': new Date().toISOString(),
@@ -335,4 +341,56 @@ export async function markWidgetVerified(
       throw err;
     }
   }
+}
+
+/**
+ * Reseals every app's secret key under the current encryption key (after a key was added to
+ * SVC_ENCRYPTION_KEYS), so the old key can then be removed. Each write is conditional on the
+ * box being the one read, so a rotation meanwhile is never undone. Idempotent; `left` counts
+ * boxes that changed under it (run again).
+ */
+export async function resealSecrets(
+  rt: Runtime,
+): Promise<{ checked: number; resealed: number; left: number }> {
+  let checked = 0;
+  let resealed = 0;
+  let left = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await rt.dynamo.doc.send(
+      new ScanCommand({
+        TableName: rt.tables.entities,
+        FilterExpression: 'sk = :app AND attribute_exists(secretKeyEnc)',
+        ExpressionAttributeValues: { ':app': 'APP' },
+        ProjectionExpression: 'pk, sk, appId, secretKeyEnc',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      checked++;
+      const box = String(item.secretKeyEnc);
+      if (!needsReseal(rt.config, box)) continue;
+      const aad = secretAad(String(item.appId));
+      try {
+        await rt.dynamo.doc.send(
+          new UpdateCommand({
+            TableName: rt.tables.entities,
+            Key: { pk: item.pk, sk: item.sk },
+            UpdateExpression: 'SET secretKeyEnc = :new',
+            ConditionExpression: 'secretKeyEnc = :old',
+            ExpressionAttributeValues: {
+              ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
+              ':old': box,
+            },
+          }),
+        );
+        resealed++;
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+        left++;
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return { checked, resealed, left };
 }

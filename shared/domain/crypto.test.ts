@@ -5,12 +5,21 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../config.js';
 import {
+  currentKey,
   decrypt,
   encrypt,
   encryptionKey,
+  fingerprintKid,
+  keyById,
   keyedHash,
+  keyedHashWith,
+  keyring,
+  needsReseal,
+  openSecret,
   parseKey,
+  parseKeyring,
   safeEqual,
+  sealSecret,
   sha256hex,
 } from './crypto.js';
 
@@ -125,5 +134,103 @@ describe('keyedHash', () => {
     expect(keyedHash(config, 'other', '203.0.113.7')).not.toBe(h);
     const other = { ...config, SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
     expect(keyedHash(other, 'ip', '203.0.113.7')).not.toBe(h);
+  });
+});
+
+describe('keyring (SVC_ENCRYPTION_KEYS)', () => {
+  const a = randomBytes(32);
+  const b = randomBytes(32);
+  const ring = (env: Record<string, string | undefined>) =>
+    keyring({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: undefined, ...env });
+
+  it('takes the first key as current and finds every key by id', () => {
+    const env = { SVC_ENCRYPTION_KEYS: `new:${b.toString('base64')}, old:${a.toString('hex')}` };
+    expect(currentKey({ NODE_ENV: 'test', ...env })).toEqual({ kid: 'new', key: b });
+    expect(keyById({ NODE_ENV: 'test', ...env }, 'old')?.equals(a)).toBe(true);
+    expect(keyById({ NODE_ENV: 'test', ...env }, 'gone')).toBeUndefined();
+  });
+
+  it('keeps SVC_ENCRYPTION_KEY working alone, under a fingerprint id', () => {
+    const r = ring({ SVC_ENCRYPTION_KEY: a.toString('base64') });
+    expect(r.current.key.equals(a)).toBe(true);
+    expect(r.current.kid).toBe(fingerprintKid(a));
+    expect(r.current.kid).toMatch(/^fp-[0-9a-f]{12}$/);
+  });
+
+  it('with both set, SVC_ENCRYPTION_KEY only opens', () => {
+    const r = ring({
+      SVC_ENCRYPTION_KEYS: `new:${b.toString('base64')}`,
+      SVC_ENCRYPTION_KEY: a.toString('base64'),
+    });
+    expect(r.current.kid).toBe('new');
+    expect([...r.keys.keys()]).toEqual(['new', fingerprintKid(a)]);
+  });
+
+  it.each([
+    ['nokid', /kid:key/],
+    [`bad kid!:${a.toString('base64')}`, /kid:key/],
+    ['k1:c2hvcnQ=', /not 32 bytes/],
+    [`k1:${a.toString('base64')},k1:${b.toString('base64')}`, /twice/],
+  ])('refuses %s', (text, why) => {
+    expect(() => parseKeyring(text)).toThrow(why);
+    expect(() => parseKeyring(text)).toThrow(ConfigError);
+  });
+});
+
+describe('sealSecret / openSecret', () => {
+  const a = randomBytes(32);
+  const b = randomBytes(32);
+  const old = { NODE_ENV: 'test', SVC_ENCRYPTION_KEY: a.toString('base64') };
+  const rotated = {
+    NODE_ENV: 'test',
+    SVC_ENCRYPTION_KEY: undefined,
+    SVC_ENCRYPTION_KEYS: `k2:${b.toString('base64')},k1:${a.toString('base64')}`,
+  };
+  const after = { NODE_ENV: 'test', SVC_ENCRYPTION_KEYS: `k2:${b.toString('base64')}` };
+
+  it('names the key in the box', () => {
+    const box = sealSecret(rotated, 'svc_sk_secret', 'app:1');
+    expect(box).toMatch(/^v2:k2:[A-Za-z0-9_-]+$/);
+    expect(openSecret(rotated, box, 'app:1')).toBe('svc_sk_secret');
+    expect(openSecret(after, box, 'app:1')).toBe('svc_sk_secret');
+    expect(() => openSecret(rotated, box, 'app:2')).toThrow();
+  });
+
+  it('still opens old values: v1 boxes (no key id) and boxes of a retired key', () => {
+    const v1 = encrypt(a, 'svc_sk_old', 'app:1');
+    expect(v1.startsWith('v1.')).toBe(true);
+    expect(openSecret(old, v1, 'app:1')).toBe('svc_sk_old');
+    expect(openSecret(rotated, v1, 'app:1')).toBe('svc_sk_old');
+    const underA = sealSecret(old, 'svc_sk_a', 'app:1');
+    expect(underA.startsWith(`v2:${fingerprintKid(a)}:`)).toBe(true);
+    // The old key listed in the keyring under a name of its own still opens what it sealed
+    // as SVC_ENCRYPTION_KEY (by its fingerprint id)...
+    expect(openSecret(rotated, underA, 'app:1')).toBe('svc_sk_a');
+    // ...and so does SVC_ENCRYPTION_KEY kept beside the keyring.
+    const beside = {
+      NODE_ENV: 'test',
+      SVC_ENCRYPTION_KEY: a.toString('base64'),
+      SVC_ENCRYPTION_KEYS: `k2:${b.toString('base64')}`,
+    };
+    expect(openSecret(beside, underA, 'app:1')).toBe('svc_sk_a');
+    expect(currentKey(beside).kid).toBe('k2');
+  });
+
+  it('says which key is missing once a key is dropped', () => {
+    const underA = sealSecret(old, 'svc_sk_a', 'app:1');
+    expect(() => openSecret(after, underA, 'app:1')).toThrow(/no encryption key with id fp-/);
+    expect(() => openSecret(after, encrypt(a, 'x', 'app:1'), 'app:1')).toThrow();
+  });
+
+  it('needsReseal: anything not sealed under the current key', () => {
+    expect(needsReseal(rotated, sealSecret(old, 'x'))).toBe(true);
+    expect(needsReseal(rotated, encrypt(b, 'x'))).toBe(true);
+    expect(needsReseal(rotated, sealSecret(rotated, 'x'))).toBe(false);
+  });
+
+  it('keyedHash follows the current key; keyedHashWith checks an older one', () => {
+    const before = keyedHash(old, 'user', 'u-1');
+    expect(keyedHash(rotated, 'user', 'u-1')).not.toBe(before);
+    expect(keyedHashWith(keyById(rotated, fingerprintKid(a))!, 'user', 'u-1')).toBe(before);
   });
 });
