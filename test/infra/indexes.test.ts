@@ -1,0 +1,41 @@
+import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { applyTables } from '../../infra/definitions/apply.js';
+import { createTableInput, tableDefs } from '../../infra/definitions/tables.js';
+import { createDynamo } from '../../shared/storage/dynamo.js';
+import { testConfig } from '../helpers/stack.js';
+
+/**
+ * A table created before its definition gained an index (the ledger's change index, gsi3) gets
+ * the index at the next start, on real DynamoDB Local; nothing else about it changes.
+ */
+
+const config = testConfig('infra-indexes');
+const dynamo = createDynamo(config);
+afterAll(() => dynamo.close());
+
+describe('applyTables', () => {
+  it('adds an index missing from an existing table', async () => {
+    const prefix = `t_idx_${randomBytes(3).toString('hex')}_`;
+    const old = { ...tableDefs.ledger, indexes: tableDefs.ledger.indexes.slice(0, 2) };
+    await dynamo.client.send(new CreateTableCommand(createTableInput(prefix, old)));
+    const indexes = async () =>
+      (
+        await dynamo.client.send(new DescribeTableCommand({ TableName: `${prefix}ledger` }))
+      ).Table?.GlobalSecondaryIndexes?.map((i) => [i.IndexName, i.Projection?.ProjectionType]);
+    expect(await indexes()).toEqual([
+      ['gsi1', 'ALL'],
+      ['gsi2', 'ALL'],
+    ]);
+    await applyTables(dynamo.client, prefix);
+    expect((await indexes())?.sort()).toEqual([
+      ['gsi1', 'ALL'],
+      ['gsi2', 'ALL'],
+      ['gsi3', 'KEYS_ONLY'],
+    ]);
+    // Applying again changes nothing.
+    await applyTables(dynamo.client, prefix);
+    expect(await indexes()).toHaveLength(3);
+  });
+});
