@@ -17,14 +17,22 @@ afterAll(async () => {
 }, 60_000);
 
 const options = {
-  rate: 20,
+  rate: 10,
   loadMs: 16_000,
   faultAtMs: 6_000,
   faultMs: 0,
   drainMs: 90_000,
   log,
-  // A killed member's partitions move after its session times out: 10 s keeps the test short.
-  env: { CONSUMER_SESSION_TIMEOUT_MS: '10000' },
+  // Two stacks and several service processes share this machine's two cores with the other
+  // fault file: the answer deadline and store timeout are widened so a starved CPU is not
+  // taken for a fault (`npm run chaos` measures with the defaults, 1.8 s and 2 s). A killed
+  // member's partitions move after its session times out: 10 s keeps the test short.
+  env: {
+    CONSUMER_SESSION_TIMEOUT_MS: '10000',
+    HTTP_DEADLINE_MS: '4000',
+    DYNAMODB_REQUEST_TIMEOUT_MS: '3000',
+  },
+  answerTimeoutMs: 10_000,
 };
 
 describe('no accepted consent is lost when processes die', () => {
@@ -32,7 +40,7 @@ describe('no accepted consent is lost when processes die', () => {
     it(`${name}: every consent answered 201 reaches its webhook under one webhook-id, and the ledger balances`, async () => {
       const r = await runScenario(name, { ...options, stack });
       log(report(r));
-      expect(r.tally.accepted).toBeGreaterThan(50);
+      expect(r.tally.accepted).toBeGreaterThan(40);
       expect(r.failures).toEqual([]);
       expect(r.tally.lost).toBe(0);
       expect(r.tally.multipleIds).toBe(0);

@@ -356,7 +356,7 @@ export interface LoadResult {
   accepted: Accepted[];
   /** Answers by status ("201", "503", …; "none" = no answer within 5 s or connection failed). */
   answers: Record<string, number>;
-  /** Answers slower than 2 s. */
+  /** Answers slower than `slowMs` (2 s unless set). */
   slow: number;
 }
 
@@ -372,6 +372,10 @@ export async function postConsents(o: {
   durationMs: number;
   runId: string;
   result?: LoadResult;
+  /** A request unanswered this long counts as "none" (no answer). */
+  answerTimeoutMs?: number;
+  /** An answer slower than this counts as slow. */
+  slowMs?: number;
 }): Promise<LoadResult> {
   const result: LoadResult = o.result ?? { accepted: [], answers: {}, slow: 0 };
   const inflight = new Set<Promise<void>>();
@@ -397,7 +401,7 @@ export async function postConsents(o: {
           email: `${userId}@example.com`,
           consents: { analytics: true, marketing: false },
         }),
-        signal: AbortSignal.timeout(5_000),
+        signal: AbortSignal.timeout(o.answerTimeoutMs ?? 5_000),
       })
         .then(async (r) => {
           const body = (await r.json().catch(() => ({}))) as { referenceId?: string };
@@ -410,7 +414,7 @@ export async function postConsents(o: {
           result.answers.none = (result.answers.none ?? 0) + 1;
         })
         .finally(() => {
-          if (Date.now() - t0 > 2_000) result.slow++;
+          if (Date.now() - t0 > (o.slowMs ?? 2_000)) result.slow++;
           inflight.delete(p);
         });
       inflight.add(p);

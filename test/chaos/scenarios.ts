@@ -52,6 +52,8 @@ export interface ScenarioOptions {
   stack?: ChaosStack;
   /** Extra environment for the service processes. */
   env?: Record<string, string>;
+  /** How long the load generator waits for an answer before counting none (5 s). */
+  answerTimeoutMs?: number;
 }
 
 export interface ScenarioResult {
@@ -144,6 +146,7 @@ async function loadWithFault(
     rate: o.rate,
     durationMs: o.loadMs,
     runId: `${name}-${Date.now().toString(36)}`,
+    ...(o.answerTimeoutMs ? { answerTimeoutMs: o.answerTimeoutMs } : {}),
   });
   await delay(o.faultAtMs ?? o.loadMs / 2);
   o.log(`[${name}] fault starts`);
