@@ -39,6 +39,24 @@ function replay(res: Response, s: Stored) {
 }
 
 /**
+ * The parsed body as text for the request hash; undefined when it nests too deeply for
+ * JSON.stringify (a 64 KiB body can hold `[[[…]]]` 30,000 deep, which JSON.parse accepts).
+ */
+function bodyText(body: unknown): string | undefined {
+  try {
+    return JSON.stringify(body ?? null);
+  } catch (err) {
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
+}
+
+const tooDeep = () =>
+  new AppError('SVC_VALIDATION_FAILED', 'The body is not valid', {
+    errors: [{ path: '/', message: 'nests too deeply' }],
+  });
+
+/**
  * `Idempotency-Key` on POST/PUT/PATCH/DELETE (DESIGN §3): the first response to a key is
  * stored for 24 h and a repeat gets it back (`Idempotent-Replayed: true`), without applying
  * the request again. A secret key or API key in the answer is stored masked (`maskSecrets`),
@@ -68,8 +86,10 @@ export function idempotency(rt: Runtime): RequestHandler {
     const l = locals(res);
     const scope = l.app?.appId ?? (l.admin ? 'admin' : `ip:${req.ip ?? ''}`);
     const pk = `${scope}#${key}`;
+    const body = bodyText(req.body);
+    if (body === undefined) return next(tooDeep());
     const requestHash = createHash('sha256')
-      .update(`${req.method} ${req.originalUrl}\n${JSON.stringify(req.body ?? null)}`)
+      .update(`${req.method} ${req.originalUrl}\n${body}`)
       .digest('hex');
     try {
       await doc.send(

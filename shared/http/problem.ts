@@ -31,6 +31,23 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
   return undefined;
 }
 
+/**
+ * Other 4xx errors of Express's own parts: the router's (a path parameter that is not
+ * percent-encoded UTF-8, `/consents/%E0%A4%A`) and body-parser's when the body cannot be read
+ * at all (a gzip body that is not gzip). Without this they would be coerced to a 500.
+ */
+function fromHttpError(err: unknown): AppError | undefined {
+  if (err instanceof AppError) return undefined;
+  const status = (err as { status?: unknown } | undefined)?.status;
+  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  if (err instanceof URIError)
+    return new AppError('SVC_VALIDATION_FAILED', 'The URL is not valid', {
+      errors: [{ path: 'url', message: 'a path segment is not percent-encoded UTF-8' }],
+    });
+  if (status === 400) return new AppError('SVC_BAD_JSON', 'Request body could not be read');
+  return undefined;
+}
+
 /** The last middleware: every error leaves as problem+json; 5xx are logged with their cause. */
 export function problemHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -40,7 +57,8 @@ export function problemHandler(log: Logger): ErrorRequestHandler {
       return;
     }
     if (res.headersSent) return next(err);
-    const appErr = fromBodyParser(err as { type?: string }) ?? coerceError(err);
+    const appErr =
+      fromBodyParser(err as { type?: string }) ?? fromHttpError(err) ?? coerceError(err);
     if (appErr.status >= 500)
       log.error({ err: appErr.cause ?? appErr, path: req.path }, 'request failed');
     sendProblem(res, appErr, req.originalUrl);
