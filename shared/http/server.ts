@@ -1,5 +1,6 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
@@ -173,9 +174,36 @@ export function finishHttpApp(app: Express, log: Logger): Express {
   return app;
 }
 
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (headers over 16 KB, malformed
+ * request lines) still get a problem+json answer, then the connection closes.
+ */
+function answerClientErrors(srv: Server): void {
+  srv.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const big = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = big ? 431 : 400;
+    const title = big ? 'Request header fields too large' : 'Bad request';
+    const body = JSON.stringify({
+      type: `https://docs.svc.dev/errors/${big ? 'svc_headers_too_large' : 'svc_bad_request'}`,
+      title,
+      status,
+      detail: big
+        ? 'The request line and headers may not exceed 16 KB'
+        : 'The request could not be parsed as HTTP',
+      code: big ? 'SVC_PAYLOAD_TOO_LARGE' : 'SVC_VALIDATION_FAILED',
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
 export function listen(app: Express, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     const srv = app.listen(port, host);
+    answerClientErrors(srv);
     srv.once('listening', () => resolve(srv));
     srv.once('error', reject);
   });

@@ -89,6 +89,7 @@ describe('a process on the real stack', () => {
     expect(ledger.Table?.GlobalSecondaryIndexes?.map((g) => g.IndexName).sort()).toEqual([
       'gsi1',
       'gsi2',
+      'gsi3',
     ]);
     const admin = p.rt.kafka.admin();
     await admin.connect();
