@@ -44,7 +44,10 @@ export interface FailureRecord {
 
 export interface FuzzReport {
   seed: number;
+  /** Requests sent: the generated ones and the probes. */
   sent: number;
+  /** Generated requests asked for (what --requests repeats). */
+  generated: number;
   byClass: Record<string, number>;
   byStatus: Record<string, number>;
   byRoute: Record<string, Record<string, number>>;
@@ -87,6 +90,7 @@ export async function fuzz(
   const report: FuzzReport = {
     seed: o.seed,
     sent: 0,
+    generated: o.only ? o.only.length : o.requests,
     byClass: {},
     byStatus: {},
     byRoute: {},
@@ -259,7 +263,7 @@ export function formatReport(r: FuzzReport, baseUrl: string, maxExamples = 3): s
       .map(([k, v]) => `${k}: ${v}`)
       .join(', ');
   lines.push(
-    `fuzz seed ${r.seed}: ${r.sent} requests in ${(r.ms / 1000).toFixed(1)} s (${r.setupCalls} setup calls besides)`,
+    `fuzz seed ${r.seed}: ${r.sent} requests (${r.generated} generated, the rest fixed probes) in ${(r.ms / 1000).toFixed(1)} s; ${r.setupCalls} setup calls besides`,
   );
   lines.push(`  by status class: ${table(r.byClass)}`);
   lines.push(`  by status: ${table(r.byStatus)}`);
@@ -300,8 +304,10 @@ export function formatReport(r: FuzzReport, baseUrl: string, maxExamples = 3): s
     }
   }
   if (r.issues.length > 0) lines.push(`  setup notes: ${r.issues.slice(0, 5).join(' | ')}`);
+  // Probes (negative indexes) run in every run; --only repeats a generated request.
+  const first = r.failures.find((f) => f.index >= 0);
   lines.push(
-    `  reproduce: npm run fuzz -- --seed=${r.seed} --requests=${r.sent}${r.failures.length ? ` (one request: --only=${r.failures[0]!.index})` : ''}`,
+    `  reproduce: npm run fuzz -- --seed=${r.seed} --requests=${r.generated}${first ? ` (one request: --only=${first.index})` : ''}`,
   );
   return lines.join('\n');
 }
