@@ -300,6 +300,18 @@ export interface Tenant {
   apiKey: string;
 }
 
+/** A read that a busy or recovering service answered 503 (or not at all) is asked again. */
+async function readJson(
+  url: string,
+  token: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  for (let i = 0; ; i++) {
+    const r = await json(url, { method: 'GET', token }).catch(() => undefined);
+    if ((r && r.status < 500) || i >= 30) return r ?? { status: 0, body: {} };
+    await delay(1_000);
+  }
+}
+
 async function json(
   url: string,
   init: { method: string; token: string; body?: unknown },
@@ -539,10 +551,7 @@ async function balanceOnce(
     do {
       const q = new URLSearchParams({ event: 'consent.granted', limit: '200' });
       if (cursor) q.set('cursor', cursor);
-      const r = await json(`${baseUrl}/api/v1/ledger/dispatches?${q.toString()}`, {
-        method: 'GET',
-        token: t.apiKey,
-      });
+      const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches?${q.toString()}`, t.apiKey);
       if (r.status !== 200) throw new Error(`ledger list: ${r.status} ${JSON.stringify(r.body)}`);
       for (const d of (r.body.items ?? []) as LedgerDispatch[]) {
         const list = byRef.get(d.referenceId) ?? [];
@@ -570,10 +579,7 @@ async function balanceOnce(
           unrecorded++;
           continue;
         }
-        const r = await json(`${baseUrl}/api/v1/ledger/dispatches/${id}`, {
-          method: 'GET',
-          token: tenant.apiKey,
-        });
+        const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches/${id}`, tenant.apiKey);
         const d = r.body as unknown as LedgerDispatch;
         if (r.status !== 200 || !d.attempts?.some(attemptOk)) unrecorded++;
       }
