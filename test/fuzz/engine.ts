@@ -137,11 +137,10 @@ export async function fuzz(
       inc(report.byClass, 'no answer');
       inc(byRoute, 'no answer');
       const alive = await healthy(base);
-      // Node answers a request whose headers pass 16 KB with a bare 431 and closes the socket;
-      // a client still sending its body then sees a reset instead.
+      // Node's parser refuses a request whose request line and headers pass 16 KB: the answer
+      // to it is what the service writes on the raw socket, or a reset.
       const size = req.url.length + Object.entries(req.headers).flat(2).join('').length;
-      const why =
-        size > 16_000 ? ' (request line and headers over 16 KB: see the 431 failures)' : '';
+      const why = size > 16_000 ? ' (request line and headers over 16 KB)' : '';
       fail(
         { kind: alive ? 'no-answer' : 'crash', detail: `${a.error}${why}` },
         index,
@@ -240,7 +239,8 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}… (${s
 /** The request as a curl command (bodies over 2 KB are summarised). */
 export function curlOf(baseUrl: string, req: FuzzRequest): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const parts = [`curl -i -X ${req.method}`, q(`${baseUrl}${clip(req.url, 2_000)}`)];
+  const verb = req.method === 'HEAD' ? 'curl -I' : `curl -i -X ${req.method}`;
+  const parts = [verb, q(`${baseUrl}${clip(req.url, 2_000)}`)];
   for (const [k, v] of Object.entries(req.headers))
     for (const x of [v].flat()) parts.push(`-H ${q(`${k}: ${clip(x, 300)}`)}`);
   if (req.body) {

@@ -87,6 +87,17 @@ const PROBES: Probe[] = [
     headers: (w) => ({ ...apiKey(w, 'consents:read'), 'x-fuzz-pad': 'a'.repeat(17_000) }),
   },
   {
+    name: 'HEAD with request headers over 16 KB (the answer may carry no body)',
+    method: 'HEAD',
+    route: '/api/v1/widget/config/{processId}',
+    url: (w) => `/api/v1/widget/config/${A(w).triggerKeys[0]}`,
+    headers: (w) => ({
+      'x-site-key': A(w).siteKey,
+      origin: A(w).origin,
+      'x-fuzz-pad': 'a'.repeat(17_000),
+    }),
+  },
+  {
     name: 'prototype keys as JSON keys',
     method: 'POST',
     route: '/api/v1/consents',
@@ -102,7 +113,8 @@ const PROBES: Probe[] = [
 /** The probes as fuzz requests (the world names the credentials). */
 export function probeRequests(world: World, routes: Route[]): FuzzRequest[] {
   return PROBES.map((p, i) => {
-    const route = routes.find((r) => r.method === p.method && r.path === p.route);
+    const method = p.method === 'HEAD' ? 'GET' : p.method;
+    const route = routes.find((r) => r.method === method && r.path === p.route);
     if (!route)
       throw new Error(`fuzz probe "${p.name}": no route ${p.method} ${p.route} in /openapi.json`);
     const body = p.body?.(world);
