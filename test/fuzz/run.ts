@@ -55,6 +55,8 @@ log(`seed ${seed} (repeat with --seed=${seed})`);
 let stack: StackHandle | undefined;
 let child: ChildProcess | undefined;
 let exitCode = 1;
+/** The child's SVC_HOME (its development keys and e-mails), removed afterwards. */
+let home: string | undefined;
 const receiver = await startReceiver();
 try {
   let brokers = process.env.TEST_KAFKA_BROKERS;
@@ -69,7 +71,7 @@ try {
   const adminToken = newAdminToken();
   const port = await freePort();
   const id = randomBytes(3).toString('hex');
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fuzz-'));
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fuzz-'));
   fs.mkdirSync(outDir, { recursive: true });
   const logFile = path.join(outDir, `service-seed-${seed}.log`);
   const out = fs.openSync(logFile, 'w');
@@ -148,5 +150,6 @@ try {
   }
   await receiver.close();
   await stack?.stop();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
 }
 process.exit(exitCode);
