@@ -10,6 +10,11 @@ export const errorCodes = {
   SVC_NOT_FOUND: { status: 404, title: 'Not found', retriable: false },
   SVC_CONFLICT: { status: 409, title: 'Conflict', retriable: false },
   SVC_PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', retriable: false },
+  SVC_HEADERS_TOO_LARGE: {
+    status: 431,
+    title: 'Request header fields too large',
+    retriable: false,
+  },
   SVC_RATE_LIMITED: { status: 429, title: 'Too many requests', retriable: true },
   SVC_UNAVAILABLE: { status: 503, title: 'Service unavailable', retriable: true },
   SVC_INTERNAL: { status: 500, title: 'Internal error', retriable: false },

@@ -5,7 +5,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { safeEqual } from '../domain/crypto.js';
-import { AppError } from '../errors.js';
+import { AppError, errorCodes } from '../errors.js';
 import { notFoundHandler, problemHandler, sendProblem } from './problem.js';
 import { traceRequests } from '../telemetry.js';
 
@@ -179,23 +179,24 @@ export function finishHttpApp(app: Express, log: Logger): Express {
  * request lines) still get a problem+json answer, then the connection closes.
  */
 function answerClientErrors(srv: Server): void {
-  srv.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+  srv.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
     if (!socket.writable) return socket.destroy();
     const big = err.code === 'HPE_HEADER_OVERFLOW';
-    const status = big ? 431 : 400;
-    const title = big ? 'Request header fields too large' : 'Bad request';
+    const e = big
+      ? new AppError('SVC_HEADERS_TOO_LARGE', 'The request line and headers may not exceed 16 KB')
+      : new AppError('SVC_BAD_JSON', 'The request could not be parsed as HTTP');
     const body = JSON.stringify({
-      type: `https://docs.svc.dev/errors/${big ? 'svc_headers_too_large' : 'svc_bad_request'}`,
-      title,
-      status,
-      detail: big
-        ? 'The request line and headers may not exceed 16 KB'
-        : 'The request could not be parsed as HTTP',
-      code: big ? 'SVC_PAYLOAD_TOO_LARGE' : 'SVC_VALIDATION_FAILED',
+      type: `https://docs.svc.dev/errors/${e.code.toLowerCase()}`,
+      title: errorCodes[e.code].title,
+      status: e.status,
+      detail: e.message,
+      code: e.code,
     });
+    // An answer to HEAD carries no body (a client would take it for the next response).
+    const head = err.rawPacket?.toString('latin1', 0, 5) === 'HEAD ';
     socket.end(
-      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${e.status} ${errorCodes[e.code].title}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
     );
   });
 }
