@@ -19,9 +19,13 @@ export function createDynamo(
 ): Dynamo {
   const local = c.DYNAMODB_ENDPOINT !== undefined;
   // A stalled store must fail a request, not hang it: the SDK has no timeout of its own.
+  // A stalled store still accepts connections (the kernel does), so the request timeout is
+  // what catches a stall; connecting gets as long, so that a busy store opening many sockets
+  // at once is not mistaken for a dead one.
+  const requestTimeout = c.DYNAMODB_REQUEST_TIMEOUT_MS ?? 2_000;
   const timeouts = {
-    connectionTimeout: 1_000,
-    requestTimeout: c.DYNAMODB_REQUEST_TIMEOUT_MS ?? 2_000,
+    connectionTimeout: requestTimeout,
+    requestTimeout,
     throwOnRequestTimeout: true,
   };
   const client = new DynamoDBClient({
