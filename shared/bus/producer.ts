@@ -56,6 +56,14 @@ export class Producer {
     return this.ok && !this.closed;
   }
 
+  /**
+   * A caller gave up waiting for a send (a stalled broker answers nothing, and kafkajs takes
+   * its request timeout times its retries to say so): counted as failing until a send succeeds.
+   */
+  markSlow(): void {
+    this.ok = false;
+  }
+
   connect(): Promise<void> {
     this.connected ??= this.producer.connect().catch((err: unknown) => {
       this.connected = undefined;

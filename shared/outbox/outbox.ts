@@ -158,7 +158,10 @@ export class Outbox {
       timer = setTimeout(() => resolve(false), this.o.publishWaitMs ?? 1_000);
     });
     try {
-      return await Promise.race([this.publish(messages, 'fast'), late]);
+      const published = await Promise.race([this.publish(messages, 'fast'), late]);
+      // Not published in time: later writes skip the wait until a send succeeds again.
+      if (!published) this.d.producer.markSlow();
+      return published;
     } finally {
       clearTimeout(timer);
     }
