@@ -1,3 +1,4 @@
+import { readOrCreateKeyFile } from '../secret-file.js';
 import {
   createCipheriv,
   createDecipheriv,
@@ -7,7 +8,6 @@ import {
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { stackPaths } from '../../infra/local/paths.js';
 import { ConfigError, type BaseConfig } from '../config.js';
@@ -40,30 +40,11 @@ export function parseKey(text: string): Buffer | undefined {
   return undefined;
 }
 
-/**
- * Reads the development key file, creating it first when absent. Creation is a write to a
- * private temp file then a hard link, so two processes starting together agree on one key and
- * neither ever reads a half-written file.
- */
+/** Reads the development key file, creating it first when absent (see `readOrCreateKeyFile`). */
 function devKeyFromFile(file: string): Buffer {
-  try {
-    const key = parseKey(fs.readFileSync(file, 'utf8'));
-    if (!key) throw new ConfigError(`${file} does not hold a 32-byte key (base64 or hex)`);
-    return key;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  fs.writeFileSync(tmp, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600 });
-  try {
-    fs.linkSync(tmp, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(tmp, { force: true });
-  }
-  return devKeyFromFile(file);
+  const key = parseKey(readOrCreateKeyFile(file, KEY_BYTES));
+  if (!key) throw new ConfigError(`${file} does not hold a 32-byte key (base64 or hex)`);
+  return key;
 }
 
 /** What the keyring is read from: SVC_ENCRYPTION_KEYS, SVC_ENCRYPTION_KEY, NODE_ENV. */

@@ -1,13 +1,12 @@
+import { readOrCreateKeyFile } from '../secret-file.js';
 import {
   createHash,
   createPrivateKey,
   createPublicKey,
-  randomBytes,
   sign,
   verify,
   type KeyObject,
 } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { stackPaths } from '../../infra/local/paths.js';
 import { ConfigError, type BaseConfig } from '../config.js';
@@ -140,22 +139,7 @@ export function publicJwk(key: KeyObject, status: PublicJwk['status']): PublicJw
  * reads a half-written file.
  */
 function seedFromFile(file: string): KeyObject {
-  try {
-    return parsePrivateKey(fs.readFileSync(file, 'utf8'), file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  fs.writeFileSync(tmp, `${randomBytes(SEED_BYTES).toString('base64')}\n`, { mode: 0o600 });
-  try {
-    fs.linkSync(tmp, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(tmp, { force: true });
-  }
-  return parsePrivateKey(fs.readFileSync(file, 'utf8'), file);
+  return parsePrivateKey(readOrCreateKeyFile(file, SEED_BYTES), file);
 }
 
 const memo = new Map<string, KeyRing>();
