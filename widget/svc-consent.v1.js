@@ -14,6 +14,8 @@
       return x;
     }
   };
+  // Lookups by own property only: a language named `valueOf` or `__proto__` is just unknown.
+  const own = (o, k) => (Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
   const mark = (n) => safe(() => P.mark(n));
   mark('svc:start');
   if (w.SvcConsent) return; // loaded twice: the first copy owns the page
@@ -102,7 +104,7 @@
       loadFailed: 'सहमति सूचना लोड नहीं हो सकी। कृपया बाद में प्रयास करें।',
     },
   };
-  const strings = (lang, cfg) => Object.assign({}, STR.en, STR[lang], cfg && cfg.ui);
+  const strings = (lang, cfg) => Object.assign({}, STR.en, own(STR, lang), cfg && cfg.ui);
   const prefLang = () => {
     const l = (
       safe(() => LS().getItem(LANG_KEY)) ||
@@ -113,7 +115,7 @@
     )
       .toLowerCase()
       .split('-')[0];
-    return NAMES[l] ? l : 'en';
+    return own(NAMES, l) ? l : 'en';
   };
 
   const warn = (m) => w.console && console.warn(`[svc-consent] ${m}`);
@@ -427,7 +429,7 @@
         },
       });
       for (const l of cfg.languages) {
-        const o = h('option', { value: l, lang: l, text: NAMES[l] || l });
+        const o = h('option', { value: l, lang: l, text: own(NAMES, l) || l });
         o.selected = l === cfg.language;
         sel.append(o);
       }
@@ -454,7 +456,7 @@
     go.cfg = c;
     go.lang = c.language;
     box.setAttribute('lang', c.language);
-    box.setAttribute('dir', RTL[c.language] ? 'rtl' : 'ltr');
+    box.setAttribute('dir', own(RTL, c.language) ? 'rtl' : 'ltr');
     box.removeAttribute('aria-busy');
     const purposes = c.purposes.map((p) => {
       const id = `svc-p-${p.name}`;

@@ -21,6 +21,8 @@
       return x;
     }
   };
+  // Lookups by own property only: a language named `valueOf` or `__proto__` is just unknown.
+  const own = (o, k) => (Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
 
   const STR = {
     en: {
@@ -164,8 +166,8 @@
     const base = String(o.baseUrl).replace(/\/$/, '');
     const ref = o.referenceId || '';
     const auth = o.auth || {};
-    const lang = STR[o.lang] ? o.lang : 'en';
-    const S = Object.assign({}, STR.en, STR[lang], o.strings);
+    const lang = own(STR, o.lang) ? o.lang : 'en';
+    const S = Object.assign({}, STR.en, own(STR, lang), o.strings);
     const fmt = safe(
       () => new Intl.DateTimeFormat(`${lang}-IN`, { dateStyle: 'medium', timeStyle: 'short' }),
       null,
@@ -453,7 +455,7 @@
           {
             class: 'w',
             lang,
-            dir: RTL[lang] ? 'rtl' : 'ltr',
+            dir: own(RTL, lang) ? 'rtl' : 'ltr',
             'aria-labelledby': 'svc-dh',
             'aria-busy': st.loading || !!st.busy ? 'true' : 'false',
           },

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { captureConsent } from '../../shared/domain/consent/index.js';
+import { loadPrincipal } from '../../shared/domain/consent/repository.js';
 import { markWidgetVerified } from '../../shared/domain/apps.js';
 import { keyedHash } from '../../shared/domain/crypto.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
@@ -63,9 +64,11 @@ export const captureResponse = z.object({
   expiresAt: z.string(),
   /**
    * A principal token (svc_pt_…, 24 h) for the principal this capture created: the widget
-   * keeps it to check its stored consent and to open the dashboard for that person.
+   * keeps it to check its stored consent and to open the dashboard for that person. A replay
+   * (same Idempotency-Key) gets a fresh one only from the client address that made the
+   * capture, while the principal is not erased; otherwise the field is absent.
    */
-  principalToken: z.string(),
+  principalToken: z.string().optional(),
 });
 
 /**
@@ -123,7 +126,26 @@ export const widgetService: ServiceModule = {
 
     // Anyone can send a capture: it is also limited per client IP (keyed hash) within the app.
     const captureLimit = rateLimit(rt, { perClientIp: true });
-    r.post('/capture', requireSiteKey(rt), captureLimit, idempotency(rt), async (req, res) => {
+    // The stored answer keeps no principal token: a replay is minted a fresh one, and only
+    // for the client address that made the capture (anyone may send the same body and key).
+    const captureIdempotency = idempotency(rt, {
+      credentials: {
+        fields: ['principalToken'],
+        reissue: async (answer, { res, sameClient }) => {
+          const a = appOf(res);
+          const ref = answer.referenceId;
+          if (!sameClient || typeof ref !== 'string') return answer;
+          const principal = await loadPrincipal(rt, a.appId, ref);
+          if (!principal || principal.erasedAt !== undefined) return answer;
+          const { token } = issuePrincipalToken(rt.config, a, ref, {
+            kind: 'browser',
+            ttlMs: MAX_TTL_MS.browser,
+          });
+          return { ...answer, principalToken: token };
+        },
+      },
+    });
+    r.post('/capture', requireSiteKey(rt), captureLimit, captureIdempotency, async (req, res) => {
       const a = appOf(res);
       const body = parseBody(captureBody, req.body);
       const notice = await noticeOr404(rt, a.appId, body.processId);

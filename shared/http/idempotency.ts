@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { keyedHash } from '../domain/crypto.js';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
@@ -16,10 +17,29 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'retry-after'];
  * the idempotency table; the stored answer keeps the prefix and the last 4 characters.
  */
 const SHOWN_ONCE = /\bsvc_(sk_(?:test_)?|ak_)[0-9A-Za-z]{40}\b/g;
+/** Principal tokens (`svc_pt_<claims>.<mac>`): bearer credentials too, never stored. */
+const PRINCIPAL_TOKEN = /\bsvc_(pt_)[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g;
 
 /** `svc_sk_…abcd`: enough to tell which key it was, never enough to use it. */
 export function maskSecrets(text: string): string {
-  return text.replace(SHOWN_ONCE, (secret, kind: string) => `svc_${kind}…${secret.slice(-4)}`);
+  const mask = (secret: string, kind: string) => `svc_${kind}…${secret.slice(-4)}`;
+  return text.replace(SHOWN_ONCE, mask).replace(PRINCIPAL_TOKEN, mask);
+}
+
+/**
+ * A route whose answer carries a credential minted for the caller (a principal token) names
+ * the fields: they are removed before the answer is stored, and a replay asks `reissue` for
+ * fresh ones. `sameClient` says whether the replay comes from the client address that made
+ * the first request (compared by keyed hash); the route decides what a stranger gets.
+ */
+export interface IdempotencyOptions {
+  credentials?: {
+    fields: readonly string[];
+    reissue: (
+      answer: Record<string, unknown>,
+      ctx: { req: Request; res: Response; sameClient: boolean },
+    ) => Promise<Record<string, unknown>>;
+  };
 }
 
 interface Stored {
@@ -29,13 +49,44 @@ interface Stored {
   status?: number;
   headers?: Record<string, string>;
   body?: string;
+  /** Keyed hash of the first request's client address (routes with `credentials` only). */
+  client?: string;
   expiresAt: number;
 }
 
-function replay(res: Response, s: Stored) {
+async function replay(
+  req: Request,
+  res: Response,
+  s: Stored,
+  o: IdempotencyOptions,
+  client: string | undefined,
+) {
   for (const [k, v] of Object.entries(s.headers ?? {})) res.setHeader(k, v);
   res.setHeader('Idempotent-Replayed', 'true');
-  res.status(s.status ?? 200).send(s.body ?? '');
+  let body = s.body ?? '';
+  if (o.credentials && (s.status ?? 200) < 300 && body !== '') {
+    const answer = JSON.parse(body) as Record<string, unknown>;
+    const sameClient = s.client !== undefined && s.client === client;
+    body = JSON.stringify(await o.credentials.reissue(answer, { req, res, sameClient }));
+  }
+  res.status(s.status ?? 200).send(body);
+}
+
+/** The answer as stored: the route's credential fields removed, any other secret masked. */
+function storable(text: string, o: IdempotencyOptions): string {
+  if (o.credentials) {
+    try {
+      const json: unknown = JSON.parse(text);
+      if (json !== null && typeof json === 'object' && !Array.isArray(json)) {
+        const rest = { ...(json as Record<string, unknown>) };
+        for (const f of o.credentials.fields) delete rest[f];
+        text = JSON.stringify(rest);
+      }
+    } catch {
+      // not JSON: masked below like any other answer
+    }
+  }
+  return maskSecrets(text);
 }
 
 /**
@@ -60,12 +111,13 @@ const tooDeep = () =>
  * `Idempotency-Key` on POST/PUT/PATCH/DELETE (DESIGN §3): the first response to a key is
  * stored for 24 h and a repeat gets it back (`Idempotent-Replayed: true`), without applying
  * the request again. A secret key or API key in the answer is stored masked (`maskSecrets`),
- * so a replay shows it masked: a secret is shown once, and only to the first answer.
+ * so a replay shows it masked: a secret is shown once, and only to the first answer. A
+ * principal token is never stored either: see `IdempotencyOptions.credentials`.
  * Keys are scoped per app (or the admin); a repeat with a different method, path or body is
  * 422, one while the first is still running is 409. A 5xx is not stored, so the client can
  * retry with the same key. Goes after authentication.
  */
-export function idempotency(rt: Runtime): RequestHandler {
+export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHandler {
   const table = rt.tables.idempotency;
   const doc = rt.dynamo.doc;
   return async (req, res, next) => {
@@ -88,6 +140,7 @@ export function idempotency(rt: Runtime): RequestHandler {
     const pk = `${scope}#${key}`;
     const body = bodyText(req.body);
     if (body === undefined) return next(tooDeep());
+    const client = o.credentials ? keyedHash(rt.config, 'ip', req.ip ?? '') : undefined;
     const requestHash = createHash('sha256')
       .update(`${req.method} ${req.originalUrl}\n${body}`)
       .digest('hex');
@@ -99,6 +152,7 @@ export function idempotency(rt: Runtime): RequestHandler {
             pk,
             state: 'pending',
             requestHash,
+            ...(client ? { client } : {}),
             expiresAt: Math.floor(Date.now() / 1000) + TTL_S,
           },
           // An expired item may linger until DynamoDB's TTL sweep removes it: treat it as absent.
@@ -132,7 +186,7 @@ export function idempotency(rt: Runtime): RequestHandler {
           }),
         );
       }
-      return replay(res, prior);
+      return replay(req, res, prior, o, client).catch(next);
     }
 
     // Store the response before it leaves, so a repeat arriving right after sees it.
@@ -149,8 +203,9 @@ export function idempotency(rt: Runtime): RequestHandler {
       ) {
         res.type('json');
       }
-      const text = maskSecrets(
+      const text = storable(
         typeof body === 'string' || Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body),
+        o,
       );
       const write =
         res.statusCode >= 500

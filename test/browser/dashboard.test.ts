@@ -368,6 +368,39 @@ describe('embeddable dashboard', () => {
     expect(tx.status).toBe('partially_revoked');
   });
 
+  it('a language named like an Object.prototype member is unknown: English, not `constructor`', async () => {
+    const t = issuePrincipalToken(
+      world.p.rt.config,
+      { appId: app.appId, secretVersion: 1 },
+      referenceId,
+      { kind: 'portal', ttlMs: 600_000 },
+    ).token;
+    for (const lang of ['constructor', 'valueOf', '__proto__']) {
+      const id = `lang-${lang.replace(/_/g, '')}`;
+      await page.evaluate(
+        ([baseUrl, ref, tok, elId, l]) => {
+          const el = document.createElement('div');
+          el.id = elId!;
+          document.body.append(el);
+          (
+            window as unknown as {
+              SvcDashboard: { mount(e: Element, o: unknown): unknown };
+            }
+          ).SvcDashboard.mount(el, {
+            baseUrl,
+            referenceId: ref,
+            auth: { portalToken: tok },
+            lang: l,
+          });
+        },
+        [world.p.url, referenceId, t, id, lang],
+      );
+      const section = page.locator(`#${id} svc-dashboard-ui section`);
+      await poll(() => section.getAttribute('lang')).toBe('en');
+      expect(await section.locator('h2').textContent()).toBe('Your consent history');
+    }
+  });
+
   it('the page never saw an error', () => {
     expect(pageErrors).toEqual([]);
   });
