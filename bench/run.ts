@@ -3,6 +3,7 @@
  * next to the baseline measured in the same run.
  */
 const benches: Record<string, () => Promise<void>> = {
+  e2e: async () => (await import('./e2e.js')).run(),
   ingress: async () => (await import('./ingress.js')).run(),
   dispatch: async () => (await import('./dispatch.js')).run(),
   widget: async () => (await import('./widget.js')).run(),

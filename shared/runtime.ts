@@ -12,6 +12,7 @@ import { createRegistry } from './metrics.js';
 import { Processed } from './outbox/idempotency.js';
 import { Outbox } from './outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
+import { instrumentDynamo } from './storage/instrument.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -42,6 +43,7 @@ export function createRuntime(
   const kafka = createKafka(config, parseBrokers(config.KAFKA_BROKERS), log);
   const producer = new Producer(kafka, log);
   const dynamo = createDynamo(config);
+  instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX);
   const tables = tableNames(config.TABLE_PREFIX);
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),

@@ -228,6 +228,8 @@ export interface Delivery {
   referenceId: string;
   userId: string | null;
   status: number;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 /**
@@ -277,6 +279,7 @@ export class Receiver {
           referenceId: event.data.referenceId,
           userId: event.data.userId,
           status,
+          at: Date.now(),
         });
         res.writeHead(status, { 'content-type': 'application/json' }).end('{"ok":true}');
       });

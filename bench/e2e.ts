@@ -1,0 +1,238 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { stackPaths } from '../infra/local/paths.js';
+import {
+  AppProcess,
+  ChaosStack,
+  Receiver,
+  createTenant,
+  type Tenant,
+} from '../test/chaos/harness.js';
+import { percentile } from './lib.js';
+
+/**
+ * `npm run bench -- e2e`: what a user gets. The service runs as a user starts it
+ * (`bin/start.ts`, one process, its own Kafka and DynamoDB Local); this process is the load
+ * generator and the webhook receiver (signatures checked with the Standard Webhooks library).
+ * At each fixed rate (10 s each, stopping once saturated) it POSTs /api/v1/consents with an
+ * e-mail and times each consent from its POST to its signed consent.granted webhook. It also
+ * reads the service's own /metrics around each rate: DynamoDB requests and write units
+ * (ConsumedCapacity; a transactional item counts twice) and the process's CPU, per consent.
+ *
+ * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
+ * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
+ * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder).
+ */
+
+const RATES = (process.env.BENCH_E2E_RATES ?? '25,50,100,200,300,400,600').split(',').map(Number);
+const SECONDS = Number(process.env.BENCH_E2E_SECONDS ?? 10);
+/** How long after the load a consent may still arrive before it counts as not delivered. */
+const DRAIN_MS = Number(process.env.BENCH_E2E_DRAIN_MS ?? 30_000);
+
+interface RateResult {
+  rate: number;
+  sent: number;
+  accepted: number;
+  refused: number;
+  undelivered: number;
+  p50: number;
+  p99: number;
+  max: number;
+  postP50: number;
+  postP99: number;
+  writeUnits: number;
+  writeRequests: number;
+  requests: number;
+  cpuMs: number;
+}
+
+/** Counter sums from a Prometheus text page, by metric name (labels summed). */
+function sums(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line === '') continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (\S+)/.exec(line);
+    if (!m) continue;
+    const labels = m[2] ?? '';
+    const key = m[1]!;
+    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
+    const op = /operation="(\w+)"/.exec(labels)?.[1];
+    if (op) out.set(`${key}:${op}`, (out.get(`${key}:${op}`) ?? 0) + Number(m[3]));
+    const table = /table="(\w+)"/.exec(labels)?.[1];
+    if (table) out.set(`${key}@${table}`, (out.get(`${key}@${table}`) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
+async function metrics(url: string): Promise<Map<string, number>> {
+  return sums(await (await fetch(`${url}/metrics`)).text());
+}
+
+const WRITE_OPS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
+
+async function runRate(
+  app: AppProcess,
+  receiver: Receiver,
+  tenant: Tenant,
+  rate: number,
+  tag: string,
+): Promise<RateResult & { tables: Map<string, number> }> {
+  const before = await metrics(app.url);
+  const started = new Map<string, number>();
+  const postMs: number[] = [];
+  let refused = 0;
+  const inflight = new Set<Promise<void>>();
+  const t0 = Date.now();
+  let n = 0;
+  while (Date.now() - t0 < SECONDS * 1000) {
+    const due = Math.floor(((Date.now() - t0) / 1000) * rate);
+    for (; n < due; n++) {
+      const userId = `${tag}-${rate}-${n}`;
+      const at = Date.now();
+      const p = fetch(`${app.url}/api/v1/consents`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          userId,
+          email: `${userId}@example.com`,
+          consents: { analytics: true, marketing: false },
+        }),
+        signal: AbortSignal.timeout(10_000),
+      })
+        .then(async (r) => {
+          const body = (await r.json().catch(() => ({}))) as { referenceId?: string };
+          postMs.push(Date.now() - at);
+          if (r.status === 201 && body.referenceId) started.set(body.referenceId, at);
+          else refused++;
+        })
+        .catch(() => {
+          refused++;
+        })
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+    }
+    await delay(2);
+  }
+  await Promise.all(inflight);
+  const sent = n;
+  // Wait for every accepted consent's consent.granted (or the drain limit).
+  const arrived = new Map<string, number>();
+  const deadline = Date.now() + DRAIN_MS;
+  let seen = 0;
+  for (;;) {
+    const d = receiver.deliveries;
+    for (; seen < d.length; seen++) {
+      const x = d[seen]!;
+      if (x.type === 'consent.granted' && started.has(x.referenceId) && !arrived.has(x.referenceId))
+        arrived.set(x.referenceId, x.at);
+    }
+    if (arrived.size >= started.size || Date.now() > deadline) break;
+    await delay(50);
+  }
+  // Let the rest of the work of this rate (the second event's ledger, the outbox) settle
+  // before the counters are read, so each rate is charged its own writes.
+  await delay(2_000);
+  const after = await metrics(app.url);
+  const diff = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  const lat = [...arrived].map(([ref, at]) => at - started.get(ref)!).sort((a, b) => a - b);
+  postMs.sort((a, b) => a - b);
+  const accepted = started.size;
+  const per = (x: number) => (accepted ? x / accepted : NaN);
+  const tables = new Map<string, number>();
+  for (const k of after.keys())
+    if (k.startsWith('svc_dynamodb_write_units_total@')) tables.set(k.split('@')[1]!, per(diff(k)));
+  return {
+    rate,
+    sent,
+    accepted,
+    refused,
+    undelivered: accepted - arrived.size,
+    p50: percentile(lat, 50),
+    p99: percentile(lat, 99),
+    max: lat.at(-1) ?? NaN,
+    postP50: percentile(postMs, 50),
+    postP99: percentile(postMs, 99),
+    writeUnits: per(diff('svc_dynamodb_write_units_total')),
+    writeRequests: per(
+      WRITE_OPS.reduce((s, op) => s + diff(`svc_dynamodb_requests_total:${op}`), 0),
+    ),
+    requests: per(diff('svc_dynamodb_requests_total')),
+    cpuMs: per(diff('svc_process_process_cpu_seconds_total') * 1000),
+    tables,
+  };
+}
+
+const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
+export async function run(): Promise<void> {
+  const log = (m: string) => console.error(m);
+  const stack = await ChaosStack.create(log);
+  const receiver = new Receiver();
+  await receiver.start();
+  const dir = path.join(stackPaths().root, 'bench', `e2e-${Date.now().toString(36)}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const adminToken = `bench_admin_${'x'.repeat(24)}`;
+  const app = new AppProcess({
+    role: 'all',
+    name: 'e2e-app',
+    stack,
+    prefix: `bench${Date.now().toString(36)}`,
+    adminToken,
+    logDir: dir,
+    // BENCH_E2E_CPU_PROF=1: the service writes a V8 CPU profile into the log folder on exit.
+    ...(process.env.BENCH_E2E_CPU_PROF
+      ? { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } }
+      : {}),
+  });
+  try {
+    await app.start();
+    const tenant = await createTenant(app.url, adminToken, receiver, 'bench');
+    console.log(`service log: ${dir}/e2e-app.log`);
+    // Warm-up (not counted): JIT, JVMs, sockets and caches, as a running service has them.
+    log('warm-up: 15 s at 20/s');
+    await runRate(app, receiver, tenant, 20, 'warm');
+    console.log(
+      '\nrate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  writes/consent  WCU/consent  CPU ms/consent',
+    );
+    const results: RateResult[] = [];
+    for (const rate of RATES) {
+      const r = await runRate(app, receiver, tenant, rate, 'run');
+      results.push(r);
+      console.log(
+        [
+          String(rate).padStart(6),
+          String(r.sent).padStart(6),
+          String(r.accepted).padStart(9),
+          String(r.refused).padStart(7),
+          String(r.undelivered).padStart(11),
+          `${f0(r.p50)}/${f0(r.p99)}/${f0(r.max)}`.padStart(29),
+          `${f0(r.postP50)}/${f0(r.postP99)}`.padStart(17),
+          f1(r.requests).padStart(21),
+          f1(r.writeRequests).padStart(15),
+          f1(r.writeUnits).padStart(13),
+          f1(r.cpuMs).padStart(15),
+        ].join(' '),
+      );
+      console.log(
+        `        WCU/consent by table: ${[...r.tables].map(([t, v]) => `${t} ${f1(v)}`).join(', ')}`,
+      );
+      const ok = r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
+      if (!ok) break;
+    }
+    const sustained = results
+      .filter((r) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000)
+      .reduce((m, r) => Math.max(m, r.rate), 0);
+    console.log(
+      `\nsustained rate (all accepted and delivered, p99 ≤ 1 s): ${sustained ? `${sustained}/s` : `below ${RATES[0]}/s`}`,
+    );
+    console.log(
+      'baseline: none in this run — the PostgreSQL + BullMQ peer of issue 17 is not built yet (see docs/benchmarks.md)',
+    );
+  } finally {
+    await app.stop();
+    await receiver.stop();
+    await stack.stop();
+  }
+}
