@@ -183,7 +183,7 @@ export async function run(): Promise<void> {
     logDir: dir,
     // BENCH_E2E_CPU_PROF=1: the service writes a V8 CPU profile into the log folder on exit.
     ...(process.env.BENCH_E2E_CPU_PROF
-      ? { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } }
+      ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] }
       : {}),
   });
   try {

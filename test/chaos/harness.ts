@@ -119,6 +119,8 @@ export interface AppOptions {
   adminToken: string;
   logDir: string;
   env?: Record<string, string>;
+  /** Extra options for node (e.g. --cpu-prof). */
+  nodeArgs?: string[];
 }
 
 /** One service process, started as a user would (`bin/start.ts`), with its log in a file. */
@@ -147,7 +149,13 @@ export class AppProcess {
     const out = fs.openSync(path.join(this.o.logDir, `${this.o.name}.log`), 'a');
     this.child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(projectRoot, 'bin', 'start.ts'), `--role=${this.o.role}`],
+      [
+        ...(this.o.nodeArgs ?? []),
+        '--import',
+        'tsx',
+        path.join(projectRoot, 'bin', 'start.ts'),
+        `--role=${this.o.role}`,
+      ],
       {
         cwd: projectRoot,
         stdio: ['ignore', out, out],
