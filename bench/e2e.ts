@@ -2,14 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { stackPaths } from '../infra/local/paths.js';
-import {
-  AppProcess,
-  ChaosStack,
-  Receiver,
-  createTenant,
-  type Tenant,
-} from '../test/chaos/harness.js';
+import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { percentile } from './lib.js';
+import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 
 /**
  * `npm run bench -- e2e`: what a user gets. The service runs as a user starts it
@@ -71,14 +66,31 @@ async function metrics(url: string): Promise<Map<string, number>> {
 
 const WRITE_OPS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
 
+/** A service under load: ours or the peer. */
+interface Target {
+  name: string;
+  url: string;
+  apiKey: string;
+  pid: number;
+  /** Serves Prometheus /metrics with the DynamoDB counters (ours). */
+  metrics: boolean;
+}
+
+/** CPU seconds (user + system) the process has used, from /proc. */
+function cpuSeconds(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+}
+
 async function runRate(
-  app: AppProcess,
+  app: Target,
   receiver: Receiver,
-  tenant: Tenant,
   rate: number,
   tag: string,
 ): Promise<RateResult & { tables: Map<string, number> }> {
-  const before = await metrics(app.url);
+  const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
+  const cpuBefore = cpuSeconds(app.pid);
   const started = new Map<string, number>();
   const postMs: number[] = [];
   let refused = 0;
@@ -88,11 +100,11 @@ async function runRate(
   while (Date.now() - t0 < SECONDS * 1000) {
     const due = Math.floor(((Date.now() - t0) / 1000) * rate);
     for (; n < due; n++) {
-      const userId = `${tag}-${rate}-${n}`;
+      const userId = `${app.name}-${tag}-${rate}-${n}`;
       const at = Date.now();
       const p = fetch(`${app.url}/api/v1/consents`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${app.apiKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({
           userId,
           email: `${userId}@example.com`,
@@ -133,7 +145,8 @@ async function runRate(
   // Let the rest of the work of this rate (the second event's ledger, the outbox) settle
   // before the counters are read, so each rate is charged its own writes.
   await delay(2_000);
-  const after = await metrics(app.url);
+  const after = app.metrics ? await metrics(app.url) : new Map<string, number>();
+  const cpu = cpuSeconds(app.pid) - cpuBefore;
   const diff = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
   const lat = [...arrived].map(([ref, at]) => at - started.get(ref)!).sort((a, b) => a - b);
   postMs.sort((a, b) => a - b);
@@ -158,7 +171,7 @@ async function runRate(
       WRITE_OPS.reduce((s, op) => s + diff(`svc_dynamodb_requests_total:${op}`), 0),
     ),
     requests: per(diff('svc_dynamodb_requests_total')),
-    cpuMs: per(diff('svc_process_process_cpu_seconds_total') * 1000),
+    cpuMs: per(cpu * 1000),
     tables,
   };
 }
@@ -166,11 +179,53 @@ async function runRate(
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
-export async function run(): Promise<void> {
+const HEADER =
+  'rate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  writes/consent  WCU/consent  CPU ms/consent';
+
+function row(r: RateResult, dynamo: boolean): string {
+  const d = (x: string) => (dynamo ? x : '-');
+  return [
+    String(r.rate).padStart(6),
+    String(r.sent).padStart(6),
+    String(r.accepted).padStart(9),
+    String(r.refused).padStart(7),
+    String(r.undelivered).padStart(11),
+    `${f0(r.p50)}/${f0(r.p99)}/${f0(r.max)}`.padStart(29),
+    `${f0(r.postP50)}/${f0(r.postP99)}`.padStart(17),
+    d(f1(r.requests)).padStart(21),
+    d(f1(r.writeRequests)).padStart(15),
+    d(f1(r.writeUnits)).padStart(13),
+    f1(r.cpuMs).padStart(15),
+  ].join(' ');
+}
+
+const sustainedOk = (r: RateResult) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
+
+/** Warm-up, then the rates in order until one is not sustained; prints a row per rate. */
+async function measure(t: Target, receiver: Receiver): Promise<RateResult[]> {
+  console.error(`[${t.name}] warm-up: ${SECONDS} s at 20/s`);
+  await runRate(t, receiver, 20, 'warm');
+  console.log(`\n${t.name}\n${HEADER}`);
+  const results: RateResult[] = [];
+  for (const rate of RATES) {
+    const r = await runRate(t, receiver, rate, 'run');
+    results.push(r);
+    console.log(row(r, t.metrics));
+    if (t.metrics && r.tables.size > 0)
+      console.log(
+        `        WCU/consent by table: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
+      );
+    if (!sustainedOk(r)) break;
+  }
+  return results;
+}
+
+const sustainedOf = (rs: RateResult[]) =>
+  rs.filter(sustainedOk).reduce((m, r) => Math.max(m, r.rate), 0);
+
+async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
   const log = (m: string) => console.error(m);
   const stack = await ChaosStack.create(log);
-  const receiver = new Receiver();
-  await receiver.start();
   const dir = path.join(stackPaths().root, 'bench', `e2e-${Date.now().toString(36)}`);
   fs.mkdirSync(dir, { recursive: true });
   const adminToken = `bench_admin_${'x'.repeat(24)}`;
@@ -188,51 +243,71 @@ export async function run(): Promise<void> {
   });
   try {
     await app.start();
-    const tenant = await createTenant(app.url, adminToken, receiver, 'bench');
-    console.log(`service log: ${dir}/e2e-app.log`);
-    // Warm-up (not counted): JIT, JVMs, sockets and caches, as a running service has them.
-    log('warm-up: 15 s at 20/s');
-    await runRate(app, receiver, tenant, 20, 'warm');
-    console.log(
-      '\nrate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  writes/consent  WCU/consent  CPU ms/consent',
-    );
-    const results: RateResult[] = [];
-    for (const rate of RATES) {
-      const r = await runRate(app, receiver, tenant, rate, 'run');
-      results.push(r);
-      console.log(
-        [
-          String(rate).padStart(6),
-          String(r.sent).padStart(6),
-          String(r.accepted).padStart(9),
-          String(r.refused).padStart(7),
-          String(r.undelivered).padStart(11),
-          `${f0(r.p50)}/${f0(r.p99)}/${f0(r.max)}`.padStart(29),
-          `${f0(r.postP50)}/${f0(r.postP99)}`.padStart(17),
-          f1(r.requests).padStart(21),
-          f1(r.writeRequests).padStart(15),
-          f1(r.writeUnits).padStart(13),
-          f1(r.cpuMs).padStart(15),
-        ].join(' '),
-      );
-      console.log(
-        `        WCU/consent by table: ${[...r.tables].map(([t, v]) => `${t} ${f1(v)}`).join(', ')}`,
-      );
-      const ok = r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
-      if (!ok) break;
-    }
-    const sustained = results
-      .filter((r) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000)
-      .reduce((m, r) => Math.max(m, r.rate), 0);
-    console.log(
-      `\nsustained rate (all accepted and delivered, p99 ≤ 1 s): ${sustained ? `${sustained}/s` : `below ${RATES[0]}/s`}`,
-    );
-    console.log(
-      'baseline: none in this run — the PostgreSQL + BullMQ peer of issue 17 is not built yet (see docs/benchmarks.md)',
+    const tenant = await createTenant(app.url, adminToken, receiver, 'ours');
+    console.error(`service log: ${dir}/e2e-app.log`);
+    return await measure(
+      {
+        name: 'ours (npm start: Kafka + DynamoDB Local)',
+        url: app.url,
+        apiKey: tenant.apiKey,
+        pid: app.child!.pid!,
+        metrics: true,
+      },
+      receiver,
     );
   } finally {
     await app.stop();
-    await receiver.stop();
     await stack.stop();
+  }
+}
+
+async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
+  const missing = peerMissing();
+  if (missing) return `not run: install ${missing} (apt-get install -y postgresql redis-server)`;
+  const peer = await startPeer({ webhookUrl: receiver.url('peer'), log: (m) => console.error(m) });
+  receiver.setSecret('peer', peer.secret);
+  try {
+    return await measure(
+      {
+        name: 'peer (Express + PostgreSQL + BullMQ)',
+        url: peer.url,
+        apiKey: peer.apiKey,
+        pid: peer.pid,
+        metrics: false,
+      },
+      receiver,
+    );
+  } finally {
+    await peer.stop();
+  }
+}
+
+export async function run(): Promise<void> {
+  const receiver = new Receiver();
+  await receiver.start();
+  try {
+    // One after the other, each alone on the machine.
+    const ours = await measureOurs(receiver);
+    const peer = await measurePeer(receiver);
+    const s = sustainedOf(ours);
+    console.log('\nsustained rate (every consent accepted and delivered, p99 ≤ 1 s):');
+    console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);
+    if (typeof peer === 'string') console.log(`  peer: ${peer}`);
+    else {
+      const p = sustainedOf(peer);
+      console.log(`  peer: ${p ? `${p}/s` : `below ${RATES[0]}/s`}`);
+      if (s && p) console.log(`  ratio ours/peer: ${(s / p).toFixed(2)}`);
+      const at = (rs: RateResult[], rate: number) => rs.find((r) => r.rate === rate);
+      for (const rate of [25, 100]) {
+        const o = at(ours, rate);
+        const q = at(peer, rate);
+        if (o && q)
+          console.log(
+            `  at ${rate}/s: ours p50 ${f0(o.p50)} / p99 ${f0(o.p99)} ms, peer p50 ${f0(q.p50)} / p99 ${f0(q.p99)} ms; CPU per consent ours ${f1(o.cpuMs)} ms, peer ${f1(q.cpuMs)} ms`,
+          );
+      }
+    }
+  } finally {
+    await receiver.stop();
   }
 }

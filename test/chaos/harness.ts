@@ -252,8 +252,14 @@ export class Receiver {
   readonly failing = new Set<string>();
   port = 0;
 
+  /** The endpoint's signing secret: the service's (used as raw bytes) or a `whsec_…` one. */
   setSecret(endpoint: string, secret: string): void {
-    this.verifiers.set(endpoint, new Webhook(Buffer.from(secret), { format: 'raw' }));
+    this.verifiers.set(
+      endpoint,
+      secret.startsWith('whsec_')
+        ? new Webhook(secret)
+        : new Webhook(Buffer.from(secret), { format: 'raw' }),
+    );
   }
 
   url(endpoint: string): string {

@@ -37,6 +37,8 @@ const TRAFFIC_METRICS = new Set([
   'svc_outbox_backlog',
   'svc_outbox_published_total',
   'svc_consumer_lag',
+  'svc_dynamodb_write_units_total',
+  'svc_dynamodb_requests_total',
 ]);
 
 /** Workers other sessions build; started when their module exists in this checkout. */
