@@ -4,6 +4,7 @@ import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/led
 import { bucketOf, dueEntry, listDue } from '../../shared/ledger/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
+import type { Lane } from '../../workers/dispatcher/lanes.js';
 import { Sweeper } from '../../workers/dispatcher/sweeper.js';
 import { testRuntime } from '../helpers/stack.js';
 import { consentEvent } from './helpers.js';
@@ -36,14 +37,14 @@ async function storedDispatch(dueAtMs: number) {
   return created.state;
 }
 
-/** Apps whose retry lane is full, as the dispatcher's lanes would report. */
-const busy = new Set<string>();
+/** Lanes that are full for the app, as the dispatcher's lanes would report. */
+const busy = new Set<Lane>();
 
-function sweeper(jobs: AttemptJob[]) {
+function sweeper(jobs: AttemptJob[], lanes: Lane[] = []) {
   return new Sweeper(rt, {
-    enqueue: (j) => (jobs.push(j), true),
+    enqueue: (j, lane) => (jobs.push(j), lanes.push(lane), true),
     room: () => 100,
-    accepts: () => busy.size === 0,
+    accepts: (_appId, lane) => !busy.has(lane),
   });
 }
 
@@ -118,7 +119,54 @@ describe('retry due-index sweeper', () => {
     expect((await getDispatchState(rt, state.dispatchId))!.dueSk).toBe(state.dueSk);
   });
 
-  it('snoozes the entry of an endpoint busy with retries instead of queueing it', async () => {
+  it('hands a never-attempted dispatch to the first-attempt lane and a retry to the retry lane', async () => {
+    const fresh = await storedDispatch(Date.now() - 100);
+    const retried = await storedDispatch(Date.now() - 100);
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: dispatchPk(retried.dispatchId), sk: 'DSP' },
+        UpdateExpression: 'SET attempts = :one',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const jobs: AttemptJob[] = [];
+    const lanes: Lane[] = [];
+    // The retry lane is full: a retry is snoozed, a first attempt still goes out.
+    busy.add('retry');
+    try {
+      for (const st of [fresh, retried])
+        await sweeper(jobs, lanes).fire({
+          pk: st.duePk!,
+          sk: st.dueSk!,
+          dispatchId: st.dispatchId,
+          appId: app.appId,
+          dueAt: st.dueSk!.split('#')[0]!,
+          kind: 'attempt',
+        });
+    } finally {
+      busy.clear();
+    }
+    expect(jobs.map((j) => [j.state.dispatchId, j.trigger])).toEqual([[fresh.dispatchId, 'first']]);
+    expect(lanes).toEqual(['first']);
+    const snoozed = await getDispatchState(rt, retried.dispatchId);
+    expect(Date.parse(snoozed!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000);
+
+    const more: AttemptJob[] = [];
+    const moreLanes: Lane[] = [];
+    await sweeper(more, moreLanes).fire({
+      pk: snoozed!.duePk!,
+      sk: snoozed!.dueSk!,
+      dispatchId: retried.dispatchId,
+      appId: app.appId,
+      dueAt: snoozed!.dueSk!.split('#')[0]!,
+      kind: 'attempt',
+    });
+    expect(more.map((j) => j.trigger)).toEqual(['retry']);
+    expect(moreLanes).toEqual(['retry']);
+  });
+
+  it('snoozes the entry of an endpoint whose lane is full instead of queueing it', async () => {
     const state = await storedDispatch(Date.now() - 100);
     const entry = {
       pk: state.duePk!,
@@ -129,7 +177,7 @@ describe('retry due-index sweeper', () => {
       kind: 'attempt' as const,
     };
     const jobs: AttemptJob[] = [];
-    busy.add(app.appId);
+    busy.add('first'); // never attempted: the first-attempt lane
     try {
       await sweeper(jobs).fire(entry);
     } finally {

@@ -74,9 +74,10 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     }
   };
   const sw = new Sweeper(rt, {
-    enqueue: (job) => lanes.enqueue(job.state.appId, 'retry', job),
+    enqueue: (job, lane) => lanes.enqueue(job.state.appId, lane, job),
     room: () => lanes.retryRoom(),
-    accepts: (appId) => lanes.acceptsRetry(appId),
+    accepts: (appId, lane) =>
+      lane === 'first' ? lanes.acceptsFirst(appId) : lanes.acceptsRetry(appId),
   });
   const runner = runtimePipeline(rt, {
     name: CONSUMER,

@@ -125,6 +125,16 @@ describe('Lanes', () => {
     expect(lanes.acceptsRetry('b')).toBe(false);
   });
 
+  it('accepts deferred first attempts for an endpoint while its queue is under half its backlog', () => {
+    const { lanes } = harness({ perEndpoint: 1, total: 10, endpointMaxBacklog: 4 });
+    expect(lanes.acceptsFirst('a')).toBe(true);
+    for (const j of ['a0', 'a1', 'a2']) lanes.enqueue('a', 'first', j); // one runs, two queued
+    expect(lanes.acceptsFirst('a')).toBe(false);
+    expect(lanes.acceptsFirst('b')).toBe(true);
+    lanes.close();
+    expect(lanes.acceptsFirst('b')).toBe(false);
+  });
+
   it('closes: drops queued jobs, fails waiters, refuses new work, drains the running ones', async () => {
     const { lanes, finish } = harness({ perEndpoint: 1, total: 1, maxBacklog: 1 });
     lanes.enqueue('a', 'first', 'a0');

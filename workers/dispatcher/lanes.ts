@@ -115,6 +115,17 @@ export class Lanes<J> {
     return q < this.o.limits.retry.perEndpoint;
   }
 
+  /**
+   * Whether the sweeper should hand this endpoint a deferred first attempt now (a dispatch
+   * written with its attempt left to the due-index): while the endpoint's first-attempt queue
+   * is under half its backlog, so events arriving from Kafka keep the other half.
+   */
+  acceptsFirst(endpoint: string): boolean {
+    if (this.closed || this.queued.first >= this.o.maxBacklog) return false;
+    const q = this.endpoints.get(endpoint)?.first.queue.length ?? 0;
+    return q < Math.max(1, Math.floor(this.o.endpointMaxBacklog / 2));
+  }
+
   private pump(lane: Lane): void {
     const limits = this.o.limits[lane];
     while (this.inFlight[lane] < limits.total) {

@@ -15,6 +15,17 @@ import {
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
+import type { Lane } from './lanes.js';
+
+/**
+ * A dispatch never attempted (its first attempt was left to the due-index: the endpoint's
+ * backlog was full, or an attempt's record failed) goes to the first-attempt lane, like an
+ * event from Kafka; only real retries and operator resends share the narrow retry lane, so a
+ * healthy endpoint's deferred first attempts are not throttled like a failing one's retries.
+ */
+export function laneOf(trigger: AttemptJob['trigger']): Lane {
+  return trigger === 'first' ? 'first' : 'retry';
+}
 
 /** Entries claimed at once (each claim is a read and a transaction). */
 const CLAIM_CONCURRENCY = 16;
@@ -40,12 +51,15 @@ export class Sweeper {
   constructor(
     private readonly rt: Runtime,
     private readonly o: {
-      /** Queues a claimed job; false when it cannot be taken now (the safety net redoes it). */
-      enqueue: (job: AttemptJob) => boolean;
+      /**
+       * Queues a claimed job in its lane (`laneOf`); false when it cannot be taken now (the
+       * safety net redoes it).
+       */
+      enqueue: (job: AttemptJob, lane: Lane) => boolean;
       /** How many more jobs may be claimed now. */
       room: () => number;
-      /** Whether this endpoint can take another retry now (else its entry is snoozed). */
-      accepts: (appId: string) => boolean;
+      /** Whether this endpoint can take another job in `lane` now (else its entry is snoozed). */
+      accepts: (appId: string, lane: Lane) => boolean;
     },
   ) {}
 
@@ -122,7 +136,6 @@ export class Sweeper {
 
   private async claim(e: DueEntry): Promise<void> {
     const { rt } = this;
-    if (!this.o.accepts(e.appId)) return this.snooze(e);
     const state = await getDispatchState(rt, e.dispatchId);
     if (!state || state.dueSk !== e.sk) {
       // Not the dispatch's current entry (left behind by an interrupted write): drop it.
@@ -133,22 +146,27 @@ export class Sweeper {
       await this.retire(e);
       return;
     }
+    const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
+    const lane = laneOf(trigger);
+    if (!this.o.accepts(e.appId, lane)) return this.snooze(e);
     const nowMs = Date.now();
     const safetyMs = rt.config.DISPATCH_SAFETY_NET_MS;
     // Only if no attempt was recorded since the state was read.
     const safety = await this.moveOn(e, nowMs + safetyMs, state.attempts);
     if (!safety) return; // another copy claimed it, or the dispatch moved on
-    const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
-    this.o.enqueue({
-      state: { ...state, duePk: safety.pk, dueSk: safety.sk },
-      trigger,
-      deadlineMs: nowMs + safetyMs,
-    });
+    this.o.enqueue(
+      {
+        state: { ...state, duePk: safety.pk, dueSk: safety.sk },
+        trigger,
+        deadlineMs: nowMs + safetyMs,
+      },
+      lane,
+    );
   }
 
   /**
-   * An endpoint already busy with retries: move the entry one safety interval on instead of
-   * queueing it, so one saturated endpoint neither fills the retry room nor blocks the sweep.
+   * An endpoint already busy in that lane: move the entry one safety interval on instead of
+   * queueing it, so one saturated endpoint neither fills the room nor blocks the sweep.
    */
   private async snooze(e: DueEntry): Promise<void> {
     await this.moveOn(e, Date.now() + this.rt.config.DISPATCH_SAFETY_NET_MS);
