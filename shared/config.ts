@@ -56,6 +56,11 @@ export const baseConfigSchema = z.object({
    * land; it was not acknowledged.
    */
   HTTP_DEADLINE_MS: z.coerce.number().int().positive().default(1_800),
+  /**
+   * API requests in progress at once per process; one more is answered 503 at once, having
+   * changed nothing (shared/http/server.ts `admission`).
+   */
+  HTTP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(64),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()

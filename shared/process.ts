@@ -124,6 +124,7 @@ export async function startProcess(o: {
       trustProxy: config.TRUST_PROXY,
       degradable: ['kafka'],
       deadlineMs: config.HTTP_DEADLINE_MS,
+      maxInFlight: config.HTTP_MAX_IN_FLIGHT,
       metricsToken: config.METRICS_TOKEN,
     });
     for (const s of o.services) await s.mount(app, rt);

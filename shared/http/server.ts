@@ -28,6 +28,8 @@ export interface HttpAppOptions {
   readinessTimeoutMs?: number;
   /** API requests unanswered after this get 503 SVC_UNAVAILABLE (see `deadline`). */
   deadlineMs?: number;
+  /** API requests beyond this many in progress get 503 at once (see `admission`). */
+  maxInFlight?: number;
   /** When set, /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string | undefined;
 }
@@ -60,6 +62,51 @@ export function deadline(ms: number): RequestHandler {
     const clear = () => clearTimeout(timer);
     res.once('finish', clear);
     res.once('close', clear);
+    next();
+  };
+}
+
+/**
+ * Admission control: with `max` API requests already in progress in this process, another
+ * is answered 503 SVC_UNAVAILABLE with `Retry-After: 1` at once, before anything is read or
+ * written. Past the sustained rate, requests would otherwise queue until the deadline answers
+ * them 503 while their changes may still land; a request refused here changed nothing.
+ */
+export function admission(max: number, registry?: Registry): RequestHandler {
+  let inFlight = 0;
+  const shed = registry
+    ? getOrCreate(
+        registry,
+        'svc_http_shed_total',
+        () =>
+          new Counter({
+            name: 'svc_http_shed_total',
+            help: 'API requests refused at once because too many were in progress (HTTP_MAX_IN_FLIGHT)',
+            registers: [registry],
+          }),
+      )
+    : undefined;
+  return (req, res, next) => {
+    if (undeadlined.has(req.path)) return next();
+    if (inFlight >= max) {
+      shed?.inc();
+      return sendProblem(
+        res,
+        new AppError('SVC_UNAVAILABLE', 'The service is at capacity; retry shortly', {
+          retryAfterS: 1,
+        }),
+        req.originalUrl,
+      );
+    }
+    inFlight++;
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      inFlight--;
+    };
+    res.once('finish', release);
+    res.once('close', release);
     next();
   };
 }
@@ -126,6 +173,7 @@ export function createHttpApp(o: HttpAppOptions): Express {
   app.set('trust proxy', o.trustProxy ?? 'loopback');
   app.use(traceRequests());
   app.use(httpMetrics(o.registry));
+  app.use('/api', admission(o.maxInFlight ?? 64, o.registry));
   app.use('/api', deadline(o.deadlineMs ?? 1_800));
   app.use(
     express.json({ limit: o.bodyLimitBytes, type: ['application/json', 'application/*+json'] }),

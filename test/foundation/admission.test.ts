@@ -1,0 +1,75 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeServer, createHttpApp, finishHttpApp, listen } from '../../shared/http/server.js';
+import { createLogger } from '../../shared/logger.js';
+
+/**
+ * Admission control over real HTTP: with `maxInFlight` API requests in progress, the next is
+ * answered 503 problem+json with Retry-After at once, and its handler never runs (nothing is
+ * read or written); once one finishes, a request is admitted again.
+ */
+
+let server: Server;
+let base: string;
+const registry = new Registry();
+/** Handlers that ran, and the releases of the ones held open. */
+const ran: string[] = [];
+const held: (() => void)[] = [];
+
+beforeAll(async () => {
+  const app = createHttpApp({
+    log: createLogger({ level: 'silent' }),
+    registry,
+    bodyLimitBytes: 1024,
+    readiness: {},
+    maxInFlight: 2,
+    deadlineMs: 30_000,
+  });
+  app.post('/api/hold/:id', (req, res) => {
+    ran.push(req.params.id);
+    held.push(() => res.status(201).json({ id: req.params.id }));
+  });
+  finishHttpApp(app, createLogger({ level: 'silent' }));
+  server = await listen(app, 0, '127.0.0.1');
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  for (const release of held.splice(0)) release();
+  await closeServer(server);
+});
+
+const post = (id: string) => fetch(`${base}/api/hold/${id}`, { method: 'POST' });
+
+describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
+  it('refuses the request beyond the limit at once, without running it', async () => {
+    const first = post('a');
+    const second = post('b');
+    await expect.poll(() => ran.length).toBe(2);
+
+    const t0 = Date.now();
+    const third = await post('c');
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(third.status).toBe(503);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(third.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await third.json()).toMatchObject({ status: 503, code: 'SVC_UNAVAILABLE' });
+    expect(ran).toEqual(['a', 'b']);
+    expect(await registry.getSingleMetricAsString('svc_http_shed_total')).toMatch(
+      /svc_http_shed_total 1$/m,
+    );
+
+    held.shift()!();
+    expect((await first).status).toBe(201);
+    const fourth = post('d');
+    await expect.poll(() => ran).toEqual(['a', 'b', 'd']);
+    for (const release of held.splice(0)) release();
+    expect((await second).status).toBe(201);
+    expect((await fourth).status).toBe(201);
+  });
+
+  it('does not count requests outside /api', async () => {
+    for (let i = 0; i < 5; i++) expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
