@@ -17,7 +17,7 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  *
  * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
- * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder).
+ * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer.
  */
 
 const RATES = (process.env.BENCH_E2E_RATES ?? '25,50,100,200,300,400,600').split(',').map(Number);
@@ -40,6 +40,8 @@ interface RateResult {
   writeRequests: number;
   requests: number;
   cpuMs: number;
+  /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
+  backingCpuMs: Map<string, number>;
 }
 
 /** Counter sums from a Prometheus text page, by metric name (labels summed). */
@@ -74,14 +76,23 @@ interface Target {
   pid: number;
   /** Serves Prometheus /metrics with the DynamoDB counters (ours). */
   metrics: boolean;
+  /** The processes it stands on, whose CPU is read too (name → pids, children included). */
+  backing: () => Map<string, number[]>;
 }
 
 /** CPU seconds (user + system) the process has used, from /proc. */
 function cpuSeconds(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return 0; // gone
+  }
 }
+
+const backingCpu = (t: Target) =>
+  new Map([...t.backing()].map(([k, pids]) => [k, pids.reduce((s, p) => s + cpuSeconds(p), 0)]));
 
 async function runRate(
   app: Target,
@@ -91,6 +102,7 @@ async function runRate(
 ): Promise<RateResult & { tables: Map<string, number> }> {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
   const cpuBefore = cpuSeconds(app.pid);
+  const backingBefore = backingCpu(app);
   const started = new Map<string, number>();
   const postMs: number[] = [];
   let refused = 0;
@@ -100,7 +112,7 @@ async function runRate(
   while (Date.now() - t0 < SECONDS * 1000) {
     const due = Math.floor(((Date.now() - t0) / 1000) * rate);
     for (; n < due; n++) {
-      const userId = `${app.name}-${tag}-${rate}-${n}`;
+      const userId = `${app.name.split(' ')[0]}-${tag}-${rate}-${n}`;
       const at = Date.now();
       const p = fetch(`${app.url}/api/v1/consents`, {
         method: 'POST',
@@ -147,6 +159,7 @@ async function runRate(
   await delay(2_000);
   const after = app.metrics ? await metrics(app.url) : new Map<string, number>();
   const cpu = cpuSeconds(app.pid) - cpuBefore;
+  const backingAfter = backingCpu(app);
   const diff = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
   const lat = [...arrived].map(([ref, at]) => at - started.get(ref)!).sort((a, b) => a - b);
   postMs.sort((a, b) => a - b);
@@ -172,6 +185,9 @@ async function runRate(
     ),
     requests: per(diff('svc_dynamodb_requests_total')),
     cpuMs: per(cpu * 1000),
+    backingCpuMs: new Map(
+      [...backingAfter].map(([k, v]) => [k, per((v - (backingBefore.get(k) ?? 0)) * 1000)]),
+    ),
     tables,
   };
 }
@@ -215,6 +231,9 @@ async function measure(t: Target, receiver: Receiver): Promise<RateResult[]> {
       console.log(
         `        WCU/consent by table: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
       );
+    console.log(
+      `        CPU ms/consent: service ${f1(r.cpuMs)}, ${[...r.backingCpuMs].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
+    );
     if (!sustainedOk(r)) break;
   }
   return results;
@@ -252,6 +271,11 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
         apiKey: tenant.apiKey,
         pid: app.child!.pid!,
         metrics: true,
+        backing: () =>
+          new Map([
+            ['DynamoDB Local', [stack.pid('dynamodb')]],
+            ['Kafka', [stack.pid('kafka')]],
+          ]),
       },
       receiver,
     );
@@ -274,6 +298,7 @@ async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
         apiKey: peer.apiKey,
         pid: peer.pid,
         metrics: false,
+        backing: () => peer.backing(),
       },
       receiver,
     );
@@ -287,8 +312,9 @@ export async function run(): Promise<void> {
   await receiver.start();
   try {
     // One after the other, each alone on the machine.
-    const ours = await measureOurs(receiver);
-    const peer = await measurePeer(receiver);
+    const only = process.env.BENCH_E2E_ONLY; // 'ours' or 'peer': one side alone
+    const ours = only === 'peer' ? [] : await measureOurs(receiver);
+    const peer = only === 'ours' ? 'not run (BENCH_E2E_ONLY=ours)' : await measurePeer(receiver);
     const s = sustainedOf(ours);
     console.log('\nsustained rate (every consent accepted and delivered, p99 ≤ 1 s):');
     console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);

@@ -23,7 +23,24 @@ export interface Peer {
   /** The webhook signing secret, Standard Webhooks form (`whsec_…`). */
   secret: string;
   pid: number;
+  /** PostgreSQL (postmaster and its backends) and Redis, for their CPU. */
+  backing(): Map<string, number[]>;
   stop(): Promise<void>;
+}
+
+/** The pid and its direct children (PostgreSQL's backends), from /proc. */
+function withChildren(pid: number): number[] {
+  const out = [pid];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const f = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
 }
 
 export function peerMissing(): string | undefined {
@@ -123,6 +140,15 @@ export async function startPeer(o: {
     apiKey,
     secret,
     pid: server.pid!,
+    backing: () => {
+      const postmaster = Number(
+        fs.readFileSync(path.join(pgData, 'postmaster.pid'), 'utf8').split('\n')[0],
+      );
+      return new Map([
+        ['PostgreSQL', withChildren(postmaster)],
+        ['Redis', [redis.pid!]],
+      ]);
+    },
     stop: async () => {
       server.kill('SIGTERM');
       await Promise.race([new Promise((r) => server.once('exit', r)), delay(10_000)]);
