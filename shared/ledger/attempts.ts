@@ -74,16 +74,22 @@ export async function recordAttempt(
 /** A first attempt and the dispatch it creates, as written together (see the dispatcher's writer). */
 export interface FirstAttemptRecord {
   entry: AttemptEntry;
-  /** The dispatch item as it stands after the attempt. */
+  /**
+   * The dispatch item as it stands after the attempt, holding that attempt (`firstAttempt`,
+   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry).
+   */
   head: Record<string, unknown>;
-  /** Written before the head (so a head in the ledger means they are there): the retry's due entry, the first SLA check. */
+  /**
+   * Timer items written before the head (so a head in the ledger means they are there): the
+   * retry's due entry, the first SLA check. Never a ledger item: the ledger gets one item.
+   */
   children: { table: string; item: Record<string, unknown> }[];
 }
 
 /**
  * Attempt 1 of a dispatch that is not yet in the ledger, and the dispatch itself in its state
- * after that attempt: one write creates both (no write before the attempt; the event stays
- * uncommitted in Kafka until it lands, which is what redoes an attempt cut short).
+ * after that attempt: one ledger item holds both (no write before the attempt; the event
+ * stays uncommitted in Kafka until it lands, which is what redoes an attempt cut short).
  */
 export function firstAttemptRecord(
   rt: Runtime,
@@ -114,12 +120,8 @@ export function firstAttemptRecord(
   const sla = firstSlaCheck(rt, s, r.nowMs);
   return {
     entry,
-    head: dispatchItem(after),
+    head: { ...dispatchItem(after), firstAttempt: entry },
     children: [
-      {
-        table: rt.tables.ledger,
-        item: { ...entry, pk: dispatchPk(s.dispatchId), sk: attemptSk(1) },
-      },
       ...(r.next ? [{ table: rt.tables.timers, item: { ...r.next } }] : []),
       ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
     ],

@@ -17,9 +17,11 @@ import { GENESIS, chainHash, sha256Hex } from './hash.js';
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) is
  * followed by immutable attempt entries (sk `ATT#001`…). A dispatch created together with its
- * first attempt keeps that entry in its own item (`firstAttempt`, written once and never
- * updated: one item write per delivery instead of two); `dispatchItems` reads it back as
- * `ATT#001`. Every entry of a dispatch is
+ * first attempt (the dispatcher's usual path, `firstAttemptRecord`) keeps that entry in the
+ * dispatch item itself (`firstAttempt`, written once and never updated: one ledger item per
+ * first delivery); `dispatchItems` reads it back as `ATT#001`. A dispatch written before its
+ * first attempt (postback-requiring events, deferred attempts) gets `ATT#001` as an item of
+ * its own, like every later attempt. Every entry of a dispatch is
  * hash-chained: `hash = sha256(prevHash + canonical JSON of the entry without hash)`, the
  * dispatch's own creation fields being the first entry; the item keeps `headHash`.
  */

@@ -1,7 +1,8 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rotateSecret } from '../../shared/domain/apps.js';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
@@ -265,6 +266,17 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
       ]);
       expect(d.headHash).toBe(d.attempts[0]!.hash);
       expect(await verifyDispatchChain(p.rt, d.dispatchId)).toEqual({ ok: true, entries: 2 });
+      // One ledger item per first delivery: the dispatch item, holding its first attempt.
+      const stored = await p.rt.dynamo.doc.send(
+        new QueryCommand({
+          TableName: p.rt.tables.ledger,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': dispatchPk(d.dispatchId) },
+          ConsistentRead: true,
+        }),
+      );
+      expect(stored.Items?.map((i) => i.sk)).toEqual(['DSP']);
+      expect(stored.Items?.[0]?.firstAttempt).toMatchObject({ attempt: 1, statusCode: 200 });
     }
     for (const r of rcv.at('/fresh'))
       expect(verifier(secretKey).verify(r.body, headersOf(r))).toBeTruthy();
