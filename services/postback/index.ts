@@ -9,19 +9,20 @@ import {
 } from '../../shared/compliance/postback.js';
 import { AppError } from '../../shared/errors.js';
 import { acceptPostbackItem } from '../../shared/ledger/summary.js';
-import { isConditionFailure } from '../../shared/storage/dynamo.js';
+import { cancellationReasons, isConditionFailure } from '../../shared/storage/dynamo.js';
 import { requireSecretKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
+import { backoffMs } from '../../shared/retry.js';
 import { findDispatch } from './dispatch.js';
 
 /**
- * The postback API (SPEC C, DESIGN §4.C): the app confirms what it did about a webhook. The
- * service only checks and records the postback on its way (outbox → Kafka); the compliance
- * worker matches it to the dispatch and computes the flag.
+ * The postback API (docs/api.md, Postbacks): the app confirms what it did about a webhook. The
+ * service only checks and records the postback on its way (outbox → Kafka); the compliance worker
+ * matches it to the dispatch and computes the flag.
  */
 
 /** How far `completedAt` may run ahead of our clock: app clocks drift, the future does not happen. */
@@ -42,11 +43,7 @@ const capped = (max: number) =>
 
 /** True when a transaction was cancelled only because another one held the same item. */
 function lostToContention(err: unknown): boolean {
-  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
-  return (
-    e?.name === 'TransactionCanceledException' &&
-    (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict')
-  );
+  return cancellationReasons(err)?.contention === true;
 }
 
 export function createPostbackService(o: { now?: () => Date } = {}): ServiceModule {
@@ -137,7 +134,9 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
                   retryAfterS: 1,
                   cause: err,
                 });
-              await new Promise((r) => setTimeout(r, 20 * 2 ** attempt * Math.random()));
+              await new Promise((r) =>
+                setTimeout(r, backoffMs(attempt, { baseMs: 20, jitter: 'full' })),
+              );
             }
           }
           const receipt: PostbackReceipt = {

@@ -3,6 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
+import { backoffMs } from '../retry.js';
 import type { Producer } from './producer.js';
 import type { Runtime } from '../runtime.js';
 
@@ -34,12 +35,6 @@ export interface ConsumerRunnerOptions {
   partitionsConsumedConcurrently?: number;
   fromBeginning?: boolean;
   sessionTimeoutMs?: number;
-}
-
-/** Capped exponential back-off with ±20 % jitter. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
-  const d = Math.min(baseMs * 2 ** Math.min(attempt, 20), maxMs);
-  return Math.round(d * (0.8 + Math.random() * 0.4));
 }
 
 /**
@@ -183,7 +178,9 @@ export class ConsumerRunner {
     void (async () => {
       for (let attempt = 0; !this.stopping; attempt++) {
         await crashed.disconnect().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, backoffMs(attempt, 500, 10_000)));
+        await new Promise((r) =>
+          setTimeout(r, backoffMs(attempt, { baseMs: 500, maxMs: 10_000, jitter: 0.2 })),
+        );
         if (this.stopping) return;
         try {
           await this.run();
@@ -246,7 +243,11 @@ export class ConsumerRunner {
           );
         }
         this.m.handled.inc({ group: groupId, topic, outcome: 'retried' });
-        const wait = backoffMs(attempt, this.o.retryBaseMs ?? 200, this.o.retryMaxMs ?? 10_000);
+        const wait = backoffMs(attempt, {
+          baseMs: this.o.retryBaseMs ?? 200,
+          maxMs: this.o.retryMaxMs ?? 10_000,
+          jitter: 0.2,
+        });
         const level = attempt >= 3 ? 'error' : 'warn';
         log[level]({ err: raw, code: err.code, attempt, wait }, 'handler failed; retrying');
         if (!(await pause(wait, live, heartbeat))) return false;
@@ -271,7 +272,8 @@ export class ConsumerRunner {
         return true;
       } catch (err) {
         this.o.log.warn({ err, attempt }, 'dead-letter send failed; retrying');
-        if (!(await pause(backoffMs(attempt, 200, 10_000), live))) return false;
+        if (!(await pause(backoffMs(attempt, { baseMs: 200, maxMs: 10_000, jitter: 0.2 }), live)))
+          return false;
       }
     }
   }

@@ -3,7 +3,8 @@ import type { Registry } from 'prom-client';
 import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
-import { backoffMs, consumerMetrics, deadLetter, headersOf, pause } from './consumer.js';
+import { backoffMs } from '../retry.js';
+import { consumerMetrics, deadLetter, headersOf, pause } from './consumer.js';
 import type { Producer } from './producer.js';
 import { PartitionTracker } from './tracker.js';
 
@@ -181,7 +182,9 @@ export class PipelinedConsumer {
     void (async () => {
       for (let attempt = 0; !this.quiescing; attempt++) {
         await crashed.disconnect().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, backoffMs(attempt, 500, 10_000)));
+        await new Promise((r) =>
+          setTimeout(r, backoffMs(attempt, { baseMs: 500, maxMs: 10_000, jitter: 0.2 })),
+        );
         if (this.quiescing) return;
         try {
           await this.run();
@@ -292,7 +295,11 @@ export class PipelinedConsumer {
         );
       }
       this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'retried' });
-      const wait = backoffMs(attempt, this.o.retryBaseMs ?? 200, this.o.retryMaxMs ?? 10_000);
+      const wait = backoffMs(attempt, {
+        baseMs: this.o.retryBaseMs ?? 200,
+        maxMs: this.o.retryMaxMs ?? 10_000,
+        jitter: 0.2,
+      });
       const level = attempt >= 3 ? 'error' : 'warn';
       log[level]({ err: e, code: err.code, attempt, wait }, 'message failed; retrying');
       if (!(await pause(wait, live))) throw e;
@@ -319,7 +326,7 @@ export class PipelinedConsumer {
         return;
       } catch (err) {
         this.o.log.warn({ err, attempt }, 'dead-letter send failed; retrying');
-        if (!(await pause(backoffMs(attempt, 200, 10_000), live)))
+        if (!(await pause(backoffMs(attempt, { baseMs: 200, maxMs: 10_000, jitter: 0.2 }), live)))
           throw new Error('dead-letter send abandoned: partition left to its next owner', {
             cause: err,
           });

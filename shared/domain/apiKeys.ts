@@ -1,7 +1,8 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
+import { queryAll, queryPages } from '../storage/query.js';
 import { cached, invalidateCache } from './cache.js';
 import { sha256hex } from './crypto.js';
 import { newApiKey, newApiKeyId, patterns } from './ids.js';
@@ -65,44 +66,30 @@ export async function createApiKey(
 
 /** Every key of the app, revoked ones included, oldest first. */
 export async function listApiKeys(rt: Runtime, appId: string): Promise<ApiKey[]> {
-  const out: ApiKey[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        IndexName: 'gsi1',
-        KeyConditionExpression: 'gsi1pk = :pk',
-        ExpressionAttributeValues: { ':pk': listPk(appId) },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of r.Items ?? []) out.push(toApiKey(item));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    IndexName: 'gsi1',
+    KeyConditionExpression: 'gsi1pk = :pk',
+    ExpressionAttributeValues: { ':pk': listPk(appId) },
+  });
+  return items.map(toApiKey);
 }
 
 /** Finds the stored item (by its hash key) of key `id` of this app. */
 async function findKeyPk(rt: Runtime, appId: string, id: string): Promise<string | undefined> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        IndexName: 'gsi1',
-        KeyConditionExpression: 'gsi1pk = :pk',
-        FilterExpression: '#id = :id',
-        ExpressionAttributeNames: { '#id': 'id' },
-        ExpressionAttributeValues: { ':pk': listPk(appId), ':id': id },
-        ProjectionExpression: 'pk',
-        ExclusiveStartKey: start,
-      }),
-    );
-    const pk = r.Items?.[0]?.pk as string | undefined;
+  const pages = queryPages(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    IndexName: 'gsi1',
+    KeyConditionExpression: 'gsi1pk = :pk',
+    FilterExpression: '#id = :id',
+    ExpressionAttributeNames: { '#id': 'id' },
+    ExpressionAttributeValues: { ':pk': listPk(appId), ':id': id },
+    ProjectionExpression: 'pk',
+  });
+  for await (const items of pages) {
+    const pk = items[0]?.pk as string | undefined;
     if (pk) return pk;
-    start = r.LastEvaluatedKey;
-  } while (start);
+  }
   return undefined;
 }
 

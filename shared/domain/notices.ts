@@ -1,6 +1,8 @@
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
+import { cancellationReasons } from '../storage/dynamo.js';
+import { queryAll } from '../storage/query.js';
 import { cached, invalidateCache } from './cache.js';
 import { sha256hex } from './crypto.js';
 import { newNoticeId, patterns } from './ids.js';
@@ -90,13 +92,8 @@ function toNotice(item: Record<string, unknown>): NoticeVersion {
 
 /** The reasons a cancelled transaction's conditions failed, by operation index. */
 function failedConditions(err: unknown): Set<number> | undefined {
-  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
-  if (e?.name !== 'TransactionCanceledException') return undefined;
-  const failed = new Set<number>();
-  (e.CancellationReasons ?? []).forEach((r, i) => {
-    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
-  });
-  return failed.size ? failed : undefined;
+  const failed = cancellationReasons(err)?.failed;
+  return failed?.size ? failed : undefined;
 }
 
 const triggerTaken = (key: string) =>
@@ -296,22 +293,13 @@ export async function getNotice(
 
 /** The latest version of each of the app's notices, oldest notice first. */
 export async function listNotices(rt: Runtime, appId: string): Promise<NoticeVersion[]> {
-  const out: NoticeVersion[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': pk(appId), ':prefix': 'NOTICE#' },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of r.Items ?? []) out.push(toNotice(item));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': pk(appId), ':prefix': 'NOTICE#' },
+    ConsistentRead: true,
+  });
+  return items.map(toNotice);
 }
 
 /** The latest version of the notice with this trigger key (cached; treat it as read-only). */

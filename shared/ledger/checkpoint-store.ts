@@ -1,5 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
+import { queryPages, type QueryInput } from '../storage/query.js';
 import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
 import { latestOverlapping, type Checkpoint } from './checkpoint.js';
 import type { Leaf } from './merkle.js';
@@ -42,19 +43,16 @@ const strip = (i: Record<string, unknown>) =>
 
 async function queryAll(
   rt: Runtime,
-  input: ConstructorParameters<typeof QueryCommand>[0],
+  input: QueryInput,
   stop?: (item: Record<string, unknown>) => boolean,
 ): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-    for (const i of r.Items ?? []) {
+  for await (const items of queryPages(rt.dynamo.doc, input)) {
+    for (const i of items) {
       if (stop?.(i)) return out;
       out.push(i);
     }
-    start = r.LastEvaluatedKey;
-  } while (start);
+  }
   return out;
 }
 

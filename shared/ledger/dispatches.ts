@@ -1,13 +1,10 @@
 import { createHash } from 'node:crypto';
-import {
-  BatchGetCommand,
-  GetCommand,
-  QueryCommand,
-  type BatchGetCommandOutput,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
+import { backoffMs } from '../retry.js';
+import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
 import { duePutItem, type DueEntry } from './due.js';
@@ -272,7 +269,8 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
       .slice(i, i + 100)
       .map((id) => ({ pk: dispatchPk(id), sk: 'DSP' }));
     for (let round = 0; keys && keys.length > 0; round++) {
-      if (round > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** round, 2_000)));
+      if (round > 0)
+        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
       const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
         new BatchGetCommand({
           RequestItems: {
@@ -321,21 +319,12 @@ export async function dispatchItems(
   rt: Runtime,
   dispatchId: string,
 ): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.ledger,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': dispatchPk(dispatchId) },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    out.push(...(r.Items ?? []));
-    start = r.LastEvaluatedKey;
-  } while (start);
+  const out: Record<string, unknown>[] = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.ledger,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': dispatchPk(dispatchId) },
+    ConsistentRead: true,
+  });
   // "ATT#…" sorts before "DSP": put the dispatch first.
   const found = out.find((i) => i.sk === 'DSP');
   const entries = out.filter((i) => i.sk !== 'DSP');

@@ -1,9 +1,9 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { ComplianceFlag, FlagCause } from '../compliance/flags.js';
 import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
+import { queryAll } from '../storage/query.js';
 import { shardOf, timerKey, type TimerEntry } from './due.js';
 import { chainHash } from './hash.js';
 
@@ -149,25 +149,18 @@ export async function readGauges(rt: Runtime): Promise<GaugeTotals> {
   const out: GaugeTotals = Object.fromEntries(
     POSTBACK_EVENTS.map((e) => [e, { awaiting: 0, near: 0, unconfirmed: 0 }]),
   );
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.ledger,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': GAUGE_PK },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const i of r.Items ?? []) {
-      const event = String(i.sk).split('#')[0]!;
-      const t = (out[event] ??= { awaiting: 0, near: 0, unconfirmed: 0 });
-      t.awaiting += Number(i.awaiting ?? 0);
-      t.near += Number(i.near ?? 0);
-      t.unconfirmed += Number(i.unconfirmed ?? 0);
-    }
-    start = r.LastEvaluatedKey;
-  } while (start);
+  const items = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.ledger,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': GAUGE_PK },
+    ConsistentRead: true,
+  });
+  for (const i of items) {
+    const event = String(i.sk).split('#')[0]!;
+    const t = (out[event] ??= { awaiting: 0, near: 0, unconfirmed: 0 });
+    t.awaiting += Number(i.awaiting ?? 0);
+    t.near += Number(i.near ?? 0);
+    t.unconfirmed += Number(i.unconfirmed ?? 0);
+  }
   return out;
 }

@@ -4,6 +4,7 @@ import type { PostbackMessage } from '../compliance/postback.js';
 import type { EventType } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
+import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';
 import { dispatchPk } from './dispatches.js';
 import { duePutItem, type TimerEntry } from './due.js';
@@ -94,13 +95,7 @@ export function gaugeDeltas(w: ComplianceWrite): GaugeDeltas {
  * cancelled. A cancellation for contention (TransactionConflict) fails none of them.
  */
 function failedConditions(err: unknown): Set<number> | undefined {
-  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
-  if (e?.name !== 'TransactionCanceledException') return undefined;
-  const failed = new Set<number>();
-  (e.CancellationReasons ?? []).forEach((r, i) => {
-    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
-  });
-  return failed;
+  return cancellationReasons(err)?.failed;
 }
 
 /**

@@ -1,6 +1,7 @@
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
+import { queryPages } from '../storage/query.js';
 
 /**
  * The erasure sweep's part in the ledger: a dispatch keeps the webhook body it sends (for
@@ -16,19 +17,15 @@ export async function redactDispatchBodies(
   now: Date,
 ): Promise<number> {
   let redacted = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.ledger,
-        IndexName: 'gsi2',
-        KeyConditionExpression: 'gsi2pk = :pk',
-        ExpressionAttributeValues: { ':pk': `APP#${appId}#REF#${referenceId}` },
-        ProjectionExpression: 'pk, sk, body',
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of r.Items ?? []) {
+  const pages = queryPages(rt.dynamo.doc, {
+    TableName: rt.tables.ledger,
+    IndexName: 'gsi2',
+    KeyConditionExpression: 'gsi2pk = :pk',
+    ExpressionAttributeValues: { ':pk': `APP#${appId}#REF#${referenceId}` },
+    ProjectionExpression: 'pk, sk, body',
+  });
+  for await (const items of pages) {
+    for (const item of items) {
       const body = redactedBody(item.body);
       if (body === undefined) continue;
       try {
@@ -51,8 +48,7 @@ export async function redactDispatchBodies(
         if (!isConditionFailure(err)) throw err;
       }
     }
-    start = r.LastEvaluatedKey;
-  } while (start);
+  }
   return redacted;
 }
 

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
+import { backoffMs } from '../retry.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 
@@ -227,7 +228,9 @@ export class Outbox {
             for (const id of ids) this.pendingDeletes.add(id);
             if (this.closed) return;
             this.d.log.warn({ err, count: ids.length }, 'outbox delete failed; retrying');
-            await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** failures++, 5_000)));
+            await new Promise((r) =>
+              setTimeout(r, backoffMs(failures++, { baseMs: 200, maxMs: 5_000 })),
+            );
           }
         }
       } finally {

@@ -53,12 +53,27 @@ export async function pingDynamo(d: Dynamo): Promise<void> {
   await d.client.send(new ListTablesCommand({ Limit: 1 }));
 }
 
+/**
+ * Which items of a cancelled TransactWriteItems failed their condition (by operation index), and
+ * whether it was contention (another transaction on the same item at the same moment), which is
+ * worth retrying; undefined when the error is not a transaction cancellation.
+ */
+export function cancellationReasons(
+  err: unknown,
+): { failed: Set<number>; contention: boolean } | undefined {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  if (e?.name !== 'TransactionCanceledException') return undefined;
+  const reasons = e.CancellationReasons ?? [];
+  const failed = new Set<number>();
+  reasons.forEach((r, i) => {
+    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
+  });
+  return { failed, contention: reasons.some((r) => r.Code === 'TransactionConflict') };
+}
+
 /** True when a write failed because its condition did not hold (including inside a transaction). */
 export function isConditionFailure(err: unknown): boolean {
-  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
-  if (e?.name === 'ConditionalCheckFailedException') return true;
-  return (
-    e?.name === 'TransactionCanceledException' &&
-    (e.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed')
-  );
+  if ((err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException')
+    return true;
+  return (cancellationReasons(err)?.failed.size ?? 0) > 0;
 }

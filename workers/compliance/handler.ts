@@ -6,6 +6,7 @@ import { AppError } from '../../shared/errors.js';
 import { slaCheckEntry, slaCheckMessage } from '../../shared/ledger/flags.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
 import { readComplianceState } from '../../shared/ledger/summary.js';
+import { backoffMs } from '../../shared/retry.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
 import { gaugeMembership, nextCheckAt, planFlagChanges } from './plan.js';
@@ -132,7 +133,7 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
     });
     if (written.result === 'moved') {
       // Contention (an attempt, another partition on the same counter item): back off a little.
-      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** tries));
+      await new Promise((r) => setTimeout(r, backoffMs(tries, { baseMs: 10, jitter: 'full' })));
       continue;
     }
     if (written.result === 'duplicate') return false;

@@ -1,3 +1,4 @@
+import { topicDefs } from '../../infra/definitions/topics.js';
 import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import { ensureFamily } from '../../shared/ledger/due.js';
 import type { WorkerModule } from '../../shared/process.js';
@@ -12,9 +13,10 @@ export interface ComplianceOptions {
 }
 
 /**
- * Records postbacks in the ledger and keeps every dispatch's compliance flag (DESIGN §6): the
- * only writer of flag entries, fed by the postback API and by the timers worker's SLA checks,
- * both through the postbacks topic. Also reports the awaiting/erasure gauges.
+ * Records postbacks in the ledger and keeps every dispatch's compliance flag (docs/api.md,
+ * Compliance flags; docs/architecture.md, The compliance worker, timers and the erasure sweep): the
+ * only writer of flag entries, fed by the postback API and by the timers worker's SLA checks, both
+ * through the postbacks topic. Also reports the awaiting/erasure gauges.
  */
 export function createComplianceWorker(o: ComplianceOptions = {}): WorkerModule {
   const now = o.now ?? Date.now;
@@ -36,7 +38,7 @@ export function createComplianceWorker(o: ComplianceOptions = {}): WorkerModule 
         handlers: { [rt.topics.postbacks]: postbacksHandler(rt, { now, metrics }) },
         log,
         // Each handler is a few DynamoDB calls; partitions (dispatches) progress independently.
-        partitionsConsumedConcurrently: 6,
+        partitionsConsumedConcurrently: topicDefs.postbacks.partitions,
       });
       try {
         await runner.start();

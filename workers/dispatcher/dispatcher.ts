@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { topicDefs } from '../../infra/definitions/topics.js';
 import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
@@ -86,7 +87,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     log,
     maxUncommitted: c.DISPATCH_MAX_UNCOMMITTED,
     // The handler never waits for an endpoint, so every partition can progress at once.
-    partitionsConsumedConcurrently: 6,
+    partitionsConsumedConcurrently: topicDefs.consentEvents.partitions,
   });
   try {
     await sw.start();

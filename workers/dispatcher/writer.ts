@@ -3,7 +3,7 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import type { FirstAttemptRecord } from '../../shared/ledger/attempts.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { withRetries } from '../../shared/retry.js';
+import { backoffMs, withRetries } from '../../shared/retry.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { DispatcherMetrics } from './metrics.js';
 
@@ -95,7 +95,7 @@ export class FirstAttemptWriter {
       (request[table] ??= []).push({ PutRequest: { Item: item } });
     for (let round = 0; Object.keys(request).length > 0; round++) {
       if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
-      if (round > 0) await sleep(Math.min(25 * 2 ** round, 2_000));
+      if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
       try {
         const r = await this.rt.dynamo.doc.send(new BatchWriteCommand({ RequestItems: request }));
         request = (r.UnprocessedItems ?? {}) as typeof request;

@@ -1,6 +1,7 @@
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
+import { queryPages } from '../../storage/query.js';
 import type { StoredTransaction } from './model.js';
 import { keys } from './repository.js';
 import { deriveStatus } from './states.js';
@@ -29,29 +30,21 @@ export async function erasedExcept(
   except?: string,
 ): Promise<number | undefined> {
   let latest = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
-        ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk, ':txn': 'TXN#' },
-        ExpressionAttributeNames: { '#r': 'records' },
-        ProjectionExpression: 'transactionId, updatedAt, #r',
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const t of (r.Items ?? []) as Pick<
-      StoredTransaction,
-      'transactionId' | 'updatedAt' | 'records'
-    >[]) {
+  const pages = queryPages(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
+    ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk, ':txn': 'TXN#' },
+    ExpressionAttributeNames: { '#r': 'records' },
+    ProjectionExpression: 'transactionId, updatedAt, #r',
+    ConsistentRead: true,
+  });
+  for await (const items of pages) {
+    for (const t of items as Pick<StoredTransaction, 'transactionId' | 'updatedAt' | 'records'>[]) {
       if (t.transactionId === except) continue;
       if (deriveStatus(t.records.map((x) => x.state)) !== 'erased') return undefined;
       latest = Math.max(latest, lastChange(t));
     }
-    start = r.LastEvaluatedKey;
-  } while (start);
+  }
   return latest;
 }
 

@@ -3,6 +3,7 @@ import { monotonicFactory } from 'ulid';
 import { AppError } from '../../errors.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
+import { queryAll } from '../../storage/query.js';
 import { patterns } from '../ids.js';
 import type {
   Actor,
@@ -165,23 +166,14 @@ export async function queryTransactions(
 
 /** Every transaction id of a principal (bulk calls naming no ids). */
 export async function allTransactionIds(rt: Runtime, appId: string, ref: string) {
-  const ids: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
-        ExpressionAttributeValues: { ':pk': keys.principal(appId, ref).pk, ':txn': 'TXN#' },
-        ProjectionExpression: 'transactionId',
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const i of r.Items ?? []) ids.push(i.transactionId as string);
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return ids;
+  const items = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
+    ExpressionAttributeValues: { ':pk': keys.principal(appId, ref).pk, ':txn': 'TXN#' },
+    ProjectionExpression: 'transactionId',
+    ConsistentRead: true,
+  });
+  return items.map((i) => i.transactionId as string);
 }
 
 // ---- write items (to be combined into one rt.outbox.commit) ----

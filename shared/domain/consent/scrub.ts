@@ -1,6 +1,7 @@
-import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
+import { queryAll } from '../../storage/query.js';
 import { getApp } from '../apps.js';
 import { keyedHash } from '../crypto.js';
 import type { StoredTransaction } from './model.js';
@@ -9,13 +10,13 @@ import { deriveStatus } from './states.js';
 import { SCRUB_AFTER_MS } from './timers.js';
 
 /**
- * The 30-day erasure sweep's data minimisation (DESIGN §7): once every transaction of a
- * principal is erased and 30 days (compressed for sandbox apps) have passed since the last
- * erase, the service's own copies of the person's e-mail and user id go: the principal's
- * `email`/`userId`, the user pointer item (its key is the user id), and any `userId`/`email`
- * on transaction and history items. What remains is pseudonymous proof: referenceId, record
- * ids, states and times, and `userIdHash`, a keyed hash of the user id (HMAC under a key
- * derived from the service's key), which can confirm a claimed id but not reveal one.
+ * The 30-day erasure sweep's data minimisation (docs/architecture.md, 30-day erasure sweep): once
+ * every transaction of a principal is erased and 30 days (compressed for sandbox apps) have passed
+ * since the last erase, the service's own copies of the person's e-mail and user id go: the
+ * principal's `email`/`userId`, the user pointer item (its key is the user id), and any
+ * `userId`/`email` on transaction and history items. What remains is pseudonymous proof:
+ * referenceId, record ids, states and times, and `userIdHash`, a keyed hash of the user id (HMAC
+ * under a key derived from the service's key), which can confirm a claimed id but not reveal one.
  * Each step is idempotent, so a sweep cut short is simply run again.
  */
 
@@ -33,23 +34,13 @@ export type ScrubOutcome =
 
 type Item = Record<string, unknown>;
 
-async function principalItems(rt: Runtime, appId: string, referenceId: string): Promise<Item[]> {
-  const out: Item[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    out.push(...(r.Items ?? []));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+function principalItems(rt: Runtime, appId: string, referenceId: string): Promise<Item[]> {
+  return queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk },
+    ConsistentRead: true,
+  });
 }
 
 /** When the transaction's last record was erased (records carry the time of their last change). */

@@ -2,6 +2,7 @@ import { AppError } from '../../errors.js';
 import { ensureFamily } from '../../ledger/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
+import { cancellationReasons } from '../../storage/dynamo.js';
 import { newEventId, newReferenceId, uuidv7 } from '../ids.js';
 import type { App } from '../types.js';
 import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
@@ -51,21 +52,6 @@ interface CommitOptions {
 export interface ExtraWrite {
   item: TransactItem;
   conflict?: string;
-}
-
-/**
- * Which items of a cancelled TransactWriteItems failed, and whether it was contention (another
- * transaction on the same item at the same moment), which is worth retrying.
- */
-function cancellation(err: unknown): { failed: Set<number>; contention: boolean } | undefined {
-  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
-  if (e?.name !== 'TransactionCanceledException') return undefined;
-  const reasons = e.CancellationReasons ?? [];
-  const failed = new Set<number>();
-  reasons.forEach((r, i) => {
-    if (r.Code === 'ConditionalCheckFailed') failed.add(i);
-  });
-  return { failed, contention: reasons.some((r) => r.Code === 'TransactionConflict') };
 }
 
 const busy = () =>
@@ -177,7 +163,7 @@ export async function createWithPrincipal(
       });
       return txn;
     } catch (err) {
-      const c = cancellation(err);
+      const c = cancellationReasons(err);
       if (!c) throw err;
       if (c.failed.has(2))
         throw new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
@@ -223,7 +209,7 @@ export async function createInPrincipal(
   try {
     await commit(ctx, txn, changes, items, true, now, { reminderDaysBefore });
   } catch (err) {
-    const c = cancellation(err);
+    const c = cancellationReasons(err);
     if (c?.failed.has(0)) throw unknown();
     if (c?.contention) throw busy();
     throw err;
@@ -279,7 +265,7 @@ export async function mutateTransaction(
       );
       return { txn: next, events };
     } catch (err) {
-      const c = cancellation(err);
+      const c = cancellationReasons(err);
       if (!c) throw err;
       const hit = extra.findIndex((x, i) => x.conflict !== undefined && c.failed.has(i + 1));
       if (hit >= 0) throw new AppError('SVC_CONFLICT', extra[hit]!.conflict);
