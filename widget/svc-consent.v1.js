@@ -1,4 +1,5 @@
-/*! svc-consent.v1.js: the consent widget (SPEC F, G). ES2019, no dependencies, no build step.
+/*! svc-consent.v1.js: the consent widget (docs/api.md, The browser widget and dashboard).
+ * ES2019, no dependencies, no build step.
  * <script async src="{widget_url}/svc-consent.v1.js" data-site-key="APP_…"></script>
  * Optional: data-lang, data-portal-url (may hold {referenceId}), data-complaint-url.
  * Dashboard: <div id="consent-detail-root" data-reference-id="SVC-REF-…" data-token="svc_pt_…">,

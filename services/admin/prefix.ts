@@ -1,2 +1,2 @@
-/** Where the admin API is mounted (DESIGN §4 "Admin API"). */
+/** Where the admin API is mounted (docs/api.md, Admin API). */
 export const ADMIN_PREFIX = '/api/v1/admin';

@@ -27,7 +27,7 @@ import {
   type writeReceipt,
 } from './schemas.js';
 
-/** The consent record API (DESIGN §4.A): `Authorization: Bearer svc_ak_…`. */
+/** The consent record API (docs/api.md, Consent record API): `Authorization: Bearer svc_ak_…`. */
 
 export const CONSENTS_PREFIX = '/api/v1/consents';
 

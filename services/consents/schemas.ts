@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { MAX_RECORDS, purposeName } from '../../shared/domain/consent/index.js';
 
-/** Bodies and responses of the record API (DESIGN §4.A): validation, types and OpenAPI. */
+/**
+ * Bodies and responses of the record API (docs/api.md, Consent record API): validation, types
+ * and OpenAPI.
+ */
 
 /** Ids an app's own user table might use: e-mails, UUIDs, `auth0|…`; no spaces or slashes. */
 export const userId = z

@@ -3,9 +3,9 @@ import type { ServiceModule } from '../../shared/process.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 
 /**
- * `GET /.well-known/svc-keys.json`: the service's Ed25519 public keys as a JWK set, each under
- * its key id (DESIGN §12). Whoever holds a ledger export or a signed receipt verifies it with
- * this document alone. Public, cacheable, readable from any origin.
+ * `GET /.well-known/svc-keys.json`: the service's Ed25519 public keys as a JWK set, each under its
+ * key id (docs/security.md, Ledger checkpoints, "The key"). Whoever holds a ledger export or a
+ * signed receipt verifies it with this document alone. Public, cacheable, readable from any origin.
  */
 
 export const KEYS_PATH = '/.well-known/svc-keys.json';

@@ -29,7 +29,7 @@ import { verifyDispatch, verifyRange } from './verify.js';
 import { detailOf, summaryOf } from './view.js';
 
 /**
- * The auditors' ledger API (DESIGN §4 "Ledger API"): read-only, `Authorization: Bearer svc_ak_…`
+ * The auditors' ledger API (docs/api.md, Ledger API): read-only, `Authorization: Bearer svc_ak_…`
  * with scope `ledger:read`. Every read is confined to the key's app: queries run on that app's
  * index partitions, and a dispatch of another app answers exactly like an unknown one (404).
  */

@@ -3,7 +3,7 @@ import { FLAGS } from '../../shared/compliance/flags.js';
 import { EVENT_TYPES } from '../../shared/domain/consent/events.js';
 import { patterns } from '../../shared/domain/ids.js';
 
-/** Query and response schemas of the auditors' ledger API (DESIGN §4 "Ledger API"). */
+/** Query and response schemas of the auditors' ledger API (docs/api.md, Ledger API). */
 
 export const MAX_LIMIT = 200;
 export const DEFAULT_LIMIT = 50;

@@ -24,10 +24,10 @@ import { principalOf, requirePortalToken } from './auth.js';
 import { portalPage, queryTokenPage, sendPage } from './page.js';
 
 /**
- * The hosted portal (DESIGN §4.G): `GET /portal/{referenceId}#token=…` is the page; its
- * script reads the principal token from the fragment and calls `/portal/api/{referenceId}/…`
- * with it in `Authorization: Portal …`. Changes go through the same consent domain as the
- * public API, with source "portal" (the principal acting).
+ * The hosted portal (docs/api.md, Hosted portal): `GET /portal/{referenceId}#token=…` is the page;
+ * its script reads the principal token from the fragment and calls `/portal/api/{referenceId}/…`
+ * with it in `Authorization: Portal …`. Changes go through the same consent domain as the public
+ * API, with source "portal" (the principal acting).
  */
 
 const listQuery = z.object({

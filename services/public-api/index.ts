@@ -31,9 +31,9 @@ import {
 } from './schemas.js';
 
 /**
- * The public consent-management API (DESIGN §4.B): a server with `x-secret-key`, or a browser
- * with `X-Site-Key` from an allowlisted origin and a principal token naming the one principal
- * it acts for (the embedded dashboard, an app's own portal page).
+ * The public consent-management API (docs/api.md, Public consent API): a server with
+ * `x-secret-key`, or a browser with `X-Site-Key` from an allowlisted origin and a principal token
+ * naming the one principal it acts for (the embedded dashboard, an app's own portal page).
  */
 
 export const PUBLIC_PREFIX = '/api/public/consents';

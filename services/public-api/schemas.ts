@@ -6,7 +6,10 @@ import {
 } from '../../shared/domain/consent/index.js';
 import { patterns } from '../../shared/domain/ids.js';
 
-/** Query, bodies and responses of the public consent-management API (DESIGN §4.B). */
+/**
+ * Query, bodies and responses of the public consent-management API (docs/api.md, Public
+ * consent API).
+ */
 
 export const referenceId = z
   .string()
@@ -39,7 +42,10 @@ export const bulkBody = z
     path: ['transactionIds'],
   });
 
-/** The app's server minting a browser token: at most 24 h (DESIGN §4.B), 1 h by default. */
+/**
+ * The app's server minting a browser token: at most 24 h, 1 h by default (docs/security.md,
+ * Principal tokens).
+ */
 export const mintBody = z.strictObject({
   referenceId,
   ttlSeconds: z.number().int().min(1).max(86_400).optional(),

@@ -6,10 +6,11 @@ import type { ServiceModule } from '../../shared/process.js';
 import { acceptsGzip, notModified } from './http.js';
 
 /**
- * Serves the browser scripts (SPEC F/G) at `{widget_url}/svc-consent.v1.js` and
- * `{widget_url}/svc-dashboard.v1.js`, exactly as written in `widget/` (no build step), with a
- * strong ETag, gzip when accepted, and `Access-Control-Allow-Origin: *` so any page may load
- * them (also with `crossorigin` / Subresource Integrity).
+ * Serves the browser scripts (docs/api.md, The browser widget and dashboard) at
+ * `{widget_url}/svc-consent.v1.js` and `{widget_url}/svc-dashboard.v1.js`, exactly as written in
+ * `widget/` (no build step), with a strong ETag, gzip when accepted, and
+ * `Access-Control-Allow-Origin: *` so any page may load them (also with `crossorigin` / Subresource
+ * Integrity).
  */
 
 export const WIDGET_FILES = ['svc-consent.v1.js', 'svc-dashboard.v1.js'] as const;

@@ -107,7 +107,10 @@ async function noticeOr404(rt: Runtime, appId: string, triggerKey: string): Prom
   return n;
 }
 
-/** Widget calls (DESIGN §4.D): site key + origin allowlist, CORS for the page's origin. */
+/**
+ * Widget calls (docs/api.md, Widget calls): site key + origin allowlist, CORS for the page's
+ * origin.
+ */
 export const widgetService: ServiceModule = {
   name: 'widget',
   mount(app, rt) {

@@ -2,9 +2,9 @@ import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js'
 import type { App } from '../domain/types.js';
 
 /**
- * Compliance flags (SPEC "States and transitions", DESIGN §6). Pure: the clock is a parameter,
- * nothing here reads the time or does I/O, so the compliance worker, the timers and the ledger
- * API all compute the same flag from the same facts.
+ * Compliance flags (docs/api.md, Compliance flags). Pure: the clock is a parameter, nothing here
+ * reads the time or does I/O, so the compliance worker, the timers and the ledger API all compute
+ * the same flag from the same facts.
  */
 
 export const POSTBACK_STATUSES = ['processed', 'deleted', 'failed', 'partial'] as const;
@@ -13,15 +13,18 @@ export type PostbackStatus = (typeof POSTBACK_STATUSES)[number];
 export const POSTBACK_RISKS = ['none', 'low', 'medium', 'high', 'critical'] as const;
 export type PostbackRisk = (typeof POSTBACK_RISKS)[number];
 
-/** In increasing severity (DESIGN §6): the index is the severity. */
+/** In increasing severity (docs/api.md, Compliance flags): the index is the severity. */
 export const FLAGS = ['ok', 'at_risk', 'breach', 'unconfirmed_erasure', 'critical'] as const;
 export type ComplianceFlag = (typeof FLAGS)[number];
 
 const DAY_MS = 24 * 3_600_000;
-/** SPEC "Limits": 30 or more days without a `data.deleted` confirmation. */
+/** 30 or more days without a `data.deleted` confirmation (docs/api.md, Compliance flags). */
 export const UNCONFIRMED_ERASURE_AFTER_MS = 30 * DAY_MS;
 
-/** Events whose missed SLA escalates to breach after the grace period (SPEC transition table). */
+/**
+ * Events whose missed SLA escalates to breach after the grace period (the timeliness table in
+ * docs/api.md, Compliance flags).
+ */
 type GracedEvent = 'consent.withdrawn' | 'consent.expired';
 const GRACED: ReadonlySet<EventType> = new Set<GracedEvent>([
   'consent.withdrawn',
@@ -40,7 +43,7 @@ export function worstFlag(
   return severity(a) >= severity(b) ? a : b;
 }
 
-/** Content flag of one postback; the first matching rule wins (DESIGN §6). */
+/** Content flag of one postback; the first matching rule wins (docs/api.md, Compliance flags). */
 export function contentFlag(p: { status: PostbackStatus; risk: PostbackRisk }): ComplianceFlag {
   if (p.risk === 'critical') return 'critical';
   if (p.risk === 'high') return 'breach';
@@ -64,7 +67,10 @@ export interface FlagFacts {
   postbacks: readonly { status: PostbackStatus; risk: PostbackRisk; receivedAt: string }[];
 }
 
-/** The per-app SLA settings: sandbox time compression and per-event grace (DESIGN §6). */
+/**
+ * The per-app SLA settings: sandbox time compression and per-event grace (docs/api.md, Compliance
+ * flags).
+ */
 export type SlaPolicy = Partial<Pick<App, 'slaTimeScale' | 'graceMs'>>;
 
 /** The instants (epoch ms) at which a missing postback escalates. */

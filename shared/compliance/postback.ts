@@ -3,9 +3,9 @@ import { patterns } from '../domain/ids.js';
 import { POSTBACK_RISKS, POSTBACK_STATUSES } from './flags.js';
 
 /**
- * The postback (SPEC "Postback body", DESIGN §4.C): the HTTP body the app sends, and the Kafka
- * message the postback service hands to the compliance worker. Both live here because the
- * service and the worker must agree on them and may not import each other.
+ * The postback (docs/api.md, Postbacks): the HTTP body the app sends, and the Kafka message the
+ * postback service hands to the compliance worker. Both live here because the service and the
+ * worker must agree on them and may not import each other.
  */
 
 export const MAX_TAGS = 32;

@@ -22,7 +22,10 @@ export interface App {
   widgetVerifiedAt: string | null;
   /** The allowlisted origin the widget was last verified from (with widgetVerifiedAt). */
   widgetVerifiedOrigin?: string;
-  /** Grace after the SLA window, per event type, in ms; defaults to the window (DESIGN §6). */
+  /**
+   * Grace after the SLA window, per event type, in ms; defaults to the window (docs/api.md,
+   * Compliance flags).
+   */
   graceMs?: Partial<Record<'consent.withdrawn' | 'consent.expired' | 'data.deleted', number>>;
   goLiveAt?: string | null;
   createdAt: string;

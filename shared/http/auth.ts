@@ -10,9 +10,10 @@ import { locals } from './locals.js';
 import { limitAuthFailures } from './ratelimit.js';
 
 /**
- * Authentication middleware (DESIGN §2, SPEC "Authentication"). Every failure is one of a few
- * fixed messages, so a response never tells whether a key exists (for this or another app).
- * Each is wrapped in `limitAuthFailures`: failed attempts are limited per client address.
+ * Authentication middleware (docs/api.md, Areas and credentials; docs/security.md, Threat model and
+ * credentials). Every failure is one of a few fixed messages, so a response never tells whether a
+ * key exists (for this or another app). Each is wrapped in `limitAuthFailures`: failed attempts are
+ * limited per client address.
  */
 
 const unauthorized = (res: Response, detail: string, bearer = false) => {

@@ -13,8 +13,9 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 const REPLAYED_HEADERS = ['content-type', 'location', 'retry-after'];
 
 /**
- * Credentials that are shown once (DESIGN §2): secret keys and API keys. They never rest in
- * the idempotency table; the stored answer keeps the prefix and the last 4 characters.
+ * Credentials that are shown once (docs/security.md, Idempotency and secrets): secret keys and API
+ * keys. They never rest in the idempotency table; the stored answer keeps the prefix and the last 4
+ * characters.
  */
 const SHOWN_ONCE = /\bsvc_(sk_(?:test_)?|ak_)[0-9A-Za-z]{40}\b/g;
 /** Principal tokens (`svc_pt_<claims>.<mac>`): bearer credentials too, never stored. */
@@ -108,14 +109,14 @@ const tooDeep = () =>
   });
 
 /**
- * `Idempotency-Key` on POST/PUT/PATCH/DELETE (DESIGN §3): the first response to a key is
- * stored for 24 h and a repeat gets it back (`Idempotent-Replayed: true`), without applying
- * the request again. A secret key or API key in the answer is stored masked (`maskSecrets`),
- * so a replay shows it masked: a secret is shown once, and only to the first answer. A
- * principal token is never stored either: see `IdempotencyOptions.credentials`.
- * Keys are scoped per app (or the admin); a repeat with a different method, path or body is
- * 422, one while the first is still running is 409. A 5xx is not stored, so the client can
- * retry with the same key. Goes after authentication.
+ * `Idempotency-Key` on POST/PUT/PATCH/DELETE (docs/api.md, Idempotency, rate limits and isolation):
+ * the first response to a key is stored for 24 h and a repeat gets it back
+ * (`Idempotent-Replayed: true`), without applying the request again. A secret key or API key in the answer is stored
+ * masked (`maskSecrets`), so a replay shows it masked: a secret is shown once, and only to the
+ * first answer. A principal token is never stored either: see `IdempotencyOptions.credentials`.
+ * Keys are scoped per app (or the admin); a repeat with a different method, path or body is 422,
+ * one while the first is still running is 409. A 5xx is not stored, so the client can retry with
+ * the same key. Goes after authentication.
  */
 export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHandler {
   const table = rt.tables.idempotency;

@@ -86,9 +86,10 @@ export class BucketMap {
 }
 
 /**
- * Who is calling, for the budget (DESIGN §4.D): an app's server (secret key), its record or
- * ledger client (API key), a browser (site key, public: anyone can send it), the operator.
- * Each class has its own bucket, so traffic anyone can forge never spends a server's budget.
+ * Who is calling, for the budget (docs/security.md, Rate limits): an app's server (secret key), its
+ * record or ledger client (API key), a browser (site key, public: anyone can send it), the
+ * operator. Each class has its own bucket, so traffic anyone can forge never spends a server's
+ * budget.
  */
 export type CredentialClass = 'secretKey' | 'apiKey' | 'browser' | 'admin' | 'other';
 

@@ -3,14 +3,14 @@ import { signFor, verifyFor, type SigningKey } from '../signing/keys.js';
 import { canonicalJson, sha256Hex } from './hash.js';
 
 /**
- * Signed ledger checkpoints (DESIGN §12 "Ledger evidence"). Each app has one chain of
- * checkpoints. A checkpoint seals one period of the app's dispatches (by the event's
- * createdAt): the Merkle root of their current chain heads, signed with the service's Ed25519
- * key, with the hash of the app's previous checkpoint inside. A period is sealed once it has
- * closed; when a dispatch of a sealed period gains entries later (a retry, a postback, a flag)
- * the period is sealed again as a new version that names the one it replaces, and the sealer
- * only writes it when every dispatch of the old version is still there and still carries the
- * entries the old version sealed. Pure: storage is in checkpoint-store.ts.
+ * Signed ledger checkpoints (docs/security.md, Ledger checkpoints). Each app has one chain of
+ * checkpoints. A checkpoint seals one period of the app's dispatches (by the event's createdAt):
+ * the Merkle root of their current chain heads, signed with the service's Ed25519 key, with the
+ * hash of the app's previous checkpoint inside. A period is sealed once it has closed; when a
+ * dispatch of a sealed period gains entries later (a retry, a postback, a flag) the period is
+ * sealed again as a new version that names the one it replaces, and the sealer only writes it when
+ * every dispatch of the old version is still there and still carries the entries the old version
+ * sealed. Pure: storage is in checkpoint-store.ts.
  */
 
 /** What a checkpoint signature is for (receipts sign under their own purpose). */

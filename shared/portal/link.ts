@@ -9,8 +9,8 @@ export type PortalLinkConfig = PrincipalKeyConfig &
   Pick<BaseConfig, 'PUBLIC_BASE_URL' | 'PORTAL_LINK_TTL_MS'>;
 
 /**
- * The 'Manage consent' link for one principal (SPEC G), carrying a fresh principal token
- * (kind `portal`, valid PORTAL_LINK_TTL_MS, at most 7 days, after `now`).
+ * The 'Manage consent' link for one principal (docs/api.md, Hosted portal), carrying a fresh
+ * principal token (kind `portal`, valid PORTAL_LINK_TTL_MS, at most 7 days, after `now`).
  *
  * The hosted portal gets the token in the URL fragment (`#token=`), which browsers never send
  * to a server, so it stays out of access logs, proxies and Referer headers; the portal page's

@@ -4,12 +4,12 @@ import { keyedHash, safeEqual } from '../domain/crypto.js';
 import { patterns } from '../domain/ids.js';
 
 /**
- * Principal tokens (DESIGN §4.B): `svc_pt_<payload>.<signature>`, naming one principal
- * (referenceId) of one app for the browser path of the public API, the embedded dashboard and
- * the hosted portal. The payload is base64url JSON; the signature is the base64url
- * HMAC-SHA256 of `svc_pt_<payload>` under the key of the key id the payload names, a key
- * derived from SVC_ENCRYPTION_KEY for that id alone (HKDF, via keyedHash). Pure: whether the
- * app's secret was rotated or the principal erased since is decided by `access.ts`.
+ * Principal tokens (docs/security.md, Principal tokens): `svc_pt_<payload>.<signature>`, naming one
+ * principal (referenceId) of one app for the browser path of the public API, the embedded dashboard
+ * and the hosted portal. The payload is base64url JSON; the signature is the base64url HMAC-SHA256
+ * of `svc_pt_<payload>` under the key of the key id the payload names, a key derived from
+ * SVC_ENCRYPTION_KEY for that id alone (HKDF, via keyedHash). Pure: whether the app's secret was
+ * rotated or the principal erased since is decided by `access.ts`.
  */
 
 export type PrincipalKeyConfig = Pick<
@@ -21,7 +21,7 @@ export type PrincipalKeyConfig = Pick<
 export type TokenKind = 'browser' | 'portal';
 
 const HOUR_MS = 3_600_000;
-/** Longest lifetime of each kind (DESIGN §4.B). */
+/** Longest lifetime of each kind (docs/security.md, Principal tokens). */
 export const MAX_TTL_MS: Record<TokenKind, number> = {
   browser: 24 * HOUR_MS,
   portal: 7 * 24 * HOUR_MS,

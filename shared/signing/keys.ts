@@ -12,10 +12,10 @@ import { stackPaths } from '../../infra/local/paths.js';
 import { ConfigError, type BaseConfig } from '../config.js';
 
 /**
- * The service's Ed25519 signing key (DESIGN §12): it signs ledger checkpoints, and consent
- * receipts will use it too. Public keys are published at `/.well-known/svc-keys.json` as a
- * JWK set (RFC 8037 `OKP`/`Ed25519`), each under its key id, the RFC 7638 thumbprint of the
- * key: the same key always has the same id, in every process.
+ * The service's Ed25519 signing key (docs/security.md, Ledger checkpoints): it signs ledger
+ * checkpoints, and consent receipts will use it too. Public keys are published at
+ * `/.well-known/svc-keys.json` as a JWK set (RFC 8037 `OKP`/`Ed25519`), each under its key id, the
+ * RFC 7638 thumbprint of the key: the same key always has the same id, in every process.
  *
  * Where the key comes from: `SVC_SIGNING_KEY` (a 32-byte seed, hex or base64, or a PKCS#8
  * PEM), required in production; otherwise a seed generated once and kept in the git-ignored

@@ -1,6 +1,7 @@
 /**
- * Pure delivery rules (DESIGN §5): the retry schedule, jitter, the Retry-After clamp, and what
- * a dispatch becomes after an attempt. No I/O and no clock: callers pass `now` and `random`.
+ * Pure delivery rules (docs/webhooks.md, Delivery rules and Retry schedule): the retry schedule,
+ * jitter, the Retry-After clamp, and what a dispatch becomes after an attempt. No I/O and no clock:
+ * callers pass `now` and `random`.
  */
 
 const S = 1000;

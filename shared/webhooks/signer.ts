@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * Standard Webhooks signing (DESIGN §5): `v1,` + base64 HMAC-SHA256 over
- * `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the UTF-8 bytes of the app's secret
+ * Standard Webhooks signing (docs/webhooks.md, Headers and signing): `v1,` + base64 HMAC-SHA256
+ * over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the UTF-8 bytes of the app's secret
  * key, so any Standard Webhooks library verifies it given the secret key as a raw key.
  */
 export function sign(secretKey: string, id: string, timestampS: number, body: string): string {

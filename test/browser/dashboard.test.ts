@@ -22,10 +22,10 @@ import {
 } from './harness.js';
 
 /**
- * SPEC G: the dashboard `div` on the app's page, mounted on demand by the widget script, managing
- * the principal's consent through the public API from the allowlisted origin with the principal
- * token the app's server minted (`data-token`); a revocation there reaches Kafka and makes the
- * notice's trigger gate again.
+ * The dashboard (docs/api.md, The browser widget and dashboard, step 5): the `div` on the app's
+ * page, mounted on demand by the widget script, managing the principal's consent through the public
+ * API from the allowlisted origin with the principal token the app's server minted (`data-token`);
+ * a revocation there reaches Kafka and makes the notice's trigger gate again.
  */
 
 let world: World;

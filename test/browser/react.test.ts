@@ -10,7 +10,10 @@ import {
   type World,
 } from './harness.js';
 
-/** SPEC F in a React 18 single-page app (UMD build served locally, no CDN). */
+/**
+ * The widget (docs/api.md, The browser widget and dashboard) in a React 18 single-page app (UMD
+ * build served locally, no CDN).
+ */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -14,7 +14,10 @@ import {
   type World,
 } from './harness.js';
 
-/** SPEC F on a plain HTML page, in real Chromium against the real service. */
+/**
+ * The widget (docs/api.md, The browser widget and dashboard) on a plain HTML page, in real
+ * Chromium against the real service.
+ */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const KEYS = [

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPipeline, type Pipeline, type PipelineApp } from './fixture.js';
 
 /**
- * SPEC "Postback compliance flag", row by row, end to end: consent withdrawn over the record
- * API → signed webhook → postback over the postback API → flag read back through the
- * auditors' ledger API. Scale 60 gives a 60 s window, so every postback is in time and the
- * content of the postback alone decides the flag.
+ * The content-flag table of docs/api.md (Compliance flags), row by row, end to end: consent
+ * withdrawn over the record API → signed webhook → postback over the postback API → flag read back
+ * through the auditors' ledger API. Scale 60 gives a 60 s window, so every postback is in time and
+ * the content of the postback alone decides the flag.
  */
 let f: Pipeline;
 let app: PipelineApp;
@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 describe('each row of the postback flag table, end to end', () => {
-  // SPEC "Postback compliance flag": the content of an in-time postback decides the flag.
+  // docs/api.md, Compliance flags: the content of an in-time postback decides the flag.
   it.each([
     ['processed', 'low', undefined, 'ok'],
     ['deleted', 'none', undefined, 'ok'],

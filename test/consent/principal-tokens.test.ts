@@ -14,10 +14,10 @@ import {
 } from './fixture.js';
 
 /**
- * Principal tokens on the browser path of the public API (DESIGN §4.B): the site key and the
- * Origin only identify the app (anyone can send both), so without a valid token naming the
- * person no read or change goes through, and a token opens one principal of one app only, for
- * as long as it is unexpired, its app's secret is unrotated and its principal unerased.
+ * Principal tokens on the browser path of the public API (docs/security.md, Principal tokens): the
+ * site key and the Origin only identify the app (anyone can send both), so without a valid token
+ * naming the person no read or change goes through, and a token opens one principal of one app
+ * only, for as long as it is unexpired, its app's secret is unrotated and its principal unerased.
  */
 
 const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');

@@ -17,8 +17,8 @@ import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';
 
 /**
- * Rate limits over real HTTP (DESIGN §4.D): budgets per app AND credential class, anonymous
- * capture also per client IP, failed authentications per client address (the admin token
+ * Rate limits over real HTTP (docs/security.md, Rate limits): budgets per app AND credential class,
+ * anonymous capture also per client IP, failed authentications per client address (the admin token
  * included). Client addresses are given with X-Forwarded-For, which the service believes from
  * loopback (its default `trust proxy`).
  */

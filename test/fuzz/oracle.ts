@@ -6,7 +6,7 @@ import type { Marker, Principal, TenantApp, World } from './world.js';
  * What the fuzz suite calls a failure, for one request and its answer:
  * - `server-error`: any 5xx (a 503 too: the report says whether /readyz was ready then);
  * - `not-problem`: an error answer that is not `application/problem+json` with a SVC_ `code`
- *   and the HTTP status in `status` (DESIGN §3);
+ *   and the HTTP status in `status` (docs/api.md, Errors);
  * - `leak`: the answer shows a marker (id, key, e-mail…) of an app or principal the request
  *   was not entitled to, and that the request did not itself carry (an echo is no leak);
  * - `foreign-id`: a 2xx for a request naming another app's resource by id;
@@ -258,7 +258,7 @@ export function learn(req: FuzzRequest, a: Answer, world: World): void {
   if (key.endsWith('/secret/rotate') && typeof body.secretKey === 'string') {
     app.oldSecrets.push({ key: app.secretKey, at: now });
     app.secretKey = body.secretKey;
-    // A rotation ends every principal token of the app (DESIGN §4.B).
+    // A rotation ends every principal token of the app (docs/security.md, Principal tokens).
     for (const p of app.principals) delete p.token;
     world.dirty = true;
   } else if (key === 'PATCH /api/v1/admin/apps/{appId}') {

@@ -59,7 +59,7 @@ export function routesOf(doc: { paths?: Record<string, Record<string, Operation>
   return out;
 }
 
-/** The scope the record and ledger APIs ask of an API key (DESIGN §2, §4.A, ledger). */
+/** The scope the record and ledger APIs ask of an API key (docs/api.md, Areas and credentials). */
 function scopeOf(method: string, path: string, security: Security[]): string | undefined {
   if (!security.includes('apiKey')) return undefined;
   if (path.startsWith('/api/v1/ledger')) return 'ledger:read';

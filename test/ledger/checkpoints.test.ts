@@ -21,11 +21,11 @@ import {
 import { startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 
 /**
- * Signed ledger checkpoints end to end (DESIGN §12): real consents delivered by the dispatcher,
- * a real postback flagged by the compliance worker, periods of one second sealed by the
- * checkpoint worker. Each app is then tampered with the way a deliberate tamperer with write
- * access to the ledger table would (chains kept consistent): the ledger API and the offline
- * verifier (`npm run ledger:verify`, run as its own process) must both catch it.
+ * Signed ledger checkpoints end to end (docs/security.md, Ledger checkpoints): real consents
+ * delivered by the dispatcher, a real postback flagged by the compliance worker, periods of one
+ * second sealed by the checkpoint worker. Each app is then tampered with the way a deliberate
+ * tamperer with write access to the ledger table would (chains kept consistent): the ledger API and
+ * the offline verifier (`npm run ledger:verify`, run as its own process) must both catch it.
  */
 
 const run = promisify(execFile);

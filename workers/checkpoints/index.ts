@@ -48,11 +48,11 @@ export function checkpointMetrics(registry: Registry) {
 }
 
 /**
- * Seals the ledger (DESIGN §12 "Ledger evidence"; shared/ledger/seal.ts): every
- * LEDGER_CHECKPOINT_INTERVAL_MS it looks whether a period has closed (plus the lag) since the
- * last pass and, if so, signs a checkpoint per app for it and re-signs sealed periods whose
- * dispatches changed. Not a Kafka consumer: its input is the ledger's change index. Any
- * number of copies may run.
+ * Seals the ledger (docs/security.md, Ledger checkpoints; shared/ledger/seal.ts): every
+ * LEDGER_CHECKPOINT_INTERVAL_MS it looks whether a period has closed (plus the lag) since the last
+ * pass and, if so, signs a checkpoint per app for it and re-signs sealed periods whose dispatches
+ * changed. Not a Kafka consumer: its input is the ledger's change index. Any number of copies may
+ * run.
  */
 export function createCheckpointWorker(o: CheckpointWorkerOptions = {}): WorkerModule {
   const now = o.now ?? Date.now;

@@ -4,8 +4,9 @@ import { POSTBACK_EVENTS } from '../../shared/ledger/flags.js';
 import { getOrCreate } from '../../shared/metrics.js';
 
 /**
- * Compliance metrics (DESIGN §8). The names are fixed: infra/prometheus/alerts.yml and the
- * Grafana SLA dashboard query them. Bounded labels only, never ids.
+ * Compliance metrics (docs/operations.md, Observability). The names are fixed:
+ * infra/prometheus/alerts.yml and the Grafana SLA dashboard query them. Bounded labels only, never
+ * ids.
  */
 export function complianceMetrics(registry: Registry) {
   const counter = (name: string, help: string, labelNames: string[]) =>

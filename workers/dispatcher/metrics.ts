@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { getOrCreate } from '../../shared/metrics.js';
 
-/** Dispatcher metrics (DESIGN §8): bounded labels only, never ids. */
+/** Dispatcher metrics (docs/operations.md, Observability): bounded labels only, never ids. */
 export function dispatcherMetrics(registry: Registry) {
   const counter = (name: string, help: string, labelNames: string[]) =>
     getOrCreate(

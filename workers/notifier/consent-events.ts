@@ -7,7 +7,7 @@ import { erasureAckMail, expiryReminderMail } from './templates.js';
 /** The consent events that e-mail the principal; every other type is left to other consumers. */
 const MAILED = new Set(['consent.expiry.reminder', 'data.deleted']);
 
-/** Consent events (DESIGN §5): expiry reminders and erasure acknowledgements. */
+/** Consent events (docs/webhooks.md, Events): expiry reminders and erasure acknowledgements. */
 export function consentEventsHandler(d: NotifierDeps): Handler {
   return async (raw, ctx) => {
     // Most events are not ours: look at the type before paying for full validation.

@@ -13,7 +13,7 @@ export interface NotifierOptions {
 }
 
 /**
- * E-mails (SPEC item 5): grant requests, expiry reminders and erasure acknowledgements to
+ * E-mails (docs/api.md, E-mails): grant requests, expiry reminders and erasure acknowledgements to
  * data principals, each with a 'Manage consent' link; endpoint-disabled notices to the app.
  */
 export function createNotifierWorker(o: NotifierOptions = {}): WorkerModule {

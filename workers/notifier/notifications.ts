@@ -6,7 +6,10 @@ import type { Logger } from '../../shared/logger.js';
 import { mailPrincipal, once, type NotifierDeps } from './deliver.js';
 import { endpointDisabledMail, grantRequestMail } from './templates.js';
 
-/** The app's contact: its webhook endpoint was disabled by the dispatcher (DESIGN §5). */
+/**
+ * The app's contact: its webhook endpoint was disabled by the dispatcher (docs/webhooks.md,
+ * Delivery rules).
+ */
 function mailEndpointDisabled(d: NotifierDeps, n: EndpointDisabled, log: Logger) {
   return once(d, n.id, 'endpoint_disabled', async () => {
     const app = await getAppCached(d.rt, n.appId);

@@ -9,10 +9,10 @@ export interface TimersOptions {
 }
 
 /**
- * Fires what the due-index says is due (DESIGN §7): SLA checks (handed to the compliance
- * worker), expiry reminders, expiries and the 30-day erasure sweep. Two families of the
- * index, each swept by shard from its watermark, so a sweep reads only what is due and any
- * number of copies can run.
+ * Fires what the due-index says is due (docs/architecture.md, The compliance worker, timers and the
+ * erasure sweep): SLA checks (handed to the compliance worker), expiry reminders, expiries and the
+ * 30-day erasure sweep. Two families of the index, each swept by shard from its watermark, so a
+ * sweep reads only what is due and any number of copies can run.
  */
 export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
   const now = o.now ?? Date.now;

@@ -3,7 +3,9 @@ import type { OutboxItem } from '../../outbox/outbox.js';
 import type { App } from '../types.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 
-/** Consent events (DESIGN §5): one payload on Kafka and on the wire. Pure builders. */
+/**
+ * Consent events (docs/webhooks.md, Events): one payload on Kafka and on the wire. Pure builders.
+ */
 
 export const EVENT_TYPES = [
   'consent.created',
@@ -17,7 +19,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 const HOUR_MS = 3_600_000;
 
-/** Postback windows (SPEC "Limits"); events not listed need no postback. */
+/** Postback windows (docs/webhooks.md, Events); events not listed need no postback. */
 export const POSTBACK_WINDOW_MS: Partial<Record<EventType, number>> = {
   'consent.withdrawn': HOUR_MS,
   'consent.expired': 72 * HOUR_MS,
@@ -103,8 +105,8 @@ function build(
 }
 
 /**
- * The events of one operation on one transaction: at most one of each type, each listing
- * every record it touched (DESIGN §5 table). A no-op (no changes) emits nothing.
+ * The events of one operation on one transaction: at most one of each type, each listing every
+ * record it touched (the table in docs/webhooks.md, Events). A no-op (no changes) emits nothing.
  */
 export function planEvents(c: EventContext): ConsentEvent[] {
   const out: ConsentEvent[] = [];
@@ -139,8 +141,8 @@ export function planEvents(c: EventContext): ConsentEvent[] {
 }
 
 /**
- * `consent.expiry.reminder` for a transaction: no record changes, so not planned from changes;
- * it lists the records still granted, which are the ones about to lapse (DESIGN §5).
+ * `consent.expiry.reminder` for a transaction: no record changes, so not planned from changes; it
+ * lists the records still granted, which are the ones about to lapse (docs/webhooks.md, Events).
  */
 export function reminderEvent(c: EventContext): ConsentEvent {
   const granted = c.txn.records.filter((r) => r.state === 'granted');

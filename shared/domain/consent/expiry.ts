@@ -8,9 +8,9 @@ import { loadTransaction } from './repository.js';
 import { mutateTransaction, type Mutation, type WriteContext } from './writer.js';
 
 /**
- * The validity window's two moments (DESIGN §5), run by the timers worker through the same
- * one-commit writer as every other change. Both are idempotent: firing twice changes nothing
- * the second time and emits nothing.
+ * The validity window's two moments (docs/architecture.md, Expiry), run by the timers worker
+ * through the same one-commit writer as every other change. Both are idempotent: firing twice
+ * changes nothing the second time and emits nothing.
  */
 
 /** Changes made by the service itself, not by a caller, are recorded as this actor. */

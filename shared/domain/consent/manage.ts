@@ -13,7 +13,10 @@ import {
 import { deriveStatus } from './states.js';
 import { mutateTransaction, type WriteContext } from './writer.js';
 
-/** The public consent-management API (DESIGN §4.B): transactions and records of a principal. */
+/**
+ * The public consent-management API (docs/api.md, Public consent API): transactions and records
+ * of a principal.
+ */
 
 export type PublicOperation = 'grant' | 'revoke' | 'erase';
 export const PUBLIC_OPERATIONS = ['grant', 'revoke', 'erase'] as const;

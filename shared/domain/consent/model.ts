@@ -21,7 +21,10 @@ export type Source = (typeof SOURCES)[number];
  */
 export const MAX_RECORDS = 45;
 
-/** Default validity window for transactions created without a notice (DESIGN §5). */
+/**
+ * Default validity window for transactions created without a notice (docs/architecture.md,
+ * Expiry).
+ */
 export const DEFAULT_VALIDITY_DAYS = 365;
 
 export const purposeName = z
@@ -36,7 +39,7 @@ export const recordSchema = z.object({
 });
 export type ConsentRecord = z.infer<typeof recordSchema>;
 
-/** Public Transaction body (DESIGN §4.B). */
+/** Public Transaction body (docs/api.md, Public consent API). */
 export const transactionSchema = z.object({
   transactionId: z.string(),
   referenceId: z.string(),

@@ -1,5 +1,6 @@
 /**
- * The consent record state machine and the transaction status derived from it (DESIGN §4.B).
+ * The consent record state machine and the transaction status derived from it (docs/api.md,
+ * Record states).
  * Pure: no I/O, no clock. Every (state, operation) pair is decided here and nowhere else.
  */
 
@@ -33,7 +34,7 @@ const move = (s: RecordState): Transition => ({ ok: true, to: s, changed: true }
 const refuse = (reason: string): Transition => ({ ok: false, reason });
 
 /**
- * Decisions beyond the diagram in DESIGN §4.B:
+ * Decisions beyond the state diagram (docs/api.md, Record states):
  * - revoke on `denied`: no-op. Nothing was granted, so nothing is withdrawn and no
  *   `consent.withdrawn` (with its 1 h postback) is owed.
  * - revoke on `expired`: no-op, for the same reason.

@@ -14,9 +14,15 @@ import { deriveStatus } from './states.js';
  */
 
 export const DAY_MS = 86_400_000;
-/** DESIGN §5: the reminder goes out this long before expiry unless the notice says otherwise. */
+/**
+ * The reminder goes out this long before expiry unless the notice says otherwise
+ * (docs/architecture.md, Expiry).
+ */
 export const DEFAULT_REMINDER_DAYS = 30;
-/** DESIGN §7: an erased principal's e-mail and user id are removed this long after the erase. */
+/**
+ * An erased principal's e-mail and user id are removed this long after the erase
+ * (docs/architecture.md, 30-day erasure sweep).
+ */
 export const SCRUB_AFTER_MS = 30 * DAY_MS;
 
 export type ExpiryKind = 'reminder' | 'expire' | 'scrub';

@@ -20,7 +20,7 @@ import {
   type WriteContext,
 } from './writer.js';
 
-/** The record API (DESIGN §4.A): one consent record per user of an app. */
+/** The record API (docs/api.md, Consent record API): one consent record per user of an app. */
 
 const DAY_MS = 86_400_000;
 

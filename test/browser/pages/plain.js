@@ -10,7 +10,8 @@
   });
   document.getElementById('f-signup').addEventListener('submit', (e) => {
     e.preventDefault();
-    // Read inside the submit handler, not at render time (SPEC F rule 7).
+    // Read inside the submit handler, not at render time: the hidden input exists only after the
+    // capture (docs/api.md, The browser widget and dashboard, step 4).
     const id = new FormData(e.target).get('svc-transaction-id');
     log.submits.push({ form: 'signup', consentId: id });
   });
