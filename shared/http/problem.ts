@@ -54,6 +54,8 @@ export function problemHandler(log: Logger): ErrorRequestHandler {
     // The deadline already answered 503: the handler's late answer (or failure) is dropped.
     if (res.locals.deadlineExpired === true) {
       log.debug({ err, path: req.path }, 'late answer after the request deadline dropped');
+      // The handler is done at last: admission control may count it out.
+      (res.locals.admissionDone as (() => void) | undefined)?.();
       return;
     }
     if (res.headersSent) return next(err);

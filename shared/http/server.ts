@@ -71,8 +71,13 @@ export function deadline(ms: number): RequestHandler {
  * is answered 503 SVC_UNAVAILABLE with `Retry-After: 1` at once, before anything is read or
  * written. Past the sustained rate, requests would otherwise queue until the deadline answers
  * them 503 while their changes may still land; a request refused here changed nothing.
+ *
+ * A request counts until its handler is done, not until its answer left: one the deadline
+ * answered goes on working, and counts until its late answer is dropped (`problemHandler`
+ * calls `res.locals.admissionDone`), or 10 deadlines at most. Otherwise work cut loose by the
+ * deadline would pile up behind the limit and the process would collapse under overload.
  */
-export function admission(max: number, registry?: Registry): RequestHandler {
+export function admission(max: number, registry?: Registry, deadlineMs = 1_800): RequestHandler {
   let inFlight = 0;
   const shed = registry
     ? getOrCreate(
@@ -100,13 +105,21 @@ export function admission(max: number, registry?: Registry): RequestHandler {
     }
     inFlight++;
     let done = false;
+    let cap: NodeJS.Timeout | undefined;
     const release = () => {
       if (done) return;
       done = true;
       inFlight--;
+      if (cap) clearTimeout(cap);
     };
-    res.once('finish', release);
-    res.once('close', release);
+    res.locals.admissionDone = release;
+    const answered = () => {
+      if (res.locals.deadlineExpired !== true) return release();
+      // Answered by the deadline: the handler is still at work.
+      cap ??= setTimeout(release, 10 * deadlineMs).unref();
+    };
+    res.once('finish', answered);
+    res.once('close', answered);
     next();
   };
 }
@@ -173,7 +186,7 @@ export function createHttpApp(o: HttpAppOptions): Express {
   app.set('trust proxy', o.trustProxy ?? 'loopback');
   app.use(traceRequests());
   app.use(httpMetrics(o.registry));
-  app.use('/api', admission(o.maxInFlight ?? 64, o.registry));
+  app.use('/api', admission(o.maxInFlight ?? 64, o.registry, o.deadlineMs ?? 1_800));
   app.use('/api', deadline(o.deadlineMs ?? 1_800));
   app.use(
     express.json({ limit: o.bodyLimitBytes, type: ['application/json', 'application/*+json'] }),

@@ -69,6 +69,41 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
     expect((await fourth).status).toBe(201);
   });
 
+  it('counts a request the deadline answered until its handler is done', async () => {
+    const app = createHttpApp({
+      log: createLogger({ level: 'silent' }),
+      registry: new Registry(),
+      bodyLimitBytes: 1024,
+      readiness: {},
+      maxInFlight: 1,
+      deadlineMs: 200,
+    });
+    const ranHere: string[] = [];
+    let finishA: (() => void) | undefined;
+    app.post('/api/slow/:id', async (req, res) => {
+      ranHere.push(req.params.id);
+      if (req.params.id === 'a') await new Promise<void>((r) => (finishA = r));
+      res.status(201).json({ id: req.params.id });
+    });
+    finishHttpApp(app, createLogger({ level: 'silent' }));
+    const srv = await listen(app, 0, '127.0.0.1');
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/api/slow`;
+    try {
+      const a = await fetch(`${url}/a`, { method: 'POST' });
+      expect(a.status).toBe(503); // the deadline's answer; the handler is still at work
+      const b = await fetch(`${url}/b`, { method: 'POST' });
+      expect(b.status).toBe(503);
+      expect(b.headers.get('retry-after')).toBe('1');
+      expect(ranHere).toEqual(['a']); // b was refused before its handler ran
+      finishA!(); // a's late answer is dropped, and a is counted out
+      await expect.poll(async () => (await fetch(`${url}/c`, { method: 'POST' })).status).toBe(201);
+      expect(ranHere).toContain('c');
+    } finally {
+      finishA?.();
+      await closeServer(srv);
+    }
+  });
+
   it('does not count requests outside /api', async () => {
     for (let i = 0; i < 5; i++) expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
