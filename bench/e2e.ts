@@ -99,7 +99,7 @@ async function runRate(
   receiver: Receiver,
   rate: number,
   tag: string,
-): Promise<RateResult & { tables: Map<string, number> }> {
+): Promise<RateResult & { tables: Map<string, number>; operations: Map<string, number> }> {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
   const cpuBefore = cpuSeconds(app.pid);
   const backingBefore = backingCpu(app);
@@ -168,6 +168,10 @@ async function runRate(
   const tables = new Map<string, number>();
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_write_units_total@')) tables.set(k.split('@')[1]!, per(diff(k)));
+  const operations = new Map<string, number>();
+  for (const k of after.keys())
+    if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
+      operations.set(k.split(':')[1]!, per(diff(k)));
   return {
     rate,
     sent,
@@ -189,6 +193,7 @@ async function runRate(
       [...backingAfter].map(([k, v]) => [k, per((v - (backingBefore.get(k) ?? 0)) * 1000)]),
     ),
     tables,
+    operations,
   };
 }
 
@@ -227,10 +232,14 @@ async function measure(t: Target, receiver: Receiver): Promise<RateResult[]> {
     const r = await runRate(t, receiver, rate, 'run');
     results.push(r);
     console.log(row(r, t.metrics));
-    if (t.metrics && r.tables.size > 0)
+    if (t.metrics && r.tables.size > 0) {
       console.log(
         `        WCU/consent by table: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
       );
+      console.log(
+        `        DynamoDB requests/consent by operation: ${[...r.operations].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
+      );
+    }
     console.log(
       `        CPU ms/consent: service ${f1(r.cpuMs)}, ${[...r.backingCpuMs].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
     );
