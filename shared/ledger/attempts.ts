@@ -13,7 +13,7 @@ import {
   type AttemptEntry,
   type DispatchState,
 } from './dispatches.js';
-import { dueDeleteItem, duePutItem, type DueEntry } from './due.js';
+import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
 import { chainHash } from './hash.js';
 
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */

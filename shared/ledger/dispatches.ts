@@ -7,7 +7,7 @@ import { backoffMs } from '../retry.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
-import { duePutItem, type DueEntry } from './due.js';
+import { duePutItem, type DueEntry } from '../timers/due.js';
 import { slaCheckEntry } from './flags.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 

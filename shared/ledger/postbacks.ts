@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';
 import { dispatchPk } from './dispatches.js';
-import { duePutItem, type TimerEntry } from './due.js';
+import { duePutItem, type TimerEntry } from '../timers/due.js';
 import {
   chainAfter,
   flagSk,

@@ -2,7 +2,7 @@ import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import { dispatchPk, getDispatchState, type DispatchState } from './dispatches.js';
-import { dueDeleteItem, dueEntry, duePutItem, ensureWatermark, shardOf } from './due.js';
+import { dueDeleteItem, dueEntry, duePutItem, ensureWatermark, shardOf } from '../timers/due.js';
 import { listDispatchesByApp } from './queries.js';
 
 /**

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
-import { bucketOf, dueEntry, listDue } from '../../shared/ledger/due.js';
+import { bucketOf, dueEntry, listDue } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
 import type { Lane } from '../../workers/dispatcher/lanes.js';

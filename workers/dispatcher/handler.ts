@@ -8,7 +8,7 @@ import {
   newDispatchItems,
   newDispatchState,
 } from '../../shared/ledger/dispatches.js';
-import { dueEntry, ensureFamily } from '../../shared/ledger/due.js';
+import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';

@@ -11,7 +11,7 @@ import {
   ensureWatermark,
   listDue,
   type DueEntry,
-} from '../../shared/ledger/due.js';
+} from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';

@@ -2,7 +2,7 @@ import { Counter, type Registry } from 'prom-client';
 import { expireTransaction, remindExpiry } from '../../shared/domain/consent/expiry.js';
 import { scrubPrincipal, type ScrubCounts } from '../../shared/domain/consent/scrub.js';
 import type { ExpiryEntry, ExpiryKind } from '../../shared/domain/consent/timers.js';
-import type { TimerEntry } from '../../shared/ledger/due.js';
+import type { TimerEntry } from '../../shared/timers/due.js';
 import type { SlaCheckEntry, SlaCheckMessage } from '../../shared/ledger/flags.js';
 import { redactDispatchBodies } from '../../shared/ledger/redact.js';
 import { getOrCreate } from '../../shared/metrics.js';

@@ -10,7 +10,7 @@ import {
   releaseDue,
   type DueFamily,
   type TimerEntry,
-} from '../../shared/ledger/due.js';
+} from '../../shared/timers/due.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 
@@ -30,7 +30,7 @@ export interface SweepStats {
 }
 
 /**
- * Sweeps one family of the due-index (shared/ledger/due.ts): from each shard's watermark to
+ * Sweeps one family of the due-index (shared/timers/due.ts): from each shard's watermark to
  * the current minute, reading only due entries. An entry is leased (conditional update, one
  * copy wins), its action run, then deleted; if the action fails the lease is given back and
  * the next sweep tries again, and if this copy dies the lease runs out and another copy

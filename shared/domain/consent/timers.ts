@@ -1,4 +1,4 @@
-import { duePutItem, timerKey, type TimerEntry } from '../../ledger/due.js';
+import { duePutItem, timerKey, type TimerEntry } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import type { App } from '../types.js';

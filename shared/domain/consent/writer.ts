@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.js';
-import { ensureFamily } from '../../ledger/due.js';
+import { ensureFamily } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons } from '../../storage/dynamo.js';
