@@ -224,8 +224,8 @@ export class AppProcess {
     const num = (name: string) =>
       Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
     return {
-      rssBytes: num('process_resident_memory_bytes'),
-      heapBytes: num('nodejs_heap_size_used_bytes'),
+      rssBytes: num('svc_process_process_resident_memory_bytes'),
+      heapBytes: num('svc_process_nodejs_heap_size_used_bytes'),
     };
   }
 }
@@ -545,67 +545,121 @@ export async function ledgerBalance(
   receiver: Receiver,
   o: { waitMs: number; log: Log; tenants: Tenant[] },
 ): Promise<Balance> {
+  // A webhook is answered before its attempt is recorded, and an attempt whose record failed
+  // is redone from Kafka: the ledger may trail the receiver when the load ends. The first pass
+  // reads everything; later passes (every 2 s until `waitMs` from the first pass's end) re-read
+  // only the consents and webhook ids that did not balance, so a long first pass (a soak's
+  // thousands of dispatches) still leaves time to see the ledger catch up.
+  const state = await balancePass(baseUrl, accepted, receiver, o.tenants);
   const until = Date.now() + o.waitMs;
-  for (;;) {
-    const b = await balanceOnce(baseUrl, accepted, receiver, o.tenants);
-    if (b.ok || Date.now() > until) return b;
-    o.log(`ledger: ${b.unbalanced} consents unbalanced, ${b.unrecorded} deliveries unrecorded`);
+  while (!state.ok && Date.now() < until) {
+    o.log(
+      `ledger: ${state.unbalanced.size} consents unbalanced, ${state.unrecorded.size} deliveries unrecorded`,
+    );
     await delay(2_000);
+    await recheck(baseUrl, state);
   }
+  return {
+    ok: state.ok,
+    unbalanced: state.unbalanced.size,
+    unrecorded: state.unrecorded.size,
+    dispatches: state.dispatches,
+  };
 }
 
-async function balanceOnce(
+interface BalanceState {
+  ok: boolean;
+  /** Accepted consents (by referenceId) without exactly one consent.granted dispatch. */
+  unbalanced: Map<string, Accepted>;
+  /** Delivered webhook ids without a successful attempt, with the tenant to ask (if known). */
+  unrecorded: Map<string, Tenant | undefined>;
+  /** Every tenant, to find a webhook id not yet listed. */
+  tenants: Tenant[];
+  dispatches: number;
+}
+
+async function listGranted(baseUrl: string, t: Tenant, referenceId?: string) {
+  const out: LedgerDispatch[] = [];
+  let cursor: string | undefined;
+  do {
+    const q = new URLSearchParams({ event: 'consent.granted', limit: '200' });
+    if (referenceId) q.set('referenceId', referenceId);
+    if (cursor) q.set('cursor', cursor);
+    const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches?${q.toString()}`, t.apiKey);
+    if (r.status !== 200) throw new Error(`ledger list: ${r.status} ${JSON.stringify(r.body)}`);
+    out.push(...((r.body.items ?? []) as LedgerDispatch[]));
+    cursor = (r.body.nextCursor as string | null | undefined) ?? undefined;
+  } while (cursor);
+  return out;
+}
+
+/** Whether the ledger has a successful attempt under this webhook id. */
+async function recorded(baseUrl: string, id: string, tenant: Tenant): Promise<boolean> {
+  const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches/${id}`, tenant.apiKey);
+  const d = r.body as unknown as LedgerDispatch;
+  return r.status === 200 && (d.attempts?.some(attemptOk) ?? false);
+}
+
+/** Runs `fn` over `items`, 16 at a time. */
+async function each<T>(items: T[], fn: (t: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let x = queue.pop(); x !== undefined; x = queue.pop()) await fn(x);
+    }),
+  );
+}
+
+async function balancePass(
   baseUrl: string,
   accepted: Accepted[],
   receiver: Receiver,
   receiverTenants: Tenant[] = [],
-): Promise<Balance> {
+): Promise<BalanceState> {
   const tenants = [...new Set([...accepted.map((a) => a.tenant), ...receiverTenants])];
   const byRef = new Map<string, LedgerDispatch[]>();
-  const byId = new Map<string, LedgerDispatch & { tenant: Tenant }>();
-  for (const t of tenants) {
-    let cursor: string | undefined;
-    do {
-      const q = new URLSearchParams({ event: 'consent.granted', limit: '200' });
-      if (cursor) q.set('cursor', cursor);
-      const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches?${q.toString()}`, t.apiKey);
-      if (r.status !== 200) throw new Error(`ledger list: ${r.status} ${JSON.stringify(r.body)}`);
-      for (const d of (r.body.items ?? []) as LedgerDispatch[]) {
-        const list = byRef.get(d.referenceId) ?? [];
-        list.push(d);
-        byRef.set(d.referenceId, list);
-        byId.set(d.dispatchId, { ...d, tenant: t });
-      }
-      cursor = (r.body.nextCursor as string | null | undefined) ?? undefined;
-    } while (cursor);
-  }
-  const unbalanced = accepted.filter((a) => byRef.get(a.referenceId)?.length !== 1).length;
+  const byId = new Map<string, Tenant>();
+  for (const t of tenants)
+    for (const d of await listGranted(baseUrl, t)) {
+      byRef.set(d.referenceId, [...(byRef.get(d.referenceId) ?? []), d]);
+      byId.set(d.dispatchId, t);
+    }
+  const unbalanced = new Map(
+    accepted.filter((a) => byRef.get(a.referenceId)?.length !== 1).map((a) => [a.referenceId, a]),
+  );
   const okIds = new Set(
     receiver.deliveries
       .filter((d) => d.type === 'consent.granted' && d.status < 300)
       .map((d) => d.webhookId),
   );
-  // Each delivered webhook-id is read whole (the list gives summaries), 16 at a time.
-  let unrecorded = 0;
-  const ids = [...okIds];
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      for (let id = ids.pop(); id !== undefined; id = ids.pop()) {
-        const tenant = byId.get(id)?.tenant;
-        if (!tenant) {
-          unrecorded++;
-          continue;
-        }
-        const r = await readJson(`${baseUrl}/api/v1/ledger/dispatches/${id}`, tenant.apiKey);
-        const d = r.body as unknown as LedgerDispatch;
-        if (r.status !== 200 || !d.attempts?.some(attemptOk)) unrecorded++;
-      }
-    }),
-  );
+  // Each delivered webhook-id is read whole (the list gives summaries).
+  const unrecorded = new Map<string, Tenant | undefined>();
+  await each([...okIds], async (id) => {
+    const tenant = byId.get(id);
+    if (!tenant || !(await recorded(baseUrl, id, tenant))) unrecorded.set(id, tenant);
+  });
   return {
-    ok: unbalanced === 0 && unrecorded === 0,
+    ok: unbalanced.size === 0 && unrecorded.size === 0,
     unbalanced,
     unrecorded,
+    tenants,
     dispatches: byId.size,
   };
+}
+
+/** Re-reads only what did not balance; what now does leaves the state. */
+async function recheck(baseUrl: string, s: BalanceState): Promise<void> {
+  await each([...s.unbalanced.values()], async (a) => {
+    const found = await listGranted(baseUrl, a.tenant, a.referenceId);
+    if (found.length === 1) s.unbalanced.delete(a.referenceId);
+  });
+  await each([...s.unrecorded.keys()], async (id) => {
+    const known = s.unrecorded.get(id);
+    for (const t of known ? [known] : s.tenants)
+      if (await recorded(baseUrl, id, t)) {
+        s.unrecorded.delete(id);
+        return;
+      }
+  });
+  s.ok = s.unbalanced.size === 0 && s.unrecorded.size === 0;
 }

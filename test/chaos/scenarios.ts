@@ -323,6 +323,12 @@ async function soak(o: ScenarioOptions): Promise<ScenarioResult> {
     const r = await judge('soak', w, load, Date.now(), o);
     // Growth without bound shows as a heap that keeps climbing through the run: compare the
     // last third's lowest heap with the middle third's (both after warm-up).
+    const readable = (m: { rssBytes: number; heapBytes: number }) =>
+      Number.isFinite(m.rssBytes) && Number.isFinite(m.heapBytes);
+    if (!readable(start) || !readable(end) || samples.length < 6 || !samples.every(readable))
+      r.failures.push(
+        `memory not read from /metrics: ${samples.length} samples, start ${JSON.stringify(start)}, end ${JSON.stringify(end)}`,
+      );
     const third = Math.floor(samples.length / 3);
     const mid = samples.slice(third, 2 * third).map((s) => s.heapBytes);
     const last = samples.slice(2 * third).map((s) => s.heapBytes);
