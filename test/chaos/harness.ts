@@ -458,7 +458,7 @@ export interface Tally {
   accepted: number;
   delivered: number;
   lost: number;
-  /** Deliveries beyond the first of each webhook-id (at-least-once copies). */
+  /** Webhooks received again after their id was already answered 2xx (at-least-once copies). */
   copies: number;
   /** Consents whose consent.granted arrived under more than one webhook-id. */
   multipleIds: number;
@@ -483,13 +483,20 @@ export function tally(accepted: Accepted[], receiver: Receiver): Tally {
       delivered++;
     if (ids && ids.size > 1) multipleIds++;
   }
-  const distinct = new Set(receiver.deliveries.map((d) => d.webhookId)).size;
+  // A copy is a webhook received again after its id was already answered 2xx: what a receiver
+  // has to deduplicate. Retries after a failed answer (the failing endpoint's) are not copies.
+  const answered = new Set<string>();
+  let copies = 0;
+  for (const d of receiver.deliveries) {
+    if (answered.has(d.webhookId)) copies++;
+    else if (d.status < 300) answered.add(d.webhookId);
+  }
   const expected = accepted.filter((a) => !a.tenant.endpoint.startsWith('failing')).length;
   return {
     accepted: accepted.length,
     delivered,
     lost: expected - delivered,
-    copies: receiver.deliveries.length - distinct,
+    copies,
     multipleIds,
     badSignatures: receiver.badSignatures.length,
   };
