@@ -1,17 +1,14 @@
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js';
 import {
-  advanceWatermark,
-  bucketOf,
-  bucketsToSweep,
   deleteDue,
   dueDeleteItem,
   dueEntry,
   duePutItem,
-  ensureWatermark,
   listDue,
   type DueEntry,
 } from '../../shared/timers/due.js';
+import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
@@ -30,9 +27,6 @@ export function laneOf(trigger: AttemptJob['trigger']): Lane {
 /** Entries claimed at once (each claim is a read and a transaction). */
 const CLAIM_CONCURRENCY = 16;
 
-// The bucket walk is shared with the timers worker; re-exported for this module's tests.
-export { bucketsToSweep };
-
 /**
  * Reads the due-index and turns due entries into retry jobs. An entry is claimed with one
  * transaction that deletes it (conditional: exactly one worker copy wins) and writes a new
@@ -41,7 +35,7 @@ export { bucketsToSweep };
  * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
  */
 export class Sweeper {
-  private readonly watermarks = new Map<number, number>();
+  private readonly walker: BucketWalker;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly firing = new Map<string, Promise<void>>();
   private loop: NodeJS.Timeout | undefined;
@@ -61,16 +55,15 @@ export class Sweeper {
       /** Whether this endpoint can take another job in `lane` now (else its entry is snoozed). */
       accepts: (appId: string, lane: Lane) => boolean;
     },
-  ) {}
-
-  private get shards() {
-    return this.rt.config.DISPATCH_TIMER_SHARDS;
+  ) {
+    this.walker = new BucketWalker(rt, {
+      family: 'retry',
+      shards: rt.config.DISPATCH_TIMER_SHARDS,
+    });
   }
 
   async start(): Promise<void> {
-    const now = Date.now();
-    for (let shard = 0; shard < this.shards; shard++)
-      this.watermarks.set(shard, await ensureWatermark(this.rt, shard, now));
+    await this.walker.init(Date.now());
     const tick = () => {
       this.running = this.sweep()
         .catch((err: unknown) => this.rt.log.warn({ err }, 'retry sweep failed'))
@@ -82,29 +75,19 @@ export class Sweeper {
     tick();
   }
 
-  /** One pass over every shard, from its watermark to the current minute. */
+  /**
+   * One pass of the shared bucket walk (shared/timers/walker.ts): each bucket's due entries,
+   * as many as there is room for, are claimed; the pass ends when the room is used up.
+   */
   async sweep(nowMs = Date.now()): Promise<void> {
-    const current = bucketOf(nowMs);
-    // Copies start at different shards so they contend less for the same entries.
-    const offset = Math.floor(Math.random() * this.shards);
-    for (let i = 0; i < this.shards && !this.stopped; i++) {
-      const shard = (offset + i) % this.shards;
-      const from = this.watermarks.get(shard) ?? current;
-      let drained = from;
-      for (const b of bucketsToSweep(from, current)) {
-        const room = this.o.room();
-        if (room <= 0 || this.stopped) return;
-        const entries = await listDue(this.rt, b, shard, nowMs, room);
-        for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
-          await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
-        // A bucket two minutes old that reads empty is done for good: move past it.
-        if (entries.length === 0 && b === drained && b < current - 1) drained = b + 1;
-      }
-      if (drained > from) {
-        this.watermarks.set(shard, drained);
-        await advanceWatermark(this.rt, shard, drained);
-      }
-    }
+    await this.walker.walk(nowMs, async (b, shard) => {
+      const room = this.o.room();
+      if (room <= 0 || this.stopped) return 'stop';
+      const entries = await listDue(this.rt, b, shard, nowMs, room);
+      for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
+        await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
+      return entries.length > 0;
+    });
   }
 
   /** A recorded retry: also armed locally when due before the sweep would see it. */

@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import {
-  advanceWatermark,
-  bucketOf,
-  bucketsToSweep,
   deleteDue,
-  ensureWatermark,
   leaseDue,
   listDue,
   releaseDue,
   type DueFamily,
   type TimerEntry,
 } from '../../shared/timers/due.js';
+import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 
@@ -30,14 +27,14 @@ export interface SweepStats {
 }
 
 /**
- * Sweeps one family of the due-index (shared/timers/due.ts): from each shard's watermark to
- * the current minute, reading only due entries. An entry is leased (conditional update, one
+ * Sweeps one family of the due-index (shared/timers/due.ts) with the shared bucket walk
+ * (shared/timers/walker.ts), reading only due entries. An entry is leased (conditional update, one
  * copy wins), its action run, then deleted; if the action fails the lease is given back and
  * the next sweep tries again, and if this copy dies the lease runs out and another copy
  * fires it. Actions are idempotent, so the rare double firing after a lease ran out is safe.
  */
 export class FamilySweeper {
-  private readonly watermarks = new Map<number, number>();
+  private readonly walker: BucketWalker;
   private loop: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
@@ -56,13 +53,13 @@ export class FamilySweeper {
       /** Called after each sweep that did something (for logs and metrics). */
       onSweep?: (s: SweepStats) => void;
     },
-  ) {}
+  ) {
+    this.walker = new BucketWalker(rt, { family: o.family, shards: o.shards });
+  }
 
   /** Reads (or creates) every shard's watermark: enough to call `sweep()` by hand. */
   async init(): Promise<void> {
-    const now = this.o.now();
-    for (let shard = 0; shard < this.o.shards; shard++)
-      this.watermarks.set(shard, await ensureWatermark(this.rt, shard, now, this.o.family));
+    await this.walker.init(this.o.now());
   }
 
   /** `init`, then a sweep every `intervalMs` until `stop`. */
@@ -83,25 +80,10 @@ export class FamilySweeper {
   /** One pass over every shard, from its watermark to the current minute. */
   async sweep(): Promise<SweepStats> {
     const nowMs = this.o.now();
-    const current = bucketOf(nowMs);
     const stats: SweepStats = { done: {}, failed: {}, taken: 0 };
-    // Copies start at different shards so they contend less for the same entries.
-    const offset = Math.floor(Math.random() * this.o.shards);
-    for (let i = 0; i < this.o.shards && !this.stopped; i++) {
-      const shard = (offset + i) % this.o.shards;
-      const from = this.watermarks.get(shard) ?? current;
-      let drained = from;
-      for (const b of bucketsToSweep(from, current)) {
-        if (this.stopped) break;
-        const seen = await this.drainBucket(b, shard, nowMs, stats);
-        // A bucket two minutes old that reads empty is done for good: move past it.
-        if (!seen && b === drained && b < current - 1) drained = b + 1;
-      }
-      if (drained > from) {
-        this.watermarks.set(shard, drained);
-        await advanceWatermark(this.rt, shard, drained, this.o.family);
-      }
-    }
+    await this.walker.walk(nowMs, (b, shard) =>
+      this.stopped ? Promise.resolve('stop' as const) : this.drainBucket(b, shard, nowMs, stats),
+    );
     if (Object.keys(stats.done).length + Object.keys(stats.failed).length > 0)
       this.o.onSweep?.(stats);
     return stats;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketsToSweep } from './sweeper.js';
+import { bucketsToSweep } from './due.js';
 
 describe('bucketsToSweep', () => {
   it.each([
