@@ -6,7 +6,6 @@ export default tseslint.config(
     ignores: [
       'node_modules/**',
       '.svc/**',
-      'widget/**/*.js',
       'test/browser/pages/**',
       'services/portal/assets/**',
       'test-results/**',
@@ -15,6 +14,19 @@ export default tseslint.config(
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  {
+    // The browser scripts, served as they are (type-checked by widget/tsconfig.json).
+    files: ['widget/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        [
+          ...['window', 'document', 'navigator', 'location', 'console', 'fetch', 'URL'],
+          ...['setTimeout', 'clearTimeout', 'CSSStyleSheet', 'Intl'],
+        ].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
   {
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

@@ -1,3 +1,4 @@
+// @ts-check
 /*! svc-consent.v1.js: the consent widget (docs/api.md, The browser widget and dashboard).
  * ES2019, no dependencies, no build step.
  * <script async src="{widget_url}/svc-consent.v1.js" data-site-key="APP_…"></script>
@@ -11,7 +12,7 @@
   const safe = (f, x) => {
     try {
       return f();
-    } catch (e) {
+    } catch {
       return x;
     }
   };
@@ -20,7 +21,9 @@
   const mark = (n) => safe(() => P.mark(n));
   mark('svc:start');
   if (w.SvcConsent) return; // loaded twice: the first copy owns the page
-  const me = d.currentScript || d.querySelector('script[src*="svc-consent.v1"][data-site-key]');
+  const me = /** @type {HTMLScriptElement | null} */ (
+    d.currentScript || d.querySelector('script[src*="svc-consent.v1"][data-site-key]')
+  );
   if (!me) return;
 
   const attr = (el, n) => el.getAttribute(n);
@@ -147,9 +150,9 @@
           .catch(() => ({}))
           .then((j) => {
             if (r.ok) return j;
-            const e = new Error(j.detail || j.title || `HTTP ${r.status}`);
-            e.status = r.status;
-            throw e;
+            throw Object.assign(new Error(j.detail || j.title || `HTTP ${r.status}`), {
+              status: r.status,
+            });
           }),
     );
   };
@@ -374,12 +377,13 @@
     if (!ui) {
       const host = d.createElement('svc-consent-ui');
       const root = host.attachShadow({ mode: 'open' });
-      safe(() => {
+      const adopted = safe(() => {
         const sheet = new CSSStyleSheet();
         sheet.replaceSync(CSS);
         root.adoptedStyleSheets = [sheet];
         return 1;
-      }, 0) || root.append(h('style', { text: CSS }));
+      }, 0);
+      if (!adopted) root.append(h('style', { text: CSS }));
       ui = { host, root };
     }
     if (!ui.host.isConnected) (d.body || d.documentElement).append(ui.host);

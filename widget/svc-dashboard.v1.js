@@ -1,3 +1,4 @@
+// @ts-check
 /*! svc-dashboard.v1.js: the embeddable consent dashboard (docs/api.md, The browser widget and
  * dashboard). ES2019, no dependencies.
  * Loaded on demand by svc-consent.v1.js for
@@ -18,7 +19,7 @@
   const safe = (f, x) => {
     try {
       return f();
-    } catch (e) {
+    } catch {
       return x;
     }
   };
@@ -212,9 +213,7 @@
           .catch(() => ({}))
           .then((j) => {
             if (r.ok) return j;
-            const e = new Error(j.detail || `HTTP ${r.status}`);
-            e.status = r.status;
-            throw e;
+            throw Object.assign(new Error(j.detail || `HTTP ${r.status}`), { status: r.status });
           }),
       );
 
@@ -476,17 +475,18 @@
       // next control of the same row or transaction, else on the message that says what happened.
       if (want) {
         const scope = want.split(':').slice(0, 2).join(':');
-        const t =
+        const t = /** @type {HTMLElement} */ (
           root.querySelector(`[data-k="${want}"]:not([disabled])`) ||
-          root.querySelector(`[data-k^="${scope}"]:not([disabled])`) ||
-          (want.indexOf('t:') === 0 && root.getElementById(`tx-${scope.slice(2)}`)) ||
-          root.querySelector('.msg');
+            root.querySelector(`[data-k^="${scope}"]:not([disabled])`) ||
+            (want.indexOf('t:') === 0 && root.getElementById(`tx-${scope.slice(2)}`)) ||
+            root.querySelector('.msg')
+        );
         if (t.tagName !== 'BUTTON' && !t.hasAttribute('tabindex')) t.setAttribute('tabindex', '-1');
         t.focus();
       }
     }
 
-    if (ref) load();
+    if (ref) void load();
     else render();
     return {
       refresh: () => load(),
@@ -500,7 +500,7 @@
   w.SvcDashboard = { version: '1', mount };
 
   // Auto-mount from the script tag's own attributes (e.g. the hosted portal page).
-  const me = d.currentScript;
+  const me = /** @type {HTMLScriptElement | null} */ (d.currentScript);
   if (me && me.hasAttribute('data-reference-id')) {
     const go = () => {
       const el = d.getElementById(me.getAttribute('data-target') || 'consent-detail-root');

@@ -1,0 +1,19 @@
+/**
+ * What the widget scripts (checked as JavaScript with `widget/tsconfig.json`) add to the page:
+ * the widget's and the dashboard's public objects, and Trusted Types where the browser has them.
+ */
+interface Window {
+  SvcConsent?: {
+    version: string;
+    siteKey: string;
+    forget(processId: string, transactionId?: string): void;
+    [member: string]: unknown;
+  };
+  SvcDashboard?: { version: string; mount(el: Element, o: object): unknown };
+  trustedTypes?: {
+    createPolicy(
+      name: string,
+      rules: { createScriptURL(url: string): string },
+    ): { createScriptURL(url: string): string };
+  };
+}
