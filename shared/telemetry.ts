@@ -49,7 +49,8 @@ export function traceRequests(): RequestHandler {
     const parent = propagation.extract(context.active(), req.headers);
     const span = tracer.startSpan(`${req.method} ${req.path}`, { kind: SpanKind.SERVER }, parent);
     res.on('finish', () => {
-      const full = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : undefined;
+      const path = (req.route as { path?: string } | undefined)?.path;
+      const full = path ? `${req.baseUrl}${path}` : undefined;
       const route = full && full.length > 1 ? full.replace(/\/$/, '') : full;
       if (route) span.updateName(`${req.method} ${route}`);
       span.setAttribute('http.request.method', req.method);

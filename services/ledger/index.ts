@@ -1,5 +1,4 @@
 import { Router } from 'express';
-import type { ComplianceFlag } from '../../shared/compliance/flags.js';
 import type { App } from '../../shared/domain/types.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { AppError } from '../../shared/errors.js';
@@ -47,7 +46,7 @@ function dispatchQuery(app: App, q: Omit<ListQuery, 'limit' | 'cursor'>): Dispat
     appId: app.appId,
     referenceId: q.referenceId,
     event: q.event,
-    flag: q.flag === undefined ? undefined : q.flag === 'none' ? null : (q.flag as ComplianceFlag),
+    flag: q.flag === undefined ? undefined : q.flag === 'none' ? null : q.flag,
     from: q.from,
     to: q.to,
   };

@@ -69,11 +69,7 @@ const entryOf = (e: Loose): Loose =>
  * their seq, previous flag and hashes), so an export can be verified without the service.
  */
 export function detailOf(d: DispatchWithAttempts): DispatchDetail {
-  const extra = d as DispatchWithAttempts & {
-    postbacks?: Loose[];
-    flagHistory?: Loose[];
-    flagEntries?: Loose[];
-  };
+  const extra = d;
   const summary = summaryOf(d);
   return {
     ...summary,

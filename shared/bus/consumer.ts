@@ -155,6 +155,8 @@ export class ConsumerRunner {
       partitionsConsumedConcurrently: this.o.partitionsConsumedConcurrently ?? 3,
       eachBatchAutoResolve: false,
       autoCommit: true,
+      // kafkajs passes closures, not methods: they need no `this`.
+      // eslint-disable-next-line @typescript-eslint/unbound-method
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         const live = () => isRunning() && !isStale() && !this.stopping;
         for (const message of batch.messages) {

@@ -139,6 +139,8 @@ export class PipelinedConsumer {
       partitionsConsumedConcurrently: this.o.partitionsConsumedConcurrently ?? 3,
       eachBatchAutoResolve: false,
       autoCommit: false,
+      // kafkajs passes closures, not methods: they need no `this`.
+      // eslint-disable-next-line @typescript-eslint/unbound-method
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         const msgs = batch.messages;
         if (msgs.length === 0) return;
@@ -257,6 +259,8 @@ export class PipelinedConsumer {
         throw new Error('pipeline handler answered for other messages');
       return out;
     } catch (err) {
+      // The handler's own failure, passed on unchanged for the runner to classify.
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
       return pms.map(() => Promise.reject(err));
     }
   }

@@ -309,7 +309,7 @@ export async function markWidgetVerified(
   at: Date,
 ): Promise<void> {
   let memo = verifyMemo.get(rt);
-  if (!memo) verifyMemo.set(rt, (memo = new Map()));
+  if (!memo) verifyMemo.set(rt, (memo = new Map<string, number>()));
   const key = `${appId} ${origin}`;
   const last = memo.get(key);
   if (last !== undefined && at.getTime() - last < VERIFY_RESOLUTION_MS) return;
@@ -366,7 +366,8 @@ export async function resealSecrets(
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of page.Items ?? []) {
+    type AppSecret = { pk: string; sk: string; appId: unknown; secretKeyEnc: unknown };
+    for (const item of (page.Items ?? []) as AppSecret[]) {
       checked++;
       const box = String(item.secretKeyEnc);
       if (!needsReseal(rt.config, box)) continue;

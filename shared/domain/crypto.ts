@@ -244,7 +244,7 @@ const derivedMemo = new WeakMap<Buffer, Map<string, Buffer>>();
 /** A sub-key per purpose (HKDF-SHA256), so one use of the master key never helps attack another. */
 function derivedKey(master: Buffer, purpose: string): Buffer {
   let byPurpose = derivedMemo.get(master);
-  if (!byPurpose) derivedMemo.set(master, (byPurpose = new Map()));
+  if (!byPurpose) derivedMemo.set(master, (byPurpose = new Map<string, Buffer>()));
   let k = byPurpose.get(purpose);
   if (!k) {
     k = Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `svc:${purpose}`, KEY_BYTES));

@@ -194,7 +194,7 @@ export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHan
     const send = res.send.bind(res);
     let stored = false;
     res.send = ((body?: unknown) => {
-      if (stored) return send(body as never);
+      if (stored) return send(body);
       stored = true;
       if (
         typeof body === 'object' &&
@@ -234,7 +234,7 @@ export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHan
         .catch((err: unknown) =>
           rt.log.warn({ err, pk }, 'could not store the idempotent response'),
         )
-        .finally(() => send(body as never));
+        .finally(() => send(body));
       return res;
     }) as typeof res.send;
     next();

@@ -167,7 +167,8 @@ function httpMetrics(registry: Registry): RequestHandler {
     const start = process.hrtime.bigint();
     res.on('finish', () => {
       // The matched route pattern keeps labels bounded; unmatched paths share one label.
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const path = (req.route as { path?: string } | undefined)?.path;
+      const route = path ? `${req.baseUrl}${path}` : 'unmatched';
       const secs = Number(process.hrtime.bigint() - start) / 1e9;
       requests.inc({ method: req.method, route, status: String(res.statusCode) });
       duration.observe({ method: req.method, route }, secs);

@@ -332,6 +332,6 @@ export async function dispatchItems(
   // A first attempt kept in the dispatch item is read as the entry it is.
   const { firstAttempt, ...head } = found;
   if (firstAttempt && !entries.some((i) => i.sk === attemptSk(1)))
-    entries.unshift({ ...(firstAttempt as object), pk: head.pk, sk: attemptSk(1) });
+    entries.unshift({ ...firstAttempt, pk: head.pk, sk: attemptSk(1) });
   return [head, ...entries];
 }

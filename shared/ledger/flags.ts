@@ -42,7 +42,7 @@ export function chainAfter<T extends { prevHash: string }>(
   let prev = head;
   for (const b of bodies) {
     const body = { ...b, prevHash: prev } as unknown as T;
-    const hash = chainHash(prev, body as Record<string, unknown>);
+    const hash = chainHash(prev, body);
     entries.push({ ...body, hash });
     prev = hash;
   }

@@ -25,7 +25,7 @@ export async function redactDispatchBodies(
     ProjectionExpression: 'pk, sk, body',
   });
   for await (const items of pages) {
-    for (const item of items) {
+    for (const item of items as { pk: string; sk: string; body: unknown }[]) {
       const body = redactedBody(item.body);
       if (body === undefined) continue;
       try {

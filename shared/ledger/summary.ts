@@ -72,7 +72,7 @@ export async function readComplianceState(
       head: item,
       postbacks: (item.postbackFacts as PostbackFact[]).map(factOf),
       flagCount: Number(item.flagCount ?? 0),
-      lastFlagAt: item.flagAt === undefined ? undefined : String(item.flagAt),
+      lastFlagAt: typeof item.flagAt === 'string' ? item.flagAt : undefined,
       worstFlag: isFlag(item.worstFlag) ? item.worstFlag : worstOf([item.complianceFlag]),
       summaryStored: true,
     };

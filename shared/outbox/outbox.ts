@@ -215,7 +215,7 @@ export class Outbox {
             );
             const left = new Set<string>();
             for (const it of r.UnprocessedItems?.[this.d.table] ?? []) {
-              const id = it.DeleteRequest?.Key?.id;
+              const id: unknown = it.DeleteRequest?.Key?.id;
               if (typeof id === 'string') left.add(id);
             }
             // Throttled deletes go round again.

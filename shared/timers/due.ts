@@ -174,7 +174,7 @@ export function ensureFamily(
   nowMs = Date.now(),
 ): Promise<void> {
   let byFamily = ensured.get(rt);
-  if (!byFamily) ensured.set(rt, (byFamily = new Map()));
+  if (!byFamily) ensured.set(rt, (byFamily = new Map<DueFamily, Promise<void>>()));
   let p = byFamily.get(family);
   if (!p) {
     p = (async () => {

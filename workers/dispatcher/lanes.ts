@@ -49,7 +49,7 @@ export class Lanes<J> {
   };
   readonly inFlight: Record<Lane, number> = zero();
   readonly queued: Record<Lane, number> = zero();
-  private roomWaiters: { resolve: (v: boolean) => void; reject: (e: unknown) => void }[] = [];
+  private roomWaiters: { resolve: (v: boolean) => void; reject: (e: Error) => void }[] = [];
   private idleWaiters: (() => void)[] = [];
   private closed = false;
 
@@ -97,7 +97,7 @@ export class Lanes<J> {
         clearTimeout(timer);
         resolve(v);
       };
-      w.reject = (e) => {
+      w.reject = (e: Error) => {
         clearTimeout(timer);
         reject(e);
       };

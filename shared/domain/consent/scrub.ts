@@ -75,13 +75,15 @@ export async function scrubPrincipal(
     .filter((i) => i.userId !== undefined || i.email !== undefined)
     .sort((a, b) => Number(a.sk === 'PRINCIPAL') - Number(b.sk === 'PRINCIPAL'));
 
-  const userIds = new Set(withIdentity.map((i) => i.userId).filter((u) => u !== undefined));
+  const userIds = new Set(
+    withIdentity.map((i): unknown => i.userId).filter((u): u is string => typeof u === 'string'),
+  );
   for (const userId of userIds) {
     try {
       await rt.dynamo.doc.send(
         new DeleteCommand({
           TableName: rt.tables.entities,
-          Key: keys.user(appId, String(userId)),
+          Key: keys.user(appId, userId),
           // The id may since belong to a new principal (the person came back): not ours to remove.
           ConditionExpression: 'referenceId = :ref',
           ExpressionAttributeValues: { ':ref': referenceId },
