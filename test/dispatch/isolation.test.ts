@@ -44,9 +44,14 @@ describe('endpoint isolation', () => {
       timeout: 6000,
       interval: 20,
     });
-    // Well inside the 8 s timeout the stuck endpoint's requests are still open.
+    // Well inside the 8 s timeout the stuck endpoint's requests are still open: its three
+    // slots (DISPATCH_CONCURRENCY_PER_ENDPOINT), whose requests may reach the receiver after
+    // the healthy deliveries did.
+    await vi.waitFor(() => expect(rcv.at('/hang')).toHaveLength(3), {
+      timeout: 2000,
+      interval: 20,
+    });
     expect(Date.now() - t0).toBeLessThan(6000);
-    expect(rcv.at('/hang')).toHaveLength(3); // DISPATCH_CONCURRENCY_PER_ENDPOINT
     expect(rcv.open).toBe(3);
     for (const e of healthyEvents)
       await waitForDispatch(p.rt, dispatchIdFor(e.id, `${healthy.appId}:webhook`), (d) =>
