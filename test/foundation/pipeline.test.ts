@@ -85,10 +85,12 @@ describe('pipelined consumer against real Kafka', () => {
       const base = Number(taken[0]!.m.offset);
       const part = taken[0]!.m.partition;
 
-      // b and c are done, a is not: nothing can be committed past a.
+      // b and c are done, a is not: nothing can be committed past a. Once their outcomes are
+      // settled (a turn of the event loop), a commit pass runs and is awaited.
       taken[1]!.resolve();
       taken[2]!.resolve();
-      await new Promise((r) => setTimeout(r, 400));
+      await new Promise((r) => setImmediate(r));
+      await consumer.commit();
       expect(await committed(groupId, part)).toBeLessThanOrEqual(base);
 
       taken[0]!.resolve();
@@ -179,6 +181,9 @@ describe('pipelined consumer against real Kafka', () => {
     try {
       await send(['p4-1', 'p4-2', 'p4-3', 'p4-4']);
       await vi.waitFor(() => expect(taken).toHaveLength(2), { timeout: 15_000 });
+      // A negative: nothing more is handed over while the two are unfinished. The partition's
+      // loop holds the rest of the fetched batch (and kafkajs fetches nothing new meanwhile),
+      // so there is no later state to await; half a second is many loop turns.
       await new Promise((r) => setTimeout(r, 500));
       expect(taken).toHaveLength(2);
       taken[0]!.resolve();
