@@ -40,7 +40,7 @@ async function run(): Promise<number> {
     return 2;
   }
   const base = loadConfig();
-  const log = createLogger({ level: 'warn', name: 'dlq' });
+  const log = createLogger({ level: 'warn', name: 'dlq', toStderr: true });
   const { config, stack } = await resolveInfra(base, log);
   const rt = createRuntime(config, log);
   try {

@@ -14,7 +14,7 @@ import { StackError } from '../infra/local/errors.js';
 async function run(): Promise<number> {
   const base = loadConfig();
   const ring = keyring(base);
-  const log = createLogger({ level: 'warn', name: 'rekey' });
+  const log = createLogger({ level: 'warn', name: 'rekey', toStderr: true });
   const { config, stack } = await resolveInfra(base, log);
   const rt = createRuntime(config, log);
   try {

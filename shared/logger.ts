@@ -2,8 +2,12 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(opts: { level: string; name?: string }): Logger {
-  return pino({
+/**
+ * The process's JSON logger. Command-line tools log to stderr (`toStderr`), so what they print
+ * on stdout (`npm run dlq -- list --json`, say) stays theirs alone.
+ */
+export function createLogger(opts: { level: string; name?: string; toStderr?: boolean }): Logger {
+  const options = {
     level: opts.level,
     ...(opts.name ? { name: opts.name } : {}),
     redact: {
@@ -17,5 +21,6 @@ export function createLogger(opts: { level: string; name?: string }): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return opts.toStderr ? pino(options, pino.destination(2)) : pino(options);
 }
