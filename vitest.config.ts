@@ -18,5 +18,15 @@ export default defineConfig({
     // Test files share one broker and one DynamoDB Local; two workers match the 2-core target.
     maxWorkers: 2,
     fileParallelism: true,
+    // `npm test` runs the main suite with --coverage: the running code's lines and branches
+    // reached by the tests (services and workers run inside the test processes), as a summary
+    // in the output and an HTML report in coverage/.
+    coverage: {
+      provider: 'v8',
+      include: ['{shared,services,workers,infra,bin}/**/*.ts'],
+      exclude: ['**/*.test.ts', '**/*.d.ts'],
+      reporter: ['text-summary', 'json-summary', 'html'],
+      reportsDirectory: 'coverage',
+    },
   },
 });
