@@ -9,6 +9,8 @@ export default tseslint.config(
       'test/browser/pages/**',
       'services/portal/assets/**',
       'test-results/**',
+      'coverage/**',
+      'dist/**',
       'eslint.config.js',
     ],
   },

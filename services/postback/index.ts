@@ -100,6 +100,7 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
 
           const postbackId = `pb_${ulid(receivedAt.getTime())}`;
           const message: PostbackMessage = {
+            type: 'postback',
             ...body,
             appId: app.appId,
             postbackId,

@@ -67,9 +67,11 @@ export type PostbackReceipt = z.infer<typeof postbackReceipt>;
 
 /**
  * The message on the postbacks topic, keyed by dispatchId (so one dispatch's postbacks stay in
- * order). `postbackId` is unique per accepted postback: the consumer's idempotency key.
+ * order). `postbackId` is unique per accepted postback: the consumer's idempotency key. `type`
+ * tells it apart from the SLA checks on the same topic (workers/compliance/messages.ts).
  */
 export const postbackMessage = z.object({
+  type: z.literal('postback'),
   dispatchId: z.string(),
   referenceId: z.string(),
   status: z.enum(POSTBACK_STATUSES),

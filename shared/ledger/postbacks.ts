@@ -110,8 +110,9 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
   type Body = Omit<PostbackEntry, 'prevHash' | 'hash'> | Omit<FlagEntry, 'prevHash' | 'hash'>;
   const bodies: Body[] = [];
   if (pb) {
+    // The message's own `type` ('postback') is the entry's type.
     const { appId: _appId, ...message } = pb.message;
-    bodies.push({ type: 'postback', ...message });
+    bodies.push(message);
   }
   w.changes.forEach((c, i) =>
     bodies.push({ type: 'flag', dispatchId: b.dispatchId, seq: b.flagCount + i + 1, ...c }),

@@ -81,6 +81,7 @@ const check = (d: DispatchState, atMs: number) =>
 
 function postback(d: DispatchState, receivedAtMs: number, over: Partial<PostbackMessage> = {}) {
   const m: PostbackMessage = {
+    type: 'postback',
     dispatchId: d.dispatchId,
     referenceId: d.referenceId,
     status: 'processed',
@@ -175,7 +176,7 @@ describe('compliance ledger entries', () => {
     expect(attempt.result).toBe('recorded');
 
     const got = (await getDispatch(rt, d.dispatchId))!;
-    const { appId: _appId, ...body } = m;
+    const { appId: _appId, type: _type, ...body } = m;
     expect(got.postbacks).toEqual([
       { ...body, prevHash: got.entryHash, hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
     ]);

@@ -95,6 +95,7 @@ let seq = 0;
 function postback(d: DispatchState, over: Partial<PostbackMessage> = {}): PostbackMessage {
   const at = nowMs + ++seq;
   return {
+    type: 'postback',
     dispatchId: d.dispatchId,
     referenceId: d.referenceId,
     status: 'processed',

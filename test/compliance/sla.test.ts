@@ -99,7 +99,7 @@ describe('SLA escalation of consent.withdrawn', () => {
     const id = answered[0]!;
     const first = (await f.ledger(id)).postbacks[0]!;
     const { prevHash: _p, hash: _h, ...rest } = first;
-    const message: PostbackMessage = { ...rest, appId: slow.appId };
+    const message: PostbackMessage = { ...rest, type: 'postback', appId: slow.appId };
     const again = { ...message, postbackId: `pb_${'1'.repeat(26)}`, status: 'deleted' as const };
     // Same key, so same partition: when the second shows up, the redelivery was handled.
     await f.rt.producer.send(

@@ -68,6 +68,7 @@ describe('accepted postbacks', () => {
     await vi.waitFor(() => expect(onTopic(d.dispatchId)).toHaveLength(1), { timeout: 10_000 });
     const m = onTopic(d.dispatchId)[0]!;
     expect(postbackMessage.parse(m.value)).toEqual({
+      type: 'postback',
       ...postback(d, { remark: 'erased from CRM and backups' }),
       appId,
       postbackId: r.body.postbackId,

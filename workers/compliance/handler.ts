@@ -1,14 +1,15 @@
 import type { Handler } from '../../shared/bus/consumer.js';
 import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js';
-import { postbackMessage, type PostbackMessage } from '../../shared/compliance/postback.js';
+import type { PostbackMessage } from '../../shared/compliance/postback.js';
 import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
-import { slaCheckEntry, slaCheckMessage } from '../../shared/ledger/flags.js';
+import { slaCheckEntry } from '../../shared/ledger/flags.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
 import { readComplianceState } from '../../shared/ledger/summary.js';
 import { backoffMs } from '../../shared/retry.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
+import { postbacksTopicMessage } from './messages.js';
 import { gaugeMembership, nextCheckAt, planFlagChanges } from './plan.js';
 
 /** The consumer name in the idempotency table. */
@@ -37,25 +38,21 @@ export function postbacksHandler(
   o: { now: () => number; metrics: ComplianceMetrics },
 ): Handler {
   return async (raw, ctx) => {
-    const check = slaCheckMessage.safeParse(raw);
-    if (check.success) {
-      const at = Date.parse(check.data.at);
-      // Never assess before the instant the check was due, whatever this worker's clock says.
-      const evalAtMs = Math.max(o.now(), Number.isNaN(at) ? 0 : at);
-      await apply(rt, o.metrics, {
-        dispatchId: check.data.dispatchId,
-        evalAtMs,
-        scheduleNext: true,
-      });
-      return;
-    }
-    const parsed = postbackMessage.safeParse(raw);
+    const parsed = postbacksTopicMessage.safeParse(raw);
     if (!parsed.success)
       throw new AppError(
         'SVC_VALIDATION_FAILED',
         `not a postback or SLA check: ${parsed.error.issues[0]?.message ?? ''}`,
       );
-    const pb = parsed.data;
+    const msg = parsed.data;
+    if (msg.type === 'sla.check') {
+      const at = Date.parse(msg.at);
+      // Never assess before the instant the check was due, whatever this worker's clock says.
+      const evalAtMs = Math.max(o.now(), Number.isNaN(at) ? 0 : at);
+      await apply(rt, o.metrics, { dispatchId: msg.dispatchId, evalAtMs, scheduleNext: true });
+      return;
+    }
+    const pb = msg;
     const evalAtMs = Math.max(o.now(), Date.parse(pb.receivedAt));
     const done = await apply(rt, o.metrics, {
       dispatchId: pb.dispatchId,
