@@ -1,52 +1,39 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { rotateSecret } from '../../shared/domain/apps.js';
-import { dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { dispatchPk } from '../../shared/ledger/dispatches.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
-import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';
-import { testProcess } from '../helpers/stack.js';
 import {
   consentEvent,
   publish,
   sandboxApp,
-  startReceiver,
   waitForDispatch,
-  type Receiver,
+  useDispatcher,
+  dispatchIdOf,
 } from './helpers.js';
 
-let p: RunningProcess;
-let rcv: Receiver;
-beforeAll(async () => {
-  rcv = await startReceiver();
-  p = await testProcess('dispatch-delivery', [], [dispatcherWorker], {
-    WEBHOOK_TIMEOUT_MS: '800',
-    DISPATCH_SAFETY_NET_MS: '4000',
-    DISPATCH_SWEEP_INTERVAL_MS: '200',
-    // One clock here: events created after the assignment are fresh at once (the fast path).
-    DISPATCH_CLOCK_SKEW_MS: '0',
-  });
-});
-afterAll(async () => {
-  rcv.releaseAll();
-  await p.close();
-  await rcv.close();
+const f = useDispatcher('dispatch-delivery', {
+  WEBHOOK_TIMEOUT_MS: '800',
+  DISPATCH_SAFETY_NET_MS: '4000',
+  DISPATCH_SWEEP_INTERVAL_MS: '200',
+  // One clock here: events created after the assignment are fresh at once (the fast path).
+  DISPATCH_CLOCK_SKEW_MS: '0',
 });
 
-const idOf = (appId: string, eventId: string) => dispatchIdFor(eventId, `${appId}:webhook`);
+const idOf = dispatchIdOf;
 const headersOf = (r: { headers: Record<string, unknown> }) => r.headers as Record<string, string>;
 const verifier = (key: string) => new Webhook(Buffer.from(key), { format: 'raw' });
 
 describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () => {
   it('POSTs the exact event, signed, with every header, and ledgers the attempt', async () => {
-    const { app, secretKey } = await sandboxApp(p.rt, rcv.url('/signed'));
+    const { app, secretKey } = await sandboxApp(f.p.rt, f.rcv.url('/signed'));
     const e = consentEvent(app, { type: 'consent.withdrawn' });
-    await publish(p.rt, [e]);
-    await vi.waitFor(() => expect(rcv.at('/signed')).toHaveLength(1), { timeout: 15_000 });
-    const r = rcv.at('/signed')[0]!;
+    await publish(f.p.rt, [e]);
+    await vi.waitFor(() => expect(f.rcv.at('/signed')).toHaveLength(1), { timeout: 15_000 });
+    const r = f.rcv.at('/signed')[0]!;
     const h = headersOf(r);
     const dispatchId = idOf(app.appId, e.id);
     expect(dispatchId).toMatch(/^dsp_[0-9A-HJKMNP-TV-Z]{26}$/);
@@ -63,7 +50,7 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
     expect(Math.abs(Number(h['webhook-timestamp']) - r.at / 1000)).toBeLessThan(5);
     expect(h['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
 
-    const d = await waitForDispatch(p.rt, dispatchId, (x) =>
+    const d = await waitForDispatch(f.p.rt, dispatchId, (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
     expect(d).toMatchObject({
@@ -86,14 +73,14 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
         statusCode: 200,
         outcome: 'delivered',
         responseExcerpt: '{"ok":true}',
-        destination: rcv.url('/signed'),
+        destination: f.rcv.url('/signed'),
       }),
     ]);
     expect(d.attempts[0]!.errorClass).toBeUndefined();
-    expect(await verifyDispatchChain(p.rt, dispatchId)).toEqual({ ok: true, entries: 2 });
-    const metrics = await p.rt.registry.getSingleMetricAsString('svc_webhook_deliveries_total');
+    expect(await verifyDispatchChain(f.p.rt, dispatchId)).toEqual({ ok: true, entries: 2 });
+    const metrics = await f.p.rt.registry.getSingleMetricAsString('svc_webhook_deliveries_total');
     expect(metrics).toMatch(/event="consent.withdrawn",outcome="delivered"\} [1-9]/);
-    const e2e = await p.rt.registry.getSingleMetricAsString(
+    const e2e = await f.p.rt.registry.getSingleMetricAsString(
       'svc_webhook_end_to_end_latency_seconds',
     );
     expect(e2e).toMatch(/_count\{event="consent.withdrawn"\} [1-9]/);
@@ -101,24 +88,24 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
 
   it('retries a 500 with the same webhook-id and a new timestamp', async () => {
     // Time scale 3: the 5 s retry comes after 1.3–2 s, so the Unix-second timestamp must move.
-    const { app, secretKey } = await sandboxApp(p.rt, rcv.url('/flaky'), 3);
-    rcv.on('/flaky', (_r, res, n) =>
+    const { app, secretKey } = await sandboxApp(f.p.rt, f.rcv.url('/flaky'), 3);
+    f.rcv.on('/flaky', (_r, res, n) =>
       res.writeHead(n === 0 ? 500 : 200).end(n === 0 ? 'boom' : 'ok'),
     );
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
+    await publish(f.p.rt, [e]);
     const dispatchId = idOf(app.appId, e.id);
-    const d = await waitForDispatch(p.rt, dispatchId, (x) =>
+    const d = await waitForDispatch(f.p.rt, dispatchId, (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
-    const [a, b] = rcv.at('/flaky').map(headersOf);
+    const [a, b] = f.rcv.at('/flaky').map(headersOf);
     expect(a!['webhook-id']).toBe(dispatchId);
     expect(b!['webhook-id']).toBe(dispatchId);
     expect([a!['x-svc-attempt'], b!['x-svc-attempt']]).toEqual(['1', '2']);
     expect(Number(b!['webhook-timestamp'])).toBeGreaterThan(Number(a!['webhook-timestamp']));
     for (const [i, h] of [a!, b!].entries())
-      expect(verifier(secretKey).verify(rcv.at('/flaky')[i]!.body, h)).toEqual(e);
-    const gap = rcv.at('/flaky')[1]!.at - rcv.at('/flaky')[0]!.at;
+      expect(verifier(secretKey).verify(f.rcv.at('/flaky')[i]!.body, h)).toEqual(e);
+    const gap = f.rcv.at('/flaky')[1]!.at - f.rcv.at('/flaky')[0]!.at;
     expect(gap).toBeGreaterThanOrEqual(1300);
     expect(
       d.attempts.map((x) => [x.attempt, x.statusCode, x.errorClass, x.outcome, x.trigger]),
@@ -127,17 +114,17 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
       [2, 200, undefined, 'delivered', 'retry'],
     ]);
     expect(d.attempts[0]!.responseExcerpt).toBe('boom');
-    expect(await verifyDispatchChain(p.rt, dispatchId)).toEqual({ ok: true, entries: 3 });
+    expect(await verifyDispatchChain(f.p.rt, dispatchId)).toEqual({ ok: true, entries: 3 });
   });
 
   it('counts an answer slower than WEBHOOK_TIMEOUT_MS as a failed, retried attempt', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/slow'), 3);
-    rcv.on('/slow', (_r, res, n) => {
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/slow'), 3);
+    f.rcv.on('/slow', (_r, res, n) => {
       if (n > 0) res.end('ok'); // the first request is left hanging
     });
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
     expect(d.attempts[0]).toMatchObject({ attempt: 1, errorClass: 'timeout', outcome: 'failed' });
@@ -148,11 +135,13 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
   });
 
   it('never follows a redirect: a 302 is a failure and its Location is never fetched', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/moved'));
-    rcv.on('/moved', (_r, res) => res.writeHead(302, { location: rcv.url('/moved-target') }).end());
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/moved'));
+    f.rcv.on('/moved', (_r, res) =>
+      res.writeHead(302, { location: f.rcv.url('/moved-target') }).end(),
+    );
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.attemptCount).toBe(1),
     );
     expect(d.attempts[0]).toMatchObject({
@@ -161,23 +150,23 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
       outcome: 'failed',
     });
     expect(d.deliveryStatus).toBe('pending');
-    expect(rcv.at('/moved')).toHaveLength(1);
-    expect(rcv.at('/moved-target')).toHaveLength(0);
+    expect(f.rcv.at('/moved')).toHaveLength(1);
+    expect(f.rcv.at('/moved-target')).toHaveLength(0);
   });
 
   it('disables the endpoint on 410 Gone, e-mails the contact, and sends it nothing more', async () => {
-    const notifications = await collectTopic(p.rt.kafka, p.rt.topics.notifications);
-    const { app } = await sandboxApp(p.rt, rcv.url('/gone'));
-    rcv.on('/gone', (_r, res) => res.writeHead(410).end('gone'));
+    const notifications = await collectTopic(f.p.rt.kafka, f.p.rt.topics.notifications);
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/gone'));
+    f.rcv.on('/gone', (_r, res) => res.writeHead(410).end('gone'));
     const first = consentEvent(app);
-    await publish(p.rt, [first]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, first.id), (x) =>
+    await publish(f.p.rt, [first]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, first.id), (x) =>
       expect(x.deliveryStatus).toBe('failed'),
     );
     expect(d.attempts).toHaveLength(1);
     expect(d.attempts[0]).toMatchObject({ statusCode: 410, errorClass: 'http' });
     await vi.waitFor(async () =>
-      expect((await getEndpointState(p.rt, app.appId))?.disabledReason).toBe('gone'),
+      expect((await getEndpointState(f.p.rt, app.appId))?.disabledReason).toBe('gone'),
     );
     await vi.waitFor(
       () =>
@@ -194,41 +183,41 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
     await notifications.stop();
 
     const second = consentEvent(app);
-    await publish(p.rt, [second]);
-    const d2 = await waitForDispatch(p.rt, idOf(app.appId, second.id), (x) =>
+    await publish(f.p.rt, [second]);
+    const d2 = await waitForDispatch(f.p.rt, idOf(app.appId, second.id), (x) =>
       expect(x.deliveryStatus).toBe('failed'),
     );
     expect(d2.attempts[0]).toMatchObject({ errorClass: 'endpoint_disabled', durationMs: 0 });
-    expect(rcv.at('/gone')).toHaveLength(1);
+    expect(f.rcv.at('/gone')).toHaveLength(1);
     expect(
-      await p.rt.registry.getSingleMetricAsString('svc_webhook_endpoints_disabled_total'),
+      await f.p.rt.registry.getSingleMetricAsString('svc_webhook_endpoints_disabled_total'),
     ).toMatch(/reason="gone"\} 1/);
   });
 
   it('honours Retry-After on 503, within [delay, 2 × delay]', async () => {
     // Time scale 2: the first retry delay is 2–3 s, so Retry-After: 4 is inside the clamp.
-    const { app } = await sandboxApp(p.rt, rcv.url('/busy'), 2);
-    rcv.on('/busy', (_r, res, n) =>
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/busy'), 2);
+    f.rcv.on('/busy', (_r, res, n) =>
       n === 0 ? res.writeHead(503, { 'retry-after': '4' }).end() : res.end('ok'),
     );
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
+    await publish(f.p.rt, [e]);
     const dispatchId = idOf(app.appId, e.id);
-    const after1 = await waitForDispatch(p.rt, dispatchId, (x) => expect(x.attemptCount).toBe(1));
+    const after1 = await waitForDispatch(f.p.rt, dispatchId, (x) => expect(x.attemptCount).toBe(1));
     const a1 = after1.attempts[0]!;
     const planned = Date.parse(after1.nextAttemptAt!) - (Date.parse(a1.time) + a1.durationMs);
     expect(Math.abs(planned - 4000)).toBeLessThanOrEqual(2);
-    await waitForDispatch(p.rt, dispatchId, (x) => expect(x.deliveryStatus).toBe('delivered'));
-    const [r1, r2] = rcv.at('/busy');
+    await waitForDispatch(f.p.rt, dispatchId, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    const [r1, r2] = f.rcv.at('/busy');
     expect(r2!.at - r1!.at).toBeGreaterThanOrEqual(3900);
   });
 
   it('clamps a Retry-After beyond 2 × delay', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/throttled'), 2);
-    rcv.on('/throttled', (_r, res) => res.writeHead(429, { 'retry-after': '3600' }).end());
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/throttled'), 2);
+    f.rcv.on('/throttled', (_r, res) => res.writeHead(429, { 'retry-after': '3600' }).end());
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.attemptCount).toBe(1),
     );
     const a1 = d.attempts[0]!;
@@ -239,37 +228,37 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
   });
 
   it('signs each attempt with the secret current at send time (rotation mid-retry)', async () => {
-    const { app, secretKey: oldKey } = await sandboxApp(p.rt, rcv.url('/rotate'), 3);
-    rcv.on('/rotate', (_r, res, n) => res.writeHead(n === 0 ? 500 : 200).end());
+    const { app, secretKey: oldKey } = await sandboxApp(f.p.rt, f.rcv.url('/rotate'), 3);
+    f.rcv.on('/rotate', (_r, res, n) => res.writeHead(n === 0 ? 500 : 200).end());
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
+    await publish(f.p.rt, [e]);
     const dispatchId = idOf(app.appId, e.id);
-    await waitForDispatch(p.rt, dispatchId, (x) => expect(x.attemptCount).toBe(1));
-    const { secretKey: newKey } = await rotateSecret(p.rt, app.appId);
-    await waitForDispatch(p.rt, dispatchId, (x) => expect(x.deliveryStatus).toBe('delivered'));
-    const [r1, r2] = rcv.at('/rotate');
+    await waitForDispatch(f.p.rt, dispatchId, (x) => expect(x.attemptCount).toBe(1));
+    const { secretKey: newKey } = await rotateSecret(f.p.rt, app.appId);
+    await waitForDispatch(f.p.rt, dispatchId, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    const [r1, r2] = f.rcv.at('/rotate');
     expect(verifier(oldKey).verify(r1!.body, headersOf(r1!))).toEqual(e);
     expect(verifier(newKey).verify(r2!.body, headersOf(r2!))).toEqual(e);
     expect(() => verifier(oldKey).verify(r2!.body, headersOf(r2!))).toThrow();
   });
 
   it('records a fresh event with its first attempt in one group-committed item', async () => {
-    const { app, secretKey } = await sandboxApp(p.rt, rcv.url('/fresh'));
+    const { app, secretKey } = await sandboxApp(f.p.rt, f.rcv.url('/fresh'));
     const events = [consentEvent(app), consentEvent(app), consentEvent(app)];
-    await publish(p.rt, events);
+    await publish(f.p.rt, events);
     for (const e of events) {
-      const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+      const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
         expect(x.deliveryStatus).toBe('delivered'),
       );
       expect(d.attempts).toEqual([
         expect.objectContaining({ attempt: 1, statusCode: 200, trigger: 'first' }),
       ]);
       expect(d.headHash).toBe(d.attempts[0]!.hash);
-      expect(await verifyDispatchChain(p.rt, d.dispatchId)).toEqual({ ok: true, entries: 2 });
+      expect(await verifyDispatchChain(f.p.rt, d.dispatchId)).toEqual({ ok: true, entries: 2 });
       // One ledger item per first delivery: the dispatch item, holding its first attempt.
-      const stored = await p.rt.dynamo.doc.send(
+      const stored = await f.p.rt.dynamo.doc.send(
         new QueryCommand({
-          TableName: p.rt.tables.ledger,
+          TableName: f.p.rt.tables.ledger,
           KeyConditionExpression: 'pk = :pk',
           ExpressionAttributeValues: { ':pk': dispatchPk(d.dispatchId) },
           ConsistentRead: true,
@@ -278,31 +267,31 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
       expect(stored.Items?.map((i) => i.sk)).toEqual(['DSP']);
       expect(stored.Items?.[0]?.firstAttempt).toMatchObject({ attempt: 1, statusCode: 200 });
     }
-    for (const r of rcv.at('/fresh'))
+    for (const r of f.rcv.at('/fresh'))
       expect(verifier(secretKey).verify(r.body, headersOf(r))).toBeTruthy();
     // Written by the group commit (not one transaction per dispatch).
-    expect(await p.rt.registry.getSingleMetricAsString('svc_webhook_ledger_batch_size')).toMatch(
+    expect(await f.p.rt.registry.getSingleMetricAsString('svc_webhook_ledger_batch_size')).toMatch(
       /svc_webhook_ledger_batch_size_count [1-9]/,
     );
   });
 
   it('makes no second dispatch for a redelivered event', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/once'));
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/once'));
     const e = consentEvent(app);
     const sentinel = consentEvent(app);
     const key = `${app.appId}:same-partition`;
-    await publish(p.rt, [e], { key });
-    await publish(p.rt, [e], { key }); // the same event again, as a redelivery would bring it
-    await publish(p.rt, [sentinel], { key });
-    await waitForDispatch(p.rt, idOf(app.appId, sentinel.id), (x) =>
+    await publish(f.p.rt, [e], { key });
+    await publish(f.p.rt, [e], { key }); // the same event again, as a redelivery would bring it
+    await publish(f.p.rt, [sentinel], { key });
+    await waitForDispatch(f.p.rt, idOf(app.appId, sentinel.id), (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
-    await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
-    const ids = rcv.at('/once').map((r) => headersOf(r)['webhook-id']);
+    const ids = f.rcv.at('/once').map((r) => headersOf(r)['webhook-id']);
     expect(ids.sort()).toEqual([idOf(app.appId, e.id), idOf(app.appId, sentinel.id)].sort());
-    expect(await p.rt.registry.getSingleMetricAsString('svc_webhook_dispatches_total')).toMatch(
+    expect(await f.p.rt.registry.getSingleMetricAsString('svc_webhook_dispatches_total')).toMatch(
       /result="duplicate"\} [1-9]/,
     );
   });

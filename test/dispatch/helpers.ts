@@ -1,13 +1,17 @@
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { expect, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { createApp } from '../../shared/domain/apps.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../../shared/domain/ids.js';
 import type { App } from '../../shared/domain/types.js';
+import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
 import { getDispatch, type DispatchWithAttempts } from '../../shared/ledger/queries.js';
+import type { RunningProcess } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { dispatcherWorker } from '../../workers/dispatcher/index.js';
+import { testProcess } from '../helpers/stack.js';
 
 export interface Received {
   path: string;
@@ -163,4 +167,27 @@ export async function waitForDispatch(
     },
     { timeout, interval: 50 },
   );
+}
+
+/** The dispatch id of an event at an app's webhook endpoint (as the dispatcher derives it). */
+export const dispatchIdOf = (appId: string, eventId: string) =>
+  dispatchIdFor(eventId, `${appId}:webhook`);
+
+/**
+ * The dispatch tests' shared setup, registered as this file's hooks: a loopback receiver and a
+ * process running the dispatcher worker with `env` on the shared stack; afterwards every held
+ * request is released and both are closed. Read `p` and `rcv` inside tests (set in beforeAll).
+ */
+export function useDispatcher(name: string, env: Record<string, string>) {
+  const f = {} as { p: RunningProcess; rcv: Receiver };
+  beforeAll(async () => {
+    f.rcv = await startReceiver();
+    f.p = await testProcess(name, [], [dispatcherWorker], env);
+  });
+  afterAll(async () => {
+    f.rcv?.releaseAll();
+    await f.p?.close();
+    await f.rcv?.close();
+  });
+  return f;
 }

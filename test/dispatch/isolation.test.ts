@@ -1,64 +1,44 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
-import type { RunningProcess } from '../../shared/process.js';
-import { dispatcherWorker } from '../../workers/dispatcher/index.js';
-import { testProcess } from '../helpers/stack.js';
-import {
-  consentEvent,
-  publish,
-  sandboxApp,
-  startReceiver,
-  waitForDispatch,
-  type Receiver,
-} from './helpers.js';
+import { consentEvent, publish, sandboxApp, waitForDispatch, useDispatcher } from './helpers.js';
 
-let p: RunningProcess;
-let rcv: Receiver;
-beforeAll(async () => {
-  rcv = await startReceiver();
-  p = await testProcess('dispatch-isolation', [], [dispatcherWorker], {
-    WEBHOOK_TIMEOUT_MS: '8000',
-    DISPATCH_SAFETY_NET_MS: '30000',
-    DISPATCH_CONCURRENCY_PER_ENDPOINT: '3',
-  });
-});
-afterAll(async () => {
-  rcv.releaseAll();
-  await p.close();
-  await rcv.close();
+const f = useDispatcher('dispatch-isolation', {
+  WEBHOOK_TIMEOUT_MS: '8000',
+  DISPATCH_SAFETY_NET_MS: '30000',
+  DISPATCH_CONCURRENCY_PER_ENDPOINT: '3',
 });
 
 describe('endpoint isolation', () => {
   it('delivers to healthy endpoints promptly while another hangs, holding only its own slots', async () => {
-    const { app: stuck } = await sandboxApp(p.rt, rcv.url('/hang'));
-    const { app: healthy } = await sandboxApp(p.rt, rcv.url('/healthy'));
-    rcv.on('/hang', () => undefined); // never answers
+    const { app: stuck } = await sandboxApp(f.p.rt, f.rcv.url('/hang'));
+    const { app: healthy } = await sandboxApp(f.p.rt, f.rcv.url('/healthy'));
+    f.rcv.on('/hang', () => undefined); // never answers
     const stuckEvents = Array.from({ length: 10 }, () => consentEvent(stuck));
     const healthyEvents = Array.from({ length: 5 }, () => consentEvent(healthy));
     // One key: one partition, the hanging endpoint's events first — head-of-line blocking would show.
     const key = 'one-partition';
-    await publish(p.rt, stuckEvents, { key });
+    await publish(f.p.rt, stuckEvents, { key });
     const t0 = Date.now();
-    await publish(p.rt, healthyEvents, { key });
-    await vi.waitFor(() => expect(rcv.at('/healthy')).toHaveLength(5), {
+    await publish(f.p.rt, healthyEvents, { key });
+    await vi.waitFor(() => expect(f.rcv.at('/healthy')).toHaveLength(5), {
       timeout: 6000,
       interval: 20,
     });
     // Well inside the 8 s timeout the stuck endpoint's requests are still open: its three
     // slots (DISPATCH_CONCURRENCY_PER_ENDPOINT), whose requests may reach the receiver after
     // the healthy deliveries did.
-    await vi.waitFor(() => expect(rcv.at('/hang')).toHaveLength(3), {
+    await vi.waitFor(() => expect(f.rcv.at('/hang')).toHaveLength(3), {
       timeout: 2000,
       interval: 20,
     });
     expect(Date.now() - t0).toBeLessThan(6000);
-    expect(rcv.open).toBe(3);
+    expect(f.rcv.open).toBe(3);
     for (const e of healthyEvents)
-      await waitForDispatch(p.rt, dispatchIdFor(e.id, `${healthy.appId}:webhook`), (d) =>
+      await waitForDispatch(f.p.rt, dispatchIdFor(e.id, `${healthy.appId}:webhook`), (d) =>
         expect(d.deliveryStatus).toBe('delivered'),
       );
-    const inFlight = await p.rt.registry.getSingleMetricAsString('svc_webhook_in_flight');
+    const inFlight = await f.p.rt.registry.getSingleMetricAsString('svc_webhook_in_flight');
     expect(inFlight).toMatch(/lane="first"\} 3/);
-    rcv.releaseAll();
+    f.rcv.releaseAll();
   });
 });

@@ -1,5 +1,5 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newReferenceId } from '../../shared/domain/ids.js';
 import { dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
 import { tamperFirstAttempt } from '../helpers/tamper.js';
@@ -9,36 +9,23 @@ import {
   listDispatchesByReference,
   verifyDispatchChain,
 } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
 import type { App } from '../../shared/domain/types.js';
-import { dispatcherWorker } from '../../workers/dispatcher/index.js';
-import { testProcess } from '../helpers/stack.js';
-import {
-  consentEvent,
-  publish,
-  sandboxApp,
-  startReceiver,
-  waitForDispatch,
-  type Receiver,
-} from './helpers.js';
+import { consentEvent, publish, sandboxApp, waitForDispatch, useDispatcher } from './helpers.js';
 
-let p: RunningProcess;
-let rcv: Receiver;
 let app: App;
 const ref = newReferenceId();
 const times = ['2025-03-01T10:00:00.000Z', '2025-03-01T11:00:00.000Z', '2025-03-01T12:00:00.000Z'];
 const ids: string[] = [];
 
+const f = useDispatcher('dispatch-ledger', {
+  WEBHOOK_TIMEOUT_MS: '1000',
+  DISPATCH_SAFETY_NET_MS: '5000',
+});
 beforeAll(async () => {
-  rcv = await startReceiver();
-  p = await testProcess('dispatch-ledger', [], [dispatcherWorker], {
-    WEBHOOK_TIMEOUT_MS: '1000',
-    DISPATCH_SAFETY_NET_MS: '5000',
-  });
-  app = (await sandboxApp(p.rt, rcv.url('/ledger'), 3)).app;
+  app = (await sandboxApp(f.p.rt, f.rcv.url('/ledger'), 3)).app;
   // Each dispatch's first attempt is refused, its retry accepted.
   const seen = new Set<unknown>();
-  rcv.on('/ledger', (r, res) => {
+  f.rcv.on('/ledger', (r, res) => {
     const first = !seen.has(r.headers['webhook-id']);
     seen.add(r.headers['webhook-id']);
     res.writeHead(first ? 503 : 200).end(first ? 'not yet' : 'done');
@@ -50,51 +37,49 @@ beforeAll(async () => {
       ...(i < 2 ? { referenceId: ref } : {}),
     }),
   );
-  await publish(p.rt, events, { key: 'ordered' });
+  await publish(f.p.rt, events, { key: 'ordered' });
   for (const e of events) {
     const id = dispatchIdFor(e.id, `${app.appId}:webhook`);
     ids.push(id);
-    await waitForDispatch(p.rt, id, (d) => expect(d.deliveryStatus).toBe('delivered'));
+    await waitForDispatch(f.p.rt, id, (d) => expect(d.deliveryStatus).toBe('delivered'));
   }
-});
-afterAll(async () => {
-  await p.close();
-  await rcv.close();
 });
 
 describe('dispatch ledger queries', () => {
   it('lists by app and event time, with from/to, order and cursor paging', async () => {
-    const all = await listDispatchesByApp(p.rt, app.appId);
+    const all = await listDispatchesByApp(f.p.rt, app.appId);
     expect(all.items.map((d) => d.dispatchId)).toEqual(ids);
     expect(all.nextCursor).toBeNull();
-    const page1 = await listDispatchesByApp(p.rt, app.appId, { limit: 2 });
+    const page1 = await listDispatchesByApp(f.p.rt, app.appId, { limit: 2 });
     expect(page1.items.map((d) => d.dispatchId)).toEqual(ids.slice(0, 2));
     expect(page1.nextCursor).toEqual(expect.any(String));
-    const page2 = await listDispatchesByApp(p.rt, app.appId, {
+    const page2 = await listDispatchesByApp(f.p.rt, app.appId, {
       limit: 2,
       cursor: page1.nextCursor!,
     });
     expect(page2.items.map((d) => d.dispatchId)).toEqual(ids.slice(2));
     expect(
-      (await listDispatchesByApp(p.rt, app.appId, { from: times[1] })).items.map(
+      (await listDispatchesByApp(f.p.rt, app.appId, { from: times[1] })).items.map(
         (d) => d.dispatchId,
       ),
     ).toEqual(ids.slice(1));
     expect(
-      (await listDispatchesByApp(p.rt, app.appId, { to: times[1] })).items.map((d) => d.dispatchId),
+      (await listDispatchesByApp(f.p.rt, app.appId, { to: times[1] })).items.map(
+        (d) => d.dispatchId,
+      ),
     ).toEqual(ids.slice(0, 1));
     expect(
-      (await listDispatchesByApp(p.rt, app.appId, { order: 'desc' })).items.map(
+      (await listDispatchesByApp(f.p.rt, app.appId, { order: 'desc' })).items.map(
         (d) => d.dispatchId,
       ),
     ).toEqual([...ids].reverse());
     expect(
-      (await listDispatchesByApp(p.rt, app.appId, { event: 'data.deleted' })).items.map(
+      (await listDispatchesByApp(f.p.rt, app.appId, { event: 'data.deleted' })).items.map(
         (d) => d.dispatchId,
       ),
     ).toEqual([ids[1]]);
     await expect(
-      listDispatchesByApp(p.rt, app.appId, { cursor: 'not-a-cursor' }),
+      listDispatchesByApp(f.p.rt, app.appId, { cursor: 'not-a-cursor' }),
     ).rejects.toMatchObject({ code: 'SVC_VALIDATION_FAILED' });
     // The API shape: no storage keys, no body, the attempt count named as such.
     const d = all.items[0]!;
@@ -109,14 +94,16 @@ describe('dispatch ledger queries', () => {
   });
 
   it('lists one principal’s dispatches by referenceId', async () => {
-    const page = await listDispatchesByReference(p.rt, app.appId, ref);
+    const page = await listDispatchesByReference(f.p.rt, app.appId, ref);
     expect(page.items.map((d) => d.dispatchId)).toEqual(ids.slice(0, 2));
     expect(page.items[1]).toMatchObject({ event: 'data.deleted', postbackRequired: true });
-    expect((await listDispatchesByReference(p.rt, app.appId, newReferenceId())).items).toEqual([]);
+    expect((await listDispatchesByReference(f.p.rt, app.appId, newReferenceId())).items).toEqual(
+      [],
+    );
   });
 
   it('returns a dispatch with its attempts, hash-chained, and detects tampering', async () => {
-    const d = (await getDispatch(p.rt, ids[0]!))!;
+    const d = (await getDispatch(f.p.rt, ids[0]!))!;
     expect(d.attempts.map((a) => [a.attempt, a.statusCode, a.responseExcerpt])).toEqual([
       [1, 503, 'not yet'],
       [2, 200, 'done'],
@@ -124,23 +111,23 @@ describe('dispatch ledger queries', () => {
     expect(d.attempts[0]!.prevHash).toBe(d.entryHash);
     expect(d.attempts[1]!.prevHash).toBe(d.attempts[0]!.hash);
     expect(d.headHash).toBe(d.attempts[1]!.hash);
-    expect(await verifyDispatchChain(p.rt, ids[0]!)).toEqual({ ok: true, entries: 3 });
-    expect(await getDispatch(p.rt, 'dsp_01ARZ3NDEKTSV4RRFFQ69G5FAV')).toBeUndefined();
+    expect(await verifyDispatchChain(f.p.rt, ids[0]!)).toEqual({ ok: true, entries: 3 });
+    expect(await getDispatch(f.p.rt, 'dsp_01ARZ3NDEKTSV4RRFFQ69G5FAV')).toBeUndefined();
 
-    await tamperFirstAttempt(p.rt, ids[0]!, 'statusCode', 200);
-    expect(await verifyDispatchChain(p.rt, ids[0]!)).toEqual({
+    await tamperFirstAttempt(f.p.rt, ids[0]!, 'statusCode', 200);
+    expect(await verifyDispatchChain(f.p.rt, ids[0]!)).toEqual({
       ok: false,
       at: 'ATT#001',
       reason: 'hash does not match',
     });
-    await p.rt.dynamo.doc.send(
+    await f.p.rt.dynamo.doc.send(
       new UpdateCommand({
-        TableName: p.rt.tables.ledger,
+        TableName: f.p.rt.tables.ledger,
         Key: { pk: dispatchPk(ids[2]!), sk: 'DSP' },
         UpdateExpression: 'SET referenceId = :r',
         ExpressionAttributeValues: { ':r': newReferenceId() },
       }),
     );
-    expect(await verifyDispatchChain(p.rt, ids[2]!)).toMatchObject({ ok: false, at: 'DSP' });
+    expect(await verifyDispatchChain(f.p.rt, ids[2]!)).toMatchObject({ ok: false, at: 'DSP' });
   });
 });

@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
-import type { RunningProcess } from '../../shared/process.js';
+import { describe, expect, it, vi } from 'vitest';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
-import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';
-import { testProcess } from '../helpers/stack.js';
 import {
   consentEvent,
   publish,
   sandboxApp,
-  startReceiver,
   waitForDispatch,
-  type Receiver,
+  useDispatcher,
+  dispatchIdOf,
 } from './helpers.js';
 
 /**
@@ -19,38 +15,29 @@ import {
  * about a second; at 20 000× the endpoint's failing streak passes the (shortened) disable
  * window between attempts 6 and 7.
  */
-let p: RunningProcess;
-let rcv: Receiver;
-beforeAll(async () => {
-  rcv = await startReceiver();
-  p = await testProcess('dispatch-retries', [], [dispatcherWorker], {
-    WEBHOOK_TIMEOUT_MS: '1000',
-    DISPATCH_SAFETY_NET_MS: '5000',
-    DISPATCH_SWEEP_INTERVAL_MS: '200',
-    WEBHOOK_DISABLE_AFTER_MS: '2000',
-  });
-});
-afterAll(async () => {
-  await p.close();
-  await rcv.close();
+const f = useDispatcher('dispatch-retries', {
+  WEBHOOK_TIMEOUT_MS: '1000',
+  DISPATCH_SAFETY_NET_MS: '5000',
+  DISPATCH_SWEEP_INTERVAL_MS: '200',
+  WEBHOOK_DISABLE_AFTER_MS: '2000',
 });
 
-const idOf = (appId: string, eventId: string) => dispatchIdFor(eventId, `${appId}:webhook`);
+const idOf = dispatchIdOf;
 
 describe('retry schedule end to end', () => {
   it('makes 8 attempts, then the dispatch is failed', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/down'), 100_000);
-    rcv.on('/down', (_r, res) => res.writeHead(500).end());
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/down'), 100_000);
+    f.rcv.on('/down', (_r, res) => res.writeHead(500).end());
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.deliveryStatus).toBe('failed'),
     );
     expect(d.attemptCount).toBe(8);
     expect(d.nextAttemptAt).toBeNull();
     expect(d.attempts.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(d.attempts.every((a) => a.statusCode === 500 && a.outcome === 'failed')).toBe(true);
-    expect(rcv.at('/down').map((r) => r.headers['x-svc-attempt'])).toEqual([
+    expect(f.rcv.at('/down').map((r) => r.headers['x-svc-attempt'])).toEqual([
       '1',
       '2',
       '3',
@@ -60,37 +47,37 @@ describe('retry schedule end to end', () => {
       '7',
       '8',
     ]);
-    expect(new Set(rcv.at('/down').map((r) => r.headers['webhook-id']))).toEqual(
+    expect(new Set(f.rcv.at('/down').map((r) => r.headers['webhook-id']))).toEqual(
       new Set([d.dispatchId]),
     );
     // The gaps follow the schedule: 5 h and 10 h at 100 000× are 180 ms and 360 ms, −20 % at most.
-    const at = rcv.at('/down').map((r) => r.at);
+    const at = f.rcv.at('/down').map((r) => r.at);
     expect(at[5]! - at[4]!).toBeGreaterThanOrEqual(144);
     expect(at[7]! - at[6]!).toBeGreaterThanOrEqual(288);
     expect(
-      await p.rt.registry.getSingleMetricAsString('svc_webhook_retries_scheduled_total'),
+      await f.p.rt.registry.getSingleMetricAsString('svc_webhook_retries_scheduled_total'),
     ).toMatch(/event="consent.granted"\} 7/);
     // About a second of failures is inside the 2 s disable window: the endpoint stays enabled.
-    expect((await getEndpointState(p.rt, app.appId))?.disabledAt).toBeUndefined();
+    expect((await getEndpointState(f.p.rt, app.appId))?.disabledAt).toBeUndefined();
   });
 
   it('disables an endpoint with no success for the disable window and e-mails its contact', async () => {
-    const notifications = await collectTopic(p.rt.kafka, p.rt.topics.notifications);
-    const { app } = await sandboxApp(p.rt, rcv.url('/dead'), 20_000);
-    rcv.on('/dead', (_r, res) => res.writeHead(503).end());
+    const notifications = await collectTopic(f.p.rt.kafka, f.p.rt.topics.notifications);
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/dead'), 20_000);
+    f.rcv.on('/dead', (_r, res) => res.writeHead(503).end());
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    const d = await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    const d = await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.deliveryStatus).toBe('failed'),
     );
-    const state = await getEndpointState(p.rt, app.appId);
+    const state = await getEndpointState(f.p.rt, app.appId);
     expect(state).toMatchObject({ disabledReason: 'failing', url: app.webhookUrl });
     expect(
       Date.parse(state!.disabledAt!) - Date.parse(state!.failingSince!),
     ).toBeGreaterThanOrEqual(2000);
     // The attempt after the disable is not made: it is recorded as skipped and ends the dispatch.
     expect(d.attempts.at(-1)).toMatchObject({ errorClass: 'endpoint_disabled' });
-    expect(rcv.at('/dead')).toHaveLength(d.attemptCount - 1);
+    expect(f.rcv.at('/dead')).toHaveLength(d.attemptCount - 1);
     await vi.waitFor(
       () =>
         expect(notifications.messages.map((m) => m.value)).toContainEqual(
@@ -107,15 +94,15 @@ describe('retry schedule end to end', () => {
   });
 
   it('keeps a healthy endpoint enabled after a failure followed by a success', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/recovering'), 100_000);
-    rcv.on('/recovering', (_r, res, n) => res.writeHead(n < 2 ? 500 : 200).end());
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/recovering'), 100_000);
+    f.rcv.on('/recovering', (_r, res, n) => res.writeHead(n < 2 ? 500 : 200).end());
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    await waitForDispatch(p.rt, idOf(app.appId, e.id), (x) =>
+    await publish(f.p.rt, [e]);
+    await waitForDispatch(f.p.rt, idOf(app.appId, e.id), (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
     await vi.waitFor(async () => {
-      const s = await getEndpointState(p.rt, app.appId);
+      const s = await getEndpointState(f.p.rt, app.appId);
       expect(s?.lastSuccessAt).toBeDefined();
       expect(s?.failingSince).toBeUndefined();
       expect(s?.disabledAt).toBeUndefined();
