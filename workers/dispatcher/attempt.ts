@@ -9,13 +9,13 @@ import {
   type RecordAttempt,
 } from '../../shared/ledger/attempts.js';
 import type { DispatchState } from '../../shared/ledger/dispatches.js';
-import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
+import type { DueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptResult, WebhookClient } from '../../shared/webhooks/client.js';
 import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';
-import { nextStep } from '../../shared/webhooks/schedule.js';
 import { webhookHeaders } from '../../shared/webhooks/signer.js';
 import { EndpointHealth } from './health.js';
+import { planSettle } from './settle.js';
 import type { DispatcherMetrics } from './metrics.js';
 import { inAttemptSpan } from './tracing.js';
 import type { FirstAttemptWriter, FirstWriteResult, WriteMode } from './writer.js';
@@ -43,15 +43,6 @@ const MAX_WRITING = 2_000;
 
 /** Room kept between an attempt's timeout and the safety net, for signing and the ledger write. */
 export const DEADLINE_MARGIN_MS = 2_000;
-
-const destinationOf = (url: string) => {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
-};
 
 /**
  * Makes one attempt of a dispatch and writes it to the ledger: reads the app (URL, settings)
@@ -189,6 +180,7 @@ export class Attempter {
     return this.o.writer.write(firstAttemptRecord(this.rt, { ...record, state, nowMs }), mode);
   }
 
+  /** Records an attempt as `planSettle` decides, then counts it and moves endpoint health. */
   private async settle(
     job: AttemptJob,
     app: App | undefined,
@@ -196,69 +188,29 @@ export class Attempter {
   ): Promise<FirstWriteResult> {
     const { rt } = this;
     const s = job.state;
-    const n = s.attempts + 1;
-    const endMs = result.startedAtMs + result.durationMs;
-    const step = nextStep({
-      ok: result.ok,
-      statusCode: result.statusCode,
-      errorClass: result.errorClass,
-      retryAfter: result.retryAfter,
-      attempt: n,
-      prevStatus: s.deliveryStatus,
-      timeScale: app?.slaTimeScale ?? 1,
-      nowMs: endMs,
+    const plan = planSettle(job, app, result, {
+      shards: rt.config.DISPATCH_TIMER_SHARDS,
       random: this.o.random ?? Math.random,
     });
-    const next =
-      step.retryInMs === undefined
-        ? undefined
-        : dueEntry(
-            s.dispatchId,
-            s.appId,
-            endMs + step.retryInMs,
-            'attempt',
-            rt.config.DISPATCH_TIMER_SHARDS,
-          );
-    const record: RecordAttempt = {
-      state: s,
-      entry: {
-        trigger: job.trigger,
-        time: new Date(result.startedAtMs).toISOString(),
-        durationMs: result.durationMs,
-        destination: app ? destinationOf(app.webhookUrl) : '',
-        ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
-        ...(result.errorClass ? { errorClass: result.errorClass } : {}),
-        ...(result.errorMessage ? { errorMessage: result.errorMessage.slice(0, 500) } : {}),
-        responseExcerpt: result.responseExcerpt,
-        outcome: result.ok ? 'delivered' : 'failed',
-      },
-      deliveryStatus: step.deliveryStatus,
-      ...(next ? { next } : {}),
-    };
     const written = job.fresh
-      ? await this.writeFirst(record, job.fresh.mode(), endMs)
-      : (await withRetries(() => recordAttempt(rt, record))).result;
+      ? await this.writeFirst(plan.record, job.fresh.mode(), plan.endMs)
+      : (await withRetries(() => recordAttempt(rt, plan.record))).result;
     const m = this.o.metrics;
     m.ledger.inc({ result: written });
     if (written === 'duplicate') return 'duplicate';
-    const outcome = result.ok ? 'delivered' : (result.errorClass ?? 'http');
-    m.deliveries.inc({ event: s.event, outcome });
-    if (
-      !result.refused &&
-      result.errorClass !== 'endpoint_disabled' &&
-      result.errorClass !== 'app_missing'
-    )
-      m.duration.observe({ outcome }, result.durationMs / 1000);
-    if (result.ok && s.deliveryStatus !== 'delivered')
-      m.endToEnd.observe({ event: s.event }, Math.max(0, endMs - Date.parse(s.createdAt)) / 1000);
-    if (next && written === 'recorded') {
+    m.deliveries.inc({ event: s.event, outcome: plan.outcome });
+    if (plan.observeDuration)
+      m.duration.observe({ outcome: plan.outcome }, result.durationMs / 1000);
+    if (plan.endToEndS !== undefined) m.endToEnd.observe({ event: s.event }, plan.endToEndS);
+    if (plan.next && written === 'recorded') {
       m.retries.inc({ event: s.event });
-      this.o.onScheduled(next);
+      this.o.onScheduled(plan.next);
     }
-    if (!app || result.errorClass === 'endpoint_disabled') return 'recorded';
+    if (!app || !plan.health) return 'recorded';
     try {
-      if (result.ok) await this.health.success(app, new Date(endMs));
-      else await this.health.failure(app, new Date(endMs), step.disable === 'gone');
+      const at = new Date(plan.endMs);
+      if (plan.health === 'success') await this.health.success(app, at);
+      else await this.health.failure(app, at, plan.health === 'gone');
     } catch (err) {
       // The attempt is recorded; health catches up with the next outcome.
       rt.log.warn({ err, appId: app.appId }, 'endpoint health not updated');
