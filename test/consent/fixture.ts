@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { expect, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
-import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/index.js';
+import {
+  captureConsent,
+  consentEventSchema,
+  type CaptureInput,
+  type ConsentEvent,
+} from '../../shared/domain/consent/index.js';
 import type { App, NoticeVersion } from '../../shared/domain/types.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
@@ -217,3 +222,47 @@ export const browser = (t: TestApp, token?: string, origin = t.origin) => ({
   origin,
   ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
 });
+
+/**
+ * The public API tests' shared setup: a consent process and one sandbox app (time scale 3600:
+ * a 1 h postback window is 1 s) with a `signup` notice of three purposes (essential required,
+ * analytics, marketing). `capture` records a widget capture directly; `op` POSTs to
+ * `/api/public/consents/my-transactions{path}`, with the secret key unless told otherwise.
+ * Read `pub.f` and `pub.a` inside tests (set in beforeAll).
+ */
+export function usePublicApi(name: string) {
+  const pub = {} as { f: ConsentFixture; a: TestApp };
+  beforeAll(async () => {
+    pub.f = await startConsentProcess(name);
+    pub.a = await pub.f.createApp({
+      slaTimeScale: 3600,
+      notice: {
+        triggerKey: 'signup',
+        purposes: [
+          { name: 'essential', required: true },
+          { name: 'analytics' },
+          { name: 'marketing' },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await pub.f?.close();
+  });
+  const input = (o: Partial<CaptureInput> = {}): CaptureInput => ({
+    mode: 'granular',
+    granted: ['essential', 'analytics'],
+    language: 'en',
+    pageUrl: 'https://shop.example/signup',
+    userAgent: 'vitest',
+    ipHash: 'iphash',
+    ...o,
+  });
+  const capture = (o: Partial<CaptureInput> = {}) =>
+    captureConsent(pub.f.p.rt, pub.a.app, pub.a.notice as NoticeVersion, input(o));
+  const op = (path: string, body: unknown = {}, headers: Record<string, string> = secret(pub.a)) =>
+    pub.f.call('POST', `${PUBLIC_TRANSACTIONS}${path}`, { headers, body });
+  return { pub, capture, op };
+}
+
+export const PUBLIC_TRANSACTIONS = '/api/public/consents/my-transactions';

@@ -1,52 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureConsent, type CaptureInput } from '../../shared/domain/consent/index.js';
-import type { NoticeVersion } from '../../shared/domain/types.js';
-import {
-  secret,
-  startConsentProcess,
-  type ConsentFixture,
-  type Reply,
-  type TestApp,
-} from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { secret, usePublicApi, PUBLIC_TRANSACTIONS, type Reply } from './fixture.js';
 
-let f: ConsentFixture;
-let a: TestApp;
-
-const P = '/api/public/consents/my-transactions';
-const SCALE = 3600; // sandbox: 1 h postback window → 1 s
-
-beforeAll(async () => {
-  f = await startConsentProcess('consent-public');
-  a = await f.createApp({
-    slaTimeScale: SCALE,
-    notice: {
-      triggerKey: 'signup',
-      purposes: [
-        { name: 'essential', required: true },
-        { name: 'analytics' },
-        { name: 'marketing' },
-      ],
-    },
-  });
-});
-afterAll(async () => {
-  await f?.close();
-});
-
-const input = (o: Partial<CaptureInput> = {}): CaptureInput => ({
-  mode: 'granular',
-  granted: ['essential', 'analytics'],
-  language: 'en',
-  pageUrl: 'https://shop.example/signup',
-  userAgent: 'vitest',
-  ipHash: 'iphash',
-  ...o,
-});
-const capture = (o: Partial<CaptureInput> = {}) =>
-  captureConsent(f.p.rt, a.app, a.notice as NoticeVersion, input(o));
-
-const op = (path: string, body: unknown = {}, headers: Record<string, string> = secret(a)) =>
-  f.call('POST', `${P}${path}`, { headers, body });
+const { pub, capture, op } = usePublicApi('consent-public');
+const P = PUBLIC_TRANSACTIONS;
+/** The app's sandbox time scale (usePublicApi): a 1 h postback window is 1 s. */
+const SCALE = 3600;
 
 describe('reading transactions', () => {
   it('GET /my-transactions pages a principal’s transactions newest first with an opaque cursor', async () => {
@@ -60,7 +18,7 @@ describe('reading transactions', () => {
     const sizes: number[] = [];
     do {
       const q: string = `referenceId=${first.referenceId}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
-      const r: Reply = await f.call('GET', `${P}?${q}`, { headers: secret(a) });
+      const r: Reply = await pub.f.call('GET', `${P}?${q}`, { headers: secret(pub.a) });
       expect(r.status).toBe(200);
       sizes.push(r.body.items.length);
       seen.push(...r.body.items.map((t: { transactionId: string }) => t.transactionId));
@@ -70,8 +28,8 @@ describe('reading transactions', () => {
     expect(sizes).toEqual([2, 2, 1]);
     expect(seen).toEqual([...ids].reverse());
 
-    const all = await f.call('GET', `${P}?referenceId=${first.referenceId}`, {
-      headers: secret(a),
+    const all = await pub.f.call('GET', `${P}?referenceId=${first.referenceId}`, {
+      headers: secret(pub.a),
     });
     expect(all.body.items).toHaveLength(5);
     expect(all.body.nextCursor).toBeNull();
@@ -79,7 +37,7 @@ describe('reading transactions', () => {
       transactionId: first.transactionId,
       referenceId: first.referenceId,
       processId: 'signup',
-      noticeId: a.notice!.noticeId,
+      noticeId: pub.a.notice!.noticeId,
       noticeVersion: 1,
       language: 'en',
       source: 'widget',
@@ -109,19 +67,21 @@ describe('reading transactions', () => {
     });
 
     // A principal with nothing is an empty list, not an error.
-    const none = await f.call('GET', `${P}?referenceId=SVC-REF-00000000`, { headers: secret(a) });
+    const none = await pub.f.call('GET', `${P}?referenceId=SVC-REF-00000000`, {
+      headers: secret(pub.a),
+    });
     expect(none.body).toEqual({ items: [], nextCursor: null });
 
     // A cursor of another principal is refused, not followed.
     const other = await capture();
-    const page = await f.call('GET', `${P}?referenceId=${first.referenceId}&limit=1`, {
-      headers: secret(a),
+    const page = await pub.f.call('GET', `${P}?referenceId=${first.referenceId}&limit=1`, {
+      headers: secret(pub.a),
     });
-    const foreign = await f.call(
+    const foreign = await pub.f.call(
       'GET',
       `${P}?referenceId=${other.referenceId}&cursor=${page.body.nextCursor}`,
       {
-        headers: secret(a),
+        headers: secret(pub.a),
       },
     );
     expect(foreign.status).toBe(422);
@@ -137,7 +97,7 @@ describe('reading transactions', () => {
       ['referenceId=SVC-REF-00000000&limit=x', '/limit'],
       ['referenceId=SVC-REF-00000000&cursor=%21%21', '/cursor'],
     ]) {
-      const r = await f.call('GET', `${P}?${q}`, { headers: secret(a) });
+      const r = await pub.f.call('GET', `${P}?${q}`, { headers: secret(pub.a) });
       expect(r.status, q).toBe(422);
       expect(
         r.body.errors.map((e: { path: string }) => e.path),
@@ -148,7 +108,7 @@ describe('reading transactions', () => {
 
   it('GET /my-transactions/:id answers the transaction; 404 for unknown ids or another principal', async () => {
     const c = await capture();
-    const r = await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) });
+    const r = await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: secret(pub.a) });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
       transactionId: c.transactionId,
@@ -158,23 +118,28 @@ describe('reading transactions', () => {
     expect(r.body).not.toHaveProperty('proof');
     expect(
       (
-        await f.call('GET', `${P}/${c.transactionId}?referenceId=${c.referenceId}`, {
-          headers: secret(a),
+        await pub.f.call('GET', `${P}/${c.transactionId}?referenceId=${c.referenceId}`, {
+          headers: secret(pub.a),
         })
       ).status,
     ).toBe(200);
     expect(
       (
-        await f.call('GET', `${P}/${c.transactionId}?referenceId=SVC-REF-00000000`, {
-          headers: secret(a),
+        await pub.f.call('GET', `${P}/${c.transactionId}?referenceId=SVC-REF-00000000`, {
+          headers: secret(pub.a),
         })
       ).status,
     ).toBe(404);
     expect(
-      (await f.call('GET', `${P}/01890000-0000-7000-8000-000000000000`, { headers: secret(a) }))
-        .status,
+      (
+        await pub.f.call('GET', `${P}/01890000-0000-7000-8000-000000000000`, {
+          headers: secret(pub.a),
+        })
+      ).status,
     ).toBe(404);
-    expect((await f.call('GET', `${P}/not-an-id`, { headers: secret(a) })).status).toBe(404);
+    expect((await pub.f.call('GET', `${P}/not-an-id`, { headers: secret(pub.a) })).status).toBe(
+      404,
+    );
   });
 });
 
@@ -205,7 +170,7 @@ describe('changing transactions and records', () => {
     const erased = await op(`/${c.transactionId}/erase`);
     expect(erased.body.status).toBe('erased');
 
-    const events = await f.waitForEvents(c.referenceId, 5);
+    const events = await pub.f.waitForEvents(c.referenceId, 5);
     expect(events.map((e) => e.type)).toEqual([
       'consent.created',
       'consent.granted',
@@ -232,10 +197,12 @@ describe('changing transactions and records', () => {
       new Date(Date.parse(deleted!.createdAt) + 86_400_000 / SCALE).toISOString(),
     );
     for (const e of events) expect(e.data.consentId).toBe(c.transactionId);
-    const keys = f.messages.filter(
+    const keys = pub.f.messages.filter(
       (m) => (m.value as { data?: { referenceId?: string } }).data?.referenceId === c.referenceId,
     );
-    expect(new Set(keys.map((m) => m.key))).toEqual(new Set([`${a.app.appId}:${c.referenceId}`]));
+    expect(new Set(keys.map((m) => m.key))).toEqual(
+      new Set([`${pub.a.app.appId}:${c.referenceId}`]),
+    );
     expect(new Set(keys.map((m) => m.partition)).size).toBe(1);
 
     // Erased is terminal.
@@ -250,7 +217,7 @@ describe('changing transactions and records', () => {
 
   it('record operations change one record; revoke on denied is a no-op', async () => {
     const c = await capture();
-    const t = (await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) })).body;
+    const t = (await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: secret(pub.a) })).body;
     const [essential, analytics, marketing] = t.records.map(
       (r: { recordId: string }) => r.recordId,
     );
@@ -275,7 +242,7 @@ describe('changing transactions and records', () => {
     ]);
     expect(e.body.status).toBe('partially_revoked');
 
-    const events = await f.waitForEvents(c.referenceId, 5);
+    const events = await pub.f.waitForEvents(c.referenceId, 5);
     expect(events.slice(2).map((x) => [x.type, x.data.recordIds])).toEqual([
       ['consent.withdrawn', [analytics]],
       ['consent.granted', [marketing]],
@@ -296,8 +263,8 @@ describe('changing transactions and records', () => {
 
   it('bad bodies: malformed JSON 400, unknown field or bad referenceId 422', async () => {
     const c = await capture();
-    const raw = await f.call('POST', `${P}/${c.transactionId}/revoke`, {
-      headers: secret(a),
+    const raw = await pub.f.call('POST', `${P}/${c.transactionId}/revoke`, {
+      headers: secret(pub.a),
       raw: '{"x"',
     });
     expect(raw.status).toBe(400);
@@ -308,7 +275,9 @@ describe('changing transactions and records', () => {
       '/referenceId',
     ]);
     // No body at all is fine for single-item calls.
-    const none = await f.call('POST', `${P}/${c.transactionId}/revoke`, { headers: secret(a) });
+    const none = await pub.f.call('POST', `${P}/${c.transactionId}/revoke`, {
+      headers: secret(pub.a),
+    });
     expect(none.status).toBe(200);
   });
 });

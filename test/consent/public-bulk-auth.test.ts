@@ -1,59 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureConsent, type CaptureInput } from '../../shared/domain/consent/index.js';
-import type { NoticeVersion } from '../../shared/domain/types.js';
-import {
-  browser,
-  secret,
-  startConsentProcess,
-  type ConsentFixture,
-  type TestApp,
-} from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { browser, secret, usePublicApi, PUBLIC_TRANSACTIONS } from './fixture.js';
 
-let f: ConsentFixture;
-let a: TestApp;
-
-const P = '/api/public/consents/my-transactions';
-const SCALE = 3600; // sandbox: 1 h postback window → 1 s
-
-beforeAll(async () => {
-  f = await startConsentProcess('consent-public-bulk');
-  a = await f.createApp({
-    slaTimeScale: SCALE,
-    notice: {
-      triggerKey: 'signup',
-      purposes: [
-        { name: 'essential', required: true },
-        { name: 'analytics' },
-        { name: 'marketing' },
-      ],
-    },
-  });
-});
-afterAll(async () => {
-  await f?.close();
-});
-
-const input = (o: Partial<CaptureInput> = {}): CaptureInput => ({
-  mode: 'granular',
-  granted: ['essential', 'analytics'],
-  language: 'en',
-  pageUrl: 'https://shop.example/signup',
-  userAgent: 'vitest',
-  ipHash: 'iphash',
-  ...o,
-});
-const capture = (o: Partial<CaptureInput> = {}) =>
-  captureConsent(f.p.rt, a.app, a.notice as NoticeVersion, input(o));
-
-const op = (path: string, body: unknown = {}, headers: Record<string, string> = secret(a)) =>
-  f.call('POST', `${P}${path}`, { headers, body });
+const { pub, capture, op } = usePublicApi('consent-public-bulk');
+const P = PUBLIC_TRANSACTIONS;
 
 describe('bulk', () => {
   it('applies each item on its own and reports per item; neither list means all', async () => {
     const c1 = await capture();
     const c2 = await capture({ referenceId: c1.referenceId });
     const stranger = await capture();
-    const t2 = (await f.call('GET', `${P}/${c2.transactionId}`, { headers: secret(a) })).body;
+    const t2 = (await pub.f.call('GET', `${P}/${c2.transactionId}`, { headers: secret(pub.a) }))
+      .body;
     const erasedRecord = t2.records[2].recordId;
     await op(`/records/${erasedRecord}/erase`);
 
@@ -75,7 +32,7 @@ describe('bulk', () => {
       { id: t2.records[0].recordId, ok: true, status: 'active' },
     ]);
     // The stranger's transaction was not touched.
-    const s = await f.call('GET', `${P}/${stranger.transactionId}`, { headers: secret(a) });
+    const s = await pub.f.call('GET', `${P}/${stranger.transactionId}`, { headers: secret(pub.a) });
     expect(s.body.records.map((x: { state: string }) => x.state)).toEqual([
       'granted',
       'granted',
@@ -88,7 +45,7 @@ describe('bulk', () => {
       { id: c1.transactionId, ok: true, status: 'revoked' },
       { id: c2.transactionId, ok: true, status: 'revoked' },
     ]);
-    const events = await f.waitForEvents(c1.referenceId, 8);
+    const events = await pub.f.waitForEvents(c1.referenceId, 8);
     expect(
       events
         .filter((e) => e.type === 'consent.withdrawn')
@@ -120,7 +77,7 @@ describe('bulk', () => {
     expect(big.body.errors[0].path).toBe('/recordIds');
     expect((await op('/bulk/revoke', {})).status).toBe(422);
     expect(
-      (await f.call('POST', `${P}/bulk/revoke`, { headers: secret(a), raw: '[' })).status,
+      (await pub.f.call('POST', `${P}/bulk/revoke`, { headers: secret(pub.a), raw: '[' })).status,
     ).toBe(400);
     const hundred = await op('/bulk/revoke', {
       referenceId: 'SVC-REF-00000000',
@@ -135,16 +92,16 @@ describe('bulk', () => {
 describe('authentication and CORS', () => {
   it('server: missing or wrong secret key 401', async () => {
     const c = await capture();
-    expect((await f.call('GET', `${P}/${c.transactionId}`)).status).toBe(401);
+    expect((await pub.f.call('GET', `${P}/${c.transactionId}`)).status).toBe(401);
     expect(
       (
-        await f.call('GET', `${P}/${c.transactionId}`, {
+        await pub.f.call('GET', `${P}/${c.transactionId}`, {
           headers: { 'x-secret-key': `svc_sk_test_${'A'.repeat(40)}` },
         })
       ).status,
     ).toBe(401);
     expect(
-      (await f.call('GET', `${P}/${c.transactionId}`, { headers: { 'x-secret-key': 'junk' } }))
+      (await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: { 'x-secret-key': 'junk' } }))
         .status,
     ).toBe(401);
     expect((await op(`/${c.transactionId}/revoke`, {}, { 'x-secret-key': 'junk' })).status).toBe(
@@ -154,50 +111,52 @@ describe('authentication and CORS', () => {
 
   it('browser: site key from an allowed origin with a principal token works (CORS header); other origins 403; unknown site key 401', async () => {
     const c = await capture();
-    const token = await f.mintToken(a, c.referenceId);
-    const ok = await f.call('GET', `${P}/${c.transactionId}`, { headers: browser(a, token) });
+    const token = await pub.f.mintToken(pub.a, c.referenceId);
+    const ok = await pub.f.call('GET', `${P}/${c.transactionId}`, {
+      headers: browser(pub.a, token),
+    });
     expect(ok.status).toBe(200);
-    expect(ok.headers.get('access-control-allow-origin')).toBe(a.origin);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(pub.a.origin);
 
-    const evil = await f.call('GET', `${P}/${c.transactionId}`, {
-      headers: browser(a, token, 'https://evil.example'),
+    const evil = await pub.f.call('GET', `${P}/${c.transactionId}`, {
+      headers: browser(pub.a, token, 'https://evil.example'),
     });
     expect(evil.status).toBe(403);
     expect(evil.headers.get('access-control-allow-origin')).toBeNull();
-    const noOrigin = await f.call('GET', `${P}/${c.transactionId}`, {
-      headers: { 'x-site-key': a.siteKey },
+    const noOrigin = await pub.f.call('GET', `${P}/${c.transactionId}`, {
+      headers: { 'x-site-key': pub.a.siteKey },
     });
     expect(noOrigin.status).toBe(403);
     const evilWrite = await op(
       `/${c.transactionId}/revoke`,
       {},
-      browser(a, token, 'https://evil.example'),
+      browser(pub.a, token, 'https://evil.example'),
     );
     expect(evilWrite.status).toBe(403);
     expect(
       (
-        await f.call('GET', `${P}/${c.transactionId}`, {
-          headers: { 'x-site-key': `APP_${'a'.repeat(24)}`, origin: a.origin },
+        await pub.f.call('GET', `${P}/${c.transactionId}`, {
+          headers: { 'x-site-key': `APP_${'a'.repeat(24)}`, origin: pub.a.origin },
         })
       ).status,
     ).toBe(401);
     // The refused write changed nothing.
     expect(
-      (await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) })).body.status,
+      (await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: secret(pub.a) })).body.status,
     ).toBe('active');
   });
 
   it('answers CORS preflight on every path', async () => {
     for (const path of [P, `${P}/x/revoke`, `${P}/records/x/grant`, `${P}/bulk/erase`]) {
-      const r = await f.call('OPTIONS', path, {
+      const r = await pub.f.call('OPTIONS', path, {
         headers: {
-          origin: a.origin,
+          origin: pub.a.origin,
           'access-control-request-method': 'POST',
           'access-control-request-headers': 'x-site-key, content-type',
         },
       });
       expect(r.status, path).toBe(204);
-      expect(r.headers.get('access-control-allow-origin')).toBe(a.origin);
+      expect(r.headers.get('access-control-allow-origin')).toBe(pub.a.origin);
       expect(r.headers.get('access-control-allow-headers')).toContain('x-site-key');
       expect(r.headers.get('access-control-allow-methods')).toContain('POST');
     }
@@ -205,26 +164,26 @@ describe('authentication and CORS', () => {
 
   it('a rotated-away secret key is 401 at once; the new one works', async () => {
     const c = await capture();
-    const old = a.secretKey;
-    const { secretKey } = await f.admin('POST', `/apps/${a.app.appId}/secret/rotate`);
-    a.secretKey = secretKey;
-    const stale = await f.call('GET', `${P}/${c.transactionId}`, {
+    const old = pub.a.secretKey;
+    const { secretKey } = await pub.f.admin('POST', `/apps/${pub.a.app.appId}/secret/rotate`);
+    pub.a.secretKey = secretKey;
+    const stale = await pub.f.call('GET', `${P}/${c.transactionId}`, {
       headers: { 'x-secret-key': old },
     });
     expect(stale.status).toBe(401);
     expect((await op(`/${c.transactionId}/revoke`, {}, { 'x-secret-key': old })).status).toBe(401);
-    expect((await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) })).status).toBe(
-      200,
-    );
+    expect(
+      (await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: secret(pub.a) })).status,
+    ).toBe(200);
   });
 
   it('records who acted: portal via a principal token, api via secret key', async () => {
     const c = await capture();
-    const t = (await f.call('GET', `${P}/${c.transactionId}`, { headers: secret(a) })).body;
-    const token = await f.mintToken(a, c.referenceId);
-    await op(`/records/${t.records[1].recordId}/revoke`, {}, browser(a, token));
-    await op(`/records/${t.records[1].recordId}/grant`, {}, secret(a));
-    const hist = (await f.itemsOf(a.app.appId))
+    const t = (await pub.f.call('GET', `${P}/${c.transactionId}`, { headers: secret(pub.a) })).body;
+    const token = await pub.f.mintToken(pub.a, c.referenceId);
+    await op(`/records/${t.records[1].recordId}/revoke`, {}, browser(pub.a, token));
+    await op(`/records/${t.records[1].recordId}/grant`, {}, secret(pub.a));
+    const hist = (await pub.f.itemsOf(pub.a.app.appId))
       .kinds('history')
       .filter((h) => h.transactionId === c.transactionId)
       .sort((x, y) => String(x.sk).localeCompare(String(y.sk)));
@@ -236,7 +195,7 @@ describe('authentication and CORS', () => {
       ['grant', 'revoked', 'granted', { source: 'api', credential: 'secretKey' }],
     ]);
     expect(hist[3]).toMatchObject({
-      noticeId: a.notice!.noticeId,
+      noticeId: pub.a.notice!.noticeId,
       noticeVersion: 1,
       language: 'en',
       purpose: 'analytics',
@@ -246,7 +205,7 @@ describe('authentication and CORS', () => {
 
 describe('OpenAPI', () => {
   it('documents every route of the record API and the public API with its schemas', async () => {
-    const r = await f.call('GET', '/openapi.json');
+    const r = await pub.f.call('GET', '/openapi.json');
     expect(r.status).toBe(200);
     const paths = r.body.paths as Record<
       string,
