@@ -69,18 +69,17 @@ const entryOf = (e: Loose): Loose =>
  * their seq, previous flag and hashes), so an export can be verified without the service.
  */
 export function detailOf(d: DispatchWithAttempts): DispatchDetail {
-  const extra = d;
   const summary = summaryOf(d);
   return {
     ...summary,
     // From the whole history here, so also right for a dispatch the worker has not written since.
-    worstFlag: worstOf([summary.worstFlag, ...(extra.flagHistory ?? []).map((f) => f.flag)]),
+    worstFlag: worstOf([summary.worstFlag, ...(d.flagHistory ?? []).map((f) => f.flag)]),
     bodySha256: d.bodySha256,
     entryHash: d.entryHash,
     headHash: d.headHash,
     attempts: (d.attempts as unknown as Loose[]).map(attemptOf),
-    postbacks: (extra.postbacks ?? []).map(entryOf),
-    flagHistory: (extra.flagHistory ?? []).map(entryOf) as DispatchDetail['flagHistory'],
-    flagEntries: (extra.flagEntries ?? []).map(entryOf) as DispatchDetail['flagEntries'],
+    postbacks: (d.postbacks ?? []).map(entryOf),
+    flagHistory: (d.flagHistory ?? []).map(entryOf) as DispatchDetail['flagHistory'],
+    flagEntries: (d.flagEntries ?? []).map(entryOf) as DispatchDetail['flagEntries'],
   };
 }

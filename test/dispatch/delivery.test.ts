@@ -12,7 +12,7 @@ import {
   sandboxApp,
   waitForDispatch,
   useDispatcher,
-  dispatchIdOf,
+  dispatchIdOf as idOf,
 } from './helpers.js';
 
 const f = useDispatcher('dispatch-delivery', {
@@ -23,7 +23,6 @@ const f = useDispatcher('dispatch-delivery', {
   DISPATCH_CLOCK_SKEW_MS: '0',
 });
 
-const idOf = dispatchIdOf;
 const headersOf = (r: { headers: Record<string, unknown> }) => r.headers as Record<string, string>;
 const verifier = (key: string) => new Webhook(Buffer.from(key), { format: 'raw' });
 

@@ -7,7 +7,7 @@ import {
   sandboxApp,
   waitForDispatch,
   useDispatcher,
-  dispatchIdOf,
+  dispatchIdOf as idOf,
 } from './helpers.js';
 
 /**
@@ -21,8 +21,6 @@ const f = useDispatcher('dispatch-retries', {
   DISPATCH_SWEEP_INTERVAL_MS: '200',
   WEBHOOK_DISABLE_AFTER_MS: '2000',
 });
-
-const idOf = dispatchIdOf;
 
 describe('retry schedule end to end', () => {
   it('makes 8 attempts, then the dispatch is failed', async () => {
