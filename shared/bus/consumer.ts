@@ -92,6 +92,17 @@ export function consumerMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
+    admission: getOrCreate(
+      registry,
+      'svc_consumer_admission_limit',
+      () =>
+        new Gauge({
+          name: 'svc_consumer_admission_limit',
+          help: 'Messages a pipelined consumer lets its handler work on at once; it halves on transient failures and grows back by one per success',
+          labelNames: ['group'],
+          registers: [registry],
+        }),
+    ),
     lag: getOrCreate(
       registry,
       'svc_consumer_lag',

@@ -4,6 +4,7 @@ import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../retry.js';
+import { Admission, type Ticket } from './admission.js';
 import { consumerMetrics, deadLetter, headersOf, pause } from './consumer.js';
 import type { Producer } from './producer.js';
 import { PartitionTracker } from './tracker.js';
@@ -69,6 +70,11 @@ export interface PipelineOptions {
   sessionTimeoutMs?: number;
   /** Messages passed to the handler at once. */
   chunkSize?: number;
+  /**
+   * The most messages the handler works on at once while healthy (default `maxUncommitted`).
+   * Transient failures lower it (see `Admission`), successes raise it back.
+   */
+  maxInFlight?: number;
 }
 
 /**
@@ -95,9 +101,11 @@ export class PipelinedConsumer {
   private stopped?: Promise<void>;
   private readonly m;
   private readonly sessionTimeoutMs: number;
+  private readonly admission: Admission;
 
   constructor(private readonly o: PipelineOptions) {
     this.m = consumerMetrics(o.registry);
+    this.admission = new Admission({ max: o.maxInFlight ?? o.maxUncommitted });
     this.sessionTimeoutMs = o.sessionTimeoutMs ?? 30_000;
     this.ctx = {
       log: o.log,
@@ -158,13 +166,20 @@ export class PipelinedConsumer {
         let i = 0;
         const live = () => isRunning() && !isStale() && !this.quiescing && gen === this.generation;
         while (i < msgs.length && live()) {
-          // A partition whose oldest work is stuck stops here, heartbeating, until it moves.
+          // A partition whose oldest work is stuck stops here, heartbeating, until it moves;
+          // so does every partition while the handler's dependencies are overloaded.
           while (t.room() === 0 && live()) {
             await t.waitForRoom(1_000);
             await heartbeat();
           }
+          while (this.admission.room() === 0 && live()) {
+            await this.admission.waitForRoom(1_000);
+            await heartbeat();
+          }
           if (!live()) break;
-          const chunk = msgs.slice(i, i + Math.min(t.room(), this.o.chunkSize ?? 100));
+          const n = Math.min(t.room(), this.admission.room(), this.o.chunkSize ?? 100);
+          if (n === 0) continue;
+          const chunk = msgs.slice(i, i + n);
           await this.hand(batch.topic, batch.partition, t, gen, chunk);
           i += chunk.length;
           resolveOffset(chunk[chunk.length - 1]!.offset);
@@ -247,8 +262,12 @@ export class PipelinedConsumer {
       good.push({ pm, raw, entry });
     }
     if (good.length === 0) return;
+    const ticket = this.admission.take(good.length);
+    this.m.admission.set({ group: this.o.groupId }, this.admission.limit);
     const done = await this.accept(good.map((g) => g.pm));
-    good.forEach((g, j) => this.track(t, g.entry, this.settle(g.pm, g.raw, done[j]!, 0)));
+    good.forEach((g, j) =>
+      this.track(t, g.entry, this.settle(g.pm, g.raw, done[j]!, 0, ticket)),
+    );
   }
 
   /** Runs the handler; a handler that throws while accepting fails every message of the chunk. */
@@ -276,18 +295,24 @@ export class PipelinedConsumer {
     raw: KafkaMessage,
     work: Promise<unknown>,
     attempt: number,
+    ticket: Ticket,
   ): Promise<void> {
     const { groupId } = this.o;
     try {
       await work;
+      this.admit('ok', ticket);
       this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'ok' });
       return;
     } catch (e) {
       const err = coerceError(e);
       const log = this.o.log.child({ topic: pm.topic, partition: pm.partition, offset: pm.offset });
       const live = () => !this.quiescing && pm.generation === this.generation;
-      if (!live()) throw e;
+      if (!live()) {
+        this.admit('neutral', ticket);
+        throw e;
+      }
       if (isPermanent(e)) {
+        this.admit('neutral', ticket);
         log.error({ err: e, code: err.code }, 'message can never be processed; dead-lettering');
         return this.dead(
           pm.topic,
@@ -298,6 +323,7 @@ export class PipelinedConsumer {
           live,
         );
       }
+      this.admit('failed', ticket);
       this.m.handled.inc({ group: groupId, topic: pm.topic, outcome: 'retried' });
       const wait = backoffMs(attempt, {
         baseMs: this.o.retryBaseMs ?? 200,
@@ -306,11 +332,19 @@ export class PipelinedConsumer {
       });
       const level = attempt >= 3 ? 'error' : 'warn';
       log[level]({ err: e, code: err.code, attempt, wait }, 'message failed; retrying');
+      // A retry waits its turn like new work: while everything fails, one at a time.
       if (!(await pause(wait, live))) throw e;
+      const next = await this.admission.acquire(live);
+      if (next === undefined) throw e;
       // Whatever the failed try left behind is checked for first.
       const [again] = await this.accept([{ ...pm, uncertain: true }]);
-      return this.settle(pm, raw, again!, attempt + 1);
+      return this.settle(pm, raw, again!, attempt + 1, next);
     }
+  }
+
+  private admit(outcome: 'ok' | 'failed' | 'neutral', ticket: Ticket): void {
+    this.admission.release(outcome, ticket);
+    this.m.admission.set({ group: this.o.groupId }, this.admission.limit);
   }
 
   /** Dead-letters a message, retrying the send while Kafka cannot take it. */

@@ -162,7 +162,7 @@ export class AppProcess {
         env: {
           ...process.env,
           NODE_ENV: 'development',
-          LOG_LEVEL: 'warn',
+          LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
           PORT: String(this.port),
           HOST: '127.0.0.1',
           KAFKA_BROKERS: this.o.stack.brokers,
@@ -598,6 +598,65 @@ async function listGranted(baseUrl: string, t: Tenant, referenceId?: string) {
     cursor = (r.body.nextCursor as string | null | undefined) ?? undefined;
   } while (cursor);
   return out;
+}
+
+/**
+ * What the ledger says of accepted consents that were not delivered: one line per consent with
+ * its consent.granted dispatches, their status, next attempt and attempts, to find where each
+ * one waits. Reads at most `limit` consents.
+ */
+export async function describeUndelivered(
+  baseUrl: string,
+  accepted: Accepted[],
+  receiver: Receiver,
+  limit = 20,
+): Promise<string[]> {
+  const okRefs = new Set(
+    receiver.deliveries
+      .filter((d) => d.type === 'consent.granted' && d.status < 300)
+      .map((d) => d.referenceId),
+  );
+  const missing = accepted
+    .filter((a) => !a.tenant.endpoint.startsWith('failing') && !okRefs.has(a.referenceId))
+    .slice(0, limit);
+  const lines: string[] = [];
+  for (const a of missing) {
+    const seen = receiver.deliveries.filter((d) => d.referenceId === a.referenceId);
+    const granted = await listGranted(baseUrl, a.tenant, a.referenceId).catch((e: Error) => e);
+    const ledger =
+      granted instanceof Error
+        ? `ledger error ${granted.message}`
+        : JSON.stringify(
+            await Promise.all(
+              granted.map(async (d) => {
+                const r = await readJson(
+                  `${baseUrl}/api/v1/ledger/dispatches/${d.dispatchId}`,
+                  a.tenant.apiKey,
+                );
+                const b = r.body as Record<string, unknown>;
+                return {
+                  id: d.dispatchId,
+                  status: b.deliveryStatus,
+                  created: b.createdAt,
+                  next: b.nextAttemptAt,
+                  attempts: (b.attempts as Record<string, unknown>[] | undefined)?.map((t) => ({
+                    time: t.time,
+                    trigger: t.trigger,
+                    status: t.statusCode,
+                    error: t.errorClass,
+                    outcome: t.outcome,
+                  })),
+                };
+              }),
+            ),
+          );
+    lines.push(
+      `${a.referenceId} (${a.tenant.endpoint}): receiver saw ${seen.length} [${seen
+        .map((d) => `${d.type}:${d.status}`)
+        .join(',')}]; ledger ${ledger}`,
+    );
+  }
+  return lines;
 }
 
 /** Whether the ledger has a successful attempt under this webhook id. */

@@ -8,6 +8,7 @@ import {
   Receiver,
   createTenant,
   ledgerBalance,
+  describeUndelivered,
   postConsents,
   tally,
   waitDelivered,
@@ -220,6 +221,9 @@ async function judge(
     tenants: w.tenants,
   });
   const final = tally(load.accepted, w.receiver);
+  if (final.lost > 0)
+    for (const line of await describeUndelivered(w.ingress()[0]!, load.accepted, w.receiver))
+      o.log(`[${name}] undelivered: ${line}`);
   const failures: string[] = [];
   if (final.accepted === 0) failures.push('no consent was accepted');
   if (final.lost > 0) failures.push(`${final.lost} accepted consents never delivered`);

@@ -174,6 +174,55 @@ describe('pipelined consumer against real Kafka', () => {
     }
   });
 
+  it('works on fewer messages at once while they fail, and on more again as they succeed', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p5`;
+    const { consumer, taken } = controlledConsumer(groupId, 'p5-');
+    const limit = async () => {
+      const m = await rt.registry.getSingleMetric('svc_consumer_admission_limit')!.get();
+      return m.values.find((v) => v.labels.group === groupId)?.value;
+    };
+    const settled = new Set<Controlled>();
+    const settle = (c: Controlled, e?: unknown) => {
+      settled.add(c);
+      if (e) c.reject(e);
+      else c.resolve();
+    };
+    const pending = () => taken.filter((c) => !settled.has(c));
+    const down = () => new AppError('SVC_UNAVAILABLE', 'store overloaded');
+    await consumer.start();
+    try {
+      await send(Array.from({ length: 40 }, (_, i) => `p5-${i}`));
+      // Healthy: all 40 are handed over at once.
+      await vi.waitFor(() => expect(taken).toHaveLength(40), { timeout: 15_000 });
+      const base = Number(taken[0]!.m.offset);
+      // They all fail together: one wave, one cut, to half of the 40 in flight. The retries
+      // wait for the 20 slots instead of all coming back on their own clocks.
+      for (const c of pending()) settle(c, down());
+      await vi.waitFor(() => expect(pending()).toHaveLength(20), { timeout: 10_000 });
+      expect(await limit()).toBe(20);
+      expect(taken).toHaveLength(60);
+      // The retries fail too: half again.
+      for (const c of pending()) settle(c, down());
+      await vi.waitFor(() => expect(pending()).toHaveLength(10), { timeout: 10_000 });
+      expect(await limit()).toBe(10);
+      expect(taken).toHaveLength(70);
+      // The store is back: every success gives one slot back, and all 40 get done.
+      await vi.waitFor(
+        async () => {
+          for (const c of pending()) settle(c);
+          expect(await committed(groupId, taken[0]!.m.partition)).toBe(base + 40);
+        },
+        { timeout: 15_000 },
+      );
+      // 70 tries so far, 10 of them pending; the other 30 messages each take one more try.
+      expect(taken).toHaveLength(100);
+      // 40 successes on top of the 10.
+      expect(await limit()).toBe(50);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
   it('stops taking messages past maxUncommitted until a commit makes room', async () => {
     const groupId = `${rt.config.TOPIC_PREFIX}p4`;
     const { consumer, taken } = controlledConsumer(groupId, 'p4-', { maxUncommitted: 2 });
