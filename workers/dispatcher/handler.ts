@@ -12,23 +12,14 @@ import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
+import { FRESH_MS, actionFor, isDoubtful, writeModeFor } from './classify.js';
 import type { Lanes } from './lanes.js';
 import type { DispatcherMetrics } from './metrics.js';
 import type { FirstWriteResult, WriteMode } from './writer.js';
 
-/**
- * An event created less than FRESH_MS ago, and after this partition was assigned here (plus
- * DISPATCH_CLOCK_SKEW_MS for the producers' clocks), can only have been recorded by this
- * process, in the last FRESH_MS: `recent` (kept RECENT_MS) answers for it without a ledger read.
- */
-const FRESH_MS = 30_000;
+/** `recent` keeps what this process recorded for twice the window in which it answers. */
 const RECENT_MS = 2 * FRESH_MS;
 const RECENT_MAX = 500_000;
-
-function isFresh(event: ConsentEvent, m: PipelineMessage, nowMs: number, skewMs: number) {
-  const created = Date.parse(event.createdAt);
-  return created > nowMs - FRESH_MS && created > m.assignedAtMs + skewMs;
-}
 
 /** The consumer group's name. */
 export const CONSUMER = 'dispatcher';
@@ -70,16 +61,22 @@ export function consentEventHandler(
       const r = consentEventSchema.safeParse(m.value);
       return r.success ? { m, event: r.data, id: dispatchIdFor(r.data.id, endpointOf(r.data)) } : r;
     });
-    // An event that may have been recorded by someone else — a previous owner of the partition
-    // (`uncertain`), or anyone, if it was created before this assignment or a while ago (the
-    // outbox publishes at least once, so a late copy can come) — is looked up first, skipped if
+    // An event someone else may have recorded (`isDoubtful`) is looked up first, skipped if
     // recorded, and written conditionally. A fresh one can only have been recorded by this
     // process, lately: `recent` answers for it.
     const nowMs = Date.now();
     const doubtful = new Set(
       parsed.flatMap((p) =>
         'm' in p &&
-        (p.m.uncertain || !isFresh(p.event, p.m, nowMs, rt.config.DISPATCH_CLOCK_SKEW_MS))
+        isDoubtful(
+          {
+            uncertain: p.m.uncertain,
+            assignedAtMs: p.m.assignedAtMs,
+            createdAtMs: Date.parse(p.event.createdAt),
+          },
+          nowMs,
+          rt.config.DISPATCH_CLOCK_SKEW_MS,
+        )
           ? [p.id]
           : [],
       ),
@@ -95,21 +92,20 @@ export function consentEventHandler(
         continue;
       }
       const already = running.get(p.id);
-      if (already) {
+      const action = actionFor({
+        running: already !== undefined,
+        recorded: existing.has(p.id) || recent.has(p.id),
+      });
+      if (action !== 'dispatch') {
         d.metrics.dispatches.inc({ result: 'duplicate' });
-        out.push(already);
-        continue;
-      }
-      if (existing.has(p.id) || recent.has(p.id)) {
-        d.metrics.dispatches.inc({ result: 'duplicate' });
-        ctx.log.debug({ eventId: p.event.id }, 'event already dispatched');
-        out.push(Promise.resolve());
+        if (action === 'skip') ctx.log.debug({ eventId: p.event.id }, 'event already dispatched');
+        out.push(already ?? Promise.resolve());
         continue;
       }
       // Back-pressure: the chunk (and so its partition's fetching) waits while the backlog is full.
       const roomy = await d.lanes.waitForRoom();
       const { m, id } = p;
-      const mode = (): WriteMode => (!doubtful.has(id) && ctx.held(m) ? 'fast' : 'safe');
+      const mode = (): WriteMode => writeModeFor(doubtful.has(id), ctx.held(m));
       const work = dispatch(m, p.event, roomy, mode);
       running.set(id, work);
       void work.then(
