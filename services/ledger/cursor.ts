@@ -1,6 +1,7 @@
 import { AppError } from '../../shared/errors.js';
 import { canonicalJson, sha256Hex } from '../../shared/ledger/hash.js';
 import { indexOf, type DispatchQuery, type IndexKey } from '../../shared/ledger/export.js';
+import { isDispatchHead } from '../../shared/ledger/dispatches.js';
 
 /**
  * Page cursors: base64url JSON of the DynamoDB start key plus a digest of the query it belongs
@@ -67,7 +68,7 @@ export function decodeCursor(q: DispatchQuery, cursor: string): IndexKey {
     (q.from === undefined || sortKey >= q.from) && (q.to === undefined || sortKey < q.to);
   if (
     key[`${index}pk`] !== pk ||
-    key.sk !== 'DSP' ||
+    !isDispatchHead(key) ||
     !id ||
     !sortKey.endsWith(`#${id}`) ||
     !inRange

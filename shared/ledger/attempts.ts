@@ -7,11 +7,11 @@ import { changeKeys } from './changes.js';
 import {
   attemptSk,
   dispatchItem,
-  dispatchPk,
   firstSlaCheck,
   getDispatchState,
   type AttemptEntry,
   type DispatchState,
+  dispatchKey,
 } from './dispatches.js';
 import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
 import { chainHash } from './hash.js';
@@ -143,7 +143,7 @@ function attemptItems(
     prevHash: r.state.headHash,
   };
   const entry: AttemptEntry = { ...body, hash: chainHash(r.state.headHash, body) };
-  const key = { pk: dispatchPk(r.state.dispatchId), sk: 'DSP' };
+  const key = dispatchKey(r.state.dispatchId);
   const put: TransactItem = {
     Put: {
       TableName: rt.tables.ledger,

@@ -4,6 +4,7 @@ import { queryPages, type QueryInput } from '../storage/query.js';
 import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
 import { latestOverlapping, type Checkpoint } from './checkpoint.js';
 import type { Leaf } from './merkle.js';
+import { isDispatchHead } from './dispatches.js';
 
 /**
  * Where checkpoints live (the `checkpoints` table), and the two ledger reads the sealer needs.
@@ -308,7 +309,7 @@ export async function currentLeaves(
     },
   });
   return items
-    .filter((i) => i.sk === 'DSP')
+    .filter((i) => isDispatchHead(i))
     .map((i) => ({
       dispatchId: String(i.dispatchId),
       createdAt: String(i.createdAt),

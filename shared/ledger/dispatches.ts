@@ -24,6 +24,13 @@ import { GENESIS, chainHash, sha256Hex } from './hash.js';
  */
 
 export const dispatchPk = (id: string) => `DSP#${id}`;
+/** The dispatch item's sort key (its entries are `ATT#…`, `PBK#…`, … under the same pk). */
+export const DISPATCH_SK = 'DSP';
+/** The key of a dispatch item. */
+export const dispatchKey = (id: string) => ({ pk: dispatchPk(id), sk: DISPATCH_SK });
+/** Whether a ledger item is a dispatch item (not one of its entries, nor a checkpoint). */
+export const isDispatchHead = (item: object | undefined): boolean =>
+  (item as { sk?: unknown } | undefined)?.sk === DISPATCH_SK;
 export const attemptSk = (n: number) => `ATT#${String(n).padStart(3, '0')}`;
 
 /** Fields of the dispatch that never change, and so form its (first) chained entry. */
@@ -200,7 +207,7 @@ export function dispatchItem(state: DispatchState): Record<string, unknown> {
   return {
     ...state,
     pk: dispatchPk(state.dispatchId),
-    sk: 'DSP',
+    sk: DISPATCH_SK,
     gsi1pk: `APP#${state.appId}`,
     gsi1sk: sortKey,
     gsi2pk: `APP#${state.appId}#REF#${state.referenceId}`,
@@ -267,7 +274,7 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
   for (let i = 0; i < unique.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = unique
       .slice(i, i + 100)
-      .map((id) => ({ pk: dispatchPk(id), sk: 'DSP' }));
+      .map((id) => dispatchKey(id));
     for (let round = 0; keys && keys.length > 0; round++) {
       if (round > 0)
         await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
@@ -296,7 +303,7 @@ export async function getDispatchState(
   const r = await rt.dynamo.doc.send(
     new GetCommand({
       TableName: rt.tables.ledger,
-      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      Key: dispatchKey(dispatchId),
       ConsistentRead: true,
     }),
   );
@@ -326,8 +333,8 @@ export async function dispatchItems(
     ConsistentRead: true,
   });
   // "ATT#…" sorts before "DSP": put the dispatch first.
-  const found = out.find((i) => i.sk === 'DSP');
-  const entries = out.filter((i) => i.sk !== 'DSP');
+  const found = out.find((i) => isDispatchHead(i));
+  const entries = out.filter((i) => !isDispatchHead(i));
   if (!found) return entries;
   // A first attempt kept in the dispatch item is read as the entry it is.
   const { firstAttempt, ...head } = found;

@@ -1,5 +1,6 @@
 import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
 import { GENESIS, chainHash } from './hash.js';
+import { DISPATCH_SK } from './dispatches.js';
 
 /**
  * Checking one dispatch from its own entries, pure: the hash chain, and the head fields
@@ -33,7 +34,7 @@ export function checkChain(
   headHash: unknown,
 ): ChainResult {
   if (creation.prevHash !== GENESIS || chainHash(GENESIS, { ...creation }) !== entryHash)
-    return { ok: false, at: 'DSP', reason: 'creation entry does not match its hash' };
+    return { ok: false, at: DISPATCH_SK, reason: 'creation entry does not match its hash' };
   const next = new Map<string, ChainEntry[]>();
   for (const e of entries) {
     const key = String(e.body.prevHash);
@@ -57,7 +58,8 @@ export function checkChain(
   }
   const unlinked = entries.find((e) => !seen.has(e));
   if (unlinked) return { ok: false, at: unlinked.label, reason: 'prevHash does not link' };
-  if (prev !== headHash) return { ok: false, at: 'DSP', reason: 'headHash is not the last entry' };
+  if (prev !== headHash)
+    return { ok: false, at: DISPATCH_SK, reason: 'headHash is not the last entry' };
   return { ok: true, hashes };
 }
 

@@ -2,6 +2,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { ComplianceFlag } from '../compliance/flags.js';
 import type { Runtime } from '../runtime.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
+import { isDispatchHead } from './dispatches.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
@@ -137,7 +138,7 @@ export async function readDispatchPage(
     );
     evaluated += res.ScannedCount ?? 0;
     // Only dispatch items carry index keys; the check keeps any other entry out regardless.
-    const got = (res.Items ?? []).filter((i) => i.sk === 'DSP');
+    const got = (res.Items ?? []).filter((i) => isDispatchHead(i));
     if (got.length > want) {
       items.push(...got.slice(0, want));
       return { items, nextKey: keyAfter(items[items.length - 1]!, ref.index) };

@@ -6,7 +6,7 @@ import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';
-import { dispatchPk } from './dispatches.js';
+import { dispatchPk, dispatchKey } from './dispatches.js';
 import { duePutItem, type TimerEntry } from '../timers/due.js';
 import {
   chainAfter,
@@ -202,7 +202,7 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string): Transact
   return {
     Update: {
       TableName: rt.tables.ledger,
-      Key: { pk: dispatchPk(b.dispatchId), sk: 'DSP' },
+      Key: dispatchKey(b.dispatchId),
       UpdateExpression: `SET ${sets.join(', ')}`,
       ConditionExpression: conds.join(' AND '),
       ExpressionAttributeValues: values,

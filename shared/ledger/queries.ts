@@ -9,6 +9,8 @@ import {
   toDispatch,
   type AttemptEntry,
   type Dispatch,
+  isDispatchHead,
+  DISPATCH_SK,
 } from './dispatches.js';
 import { checkChain } from './evidence.js';
 import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flags.js';
@@ -34,7 +36,7 @@ export async function getDispatch(
 ): Promise<DispatchWithAttempts | undefined> {
   const items = await dispatchItems(rt, dispatchId);
   const head = items[0];
-  if (!head || head.sk !== 'DSP') return undefined;
+  if (!head || !isDispatchHead(head)) return undefined;
   return {
     ...toDispatch(head),
     attempts: entriesOf(items, 'ATT#').map(toAttempt),
@@ -55,7 +57,8 @@ export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string
 export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
   const items = await dispatchItems(rt, dispatchId);
   const head = items[0];
-  if (!head || head.sk !== 'DSP') return { ok: false, at: 'DSP', reason: 'unknown dispatch' };
+  if (!head || !isDispatchHead(head))
+    return { ok: false, at: DISPATCH_SK, reason: 'unknown dispatch' };
   const entries = items.slice(1).map(({ pk: _pk, sk, hash, ...body }) => ({
     label: String(sk),
     body,

@@ -1,7 +1,7 @@
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
-import { dispatchPk, getDispatchState, type DispatchState } from './dispatches.js';
+import { getDispatchState, type DispatchState, dispatchKey } from './dispatches.js';
 import { dueDeleteItem, dueEntry, duePutItem, ensureWatermark, shardOf } from '../timers/due.js';
 import { listDispatchesByApp } from './queries.js';
 
@@ -33,7 +33,7 @@ export async function requeueDispatch(
             {
               Update: {
                 TableName: rt.tables.ledger,
-                Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+                Key: dispatchKey(dispatchId),
                 UpdateExpression: 'SET duePk = :pk, dueSk = :sk, nextAttemptAt = :at',
                 ConditionExpression: state.dueSk ? 'dueSk = :old' : 'attribute_not_exists(dueSk)',
                 ExpressionAttributeValues: {

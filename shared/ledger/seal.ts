@@ -16,7 +16,7 @@ import {
   type PeriodPointer,
 } from './checkpoint-store.js';
 import { checkpointProblem, signCheckpoint, type Checkpoint } from './checkpoint.js';
-import { creationOf, dispatchItems } from './dispatches.js';
+import { creationOf, dispatchItems, isDispatchHead, DISPATCH_SK } from './dispatches.js';
 import { checkChain } from './evidence.js';
 import { GENESIS } from './hash.js';
 import { merkleRoot, type Leaf } from './merkle.js';
@@ -286,7 +286,7 @@ async function lostEntries(
     const items = await dispatchItems(rt, o.dispatchId);
     const head = items[0];
     const chain =
-      head && head.sk === 'DSP'
+      head && isDispatchHead(head)
         ? checkChain(
             { ...creationOf(head) },
             head.entryHash,
@@ -297,7 +297,7 @@ async function lostEntries(
             })),
             head.headHash,
           )
-        : ({ ok: false, at: 'DSP', reason: 'gone' } as const);
+        : ({ ok: false, at: DISPATCH_SK, reason: 'gone' } as const);
     if (!chain.ok)
       return `dispatch ${o.dispatchId}: its chain is broken at ${chain.at} (${chain.reason})`;
     if (!chain.hashes.includes(o.headHash))

@@ -3,7 +3,7 @@ import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
 import type { PostbackMessage } from '../compliance/postback.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
-import { dispatchItems, dispatchPk, type DispatchRecord } from './dispatches.js';
+import { dispatchItems, type DispatchRecord, dispatchKey, isDispatchHead } from './dispatches.js';
 
 /**
  * What the compliance worker needs of a dispatch's postbacks and flags, kept in the dispatch
@@ -61,7 +61,7 @@ export async function readComplianceState(
   const r = await rt.dynamo.doc.send(
     new GetCommand({
       TableName: rt.tables.ledger,
-      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      Key: dispatchKey(dispatchId),
       ConsistentRead: true,
     }),
   );
@@ -79,7 +79,7 @@ export async function readComplianceState(
   }
   const items = await dispatchItems(rt, dispatchId);
   const head = items[0] as (DispatchRecord & Record<string, unknown>) | undefined;
-  if (!head || head.sk !== 'DSP') return undefined;
+  if (!head || !isDispatchHead(head)) return undefined;
   const entries = (prefix: string) => items.filter((i) => String(i.sk).startsWith(prefix));
   const flags = entries('FLAG#');
   return {
@@ -101,7 +101,7 @@ export function acceptPostbackItem(rt: Runtime, dispatchId: string, max: number)
   return {
     Update: {
       TableName: rt.tables.ledger,
-      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      Key: dispatchKey(dispatchId),
       UpdateExpression: 'ADD postbacksAccepted :one',
       ConditionExpression:
         'attribute_exists(pk) AND (attribute_not_exists(postbacksAccepted) OR postbacksAccepted < :max)',

@@ -1,5 +1,5 @@
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js';
+import { getDispatchState, dispatchKey } from '../../shared/ledger/dispatches.js';
 import {
   deleteDue,
   dueDeleteItem,
@@ -176,7 +176,7 @@ export class Sweeper {
             {
               Update: {
                 TableName: rt.tables.ledger,
-                Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
+                Key: dispatchKey(e.dispatchId),
                 UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
                 ConditionExpression:
                   attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
@@ -204,7 +204,7 @@ export class Sweeper {
       await this.rt.dynamo.doc.send(
         new UpdateCommand({
           TableName: this.rt.tables.ledger,
-          Key: { pk: dispatchPk(e.dispatchId), sk: 'DSP' },
+          Key: dispatchKey(e.dispatchId),
           UpdateExpression: 'REMOVE duePk, dueSk',
           ConditionExpression: 'dueSk = :sk',
           ExpressionAttributeValues: { ':sk': e.sk },
