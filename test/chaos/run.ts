@@ -24,6 +24,7 @@ const cli: Record<string, { scenario: ScenarioName; faultS?: number }> = {
   'kafka-restart': { scenario: 'kafka-restart', faultS: 20 },
   'dynamodb-restart': { scenario: 'dynamodb-restart', faultS: 20 },
   'worker-kill': { scenario: 'worker-kill' },
+  'workers-down-60': { scenario: 'workers-down', faultS: 60 },
   soak: { scenario: 'soak' },
 };
 void scenarioNames;

@@ -33,6 +33,7 @@ export const scenarioNames = [
   'kafka-restart',
   'dynamodb-restart',
   'worker-kill',
+  'workers-down',
   'soak',
 ] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
@@ -254,7 +255,8 @@ function restartAfter(app: AppProcess, ms: number) {
 
 export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promise<ScenarioResult> {
   if (name === 'soak') return soak(o);
-  const w = await setup(name, name === 'worker-kill' ? 'split' : 'one', o);
+  const split = name === 'worker-kill' || name === 'workers-down';
+  const w = await setup(name, split ? 'split' : 'one', o);
   try {
     const app = w.apps[0]!;
     const faults: Record<Exclude<ScenarioName, 'soak'>, () => Promise<void>> = {
@@ -289,6 +291,15 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
       'worker-kill': async () => {
         // One of the two worker copies dies for good; the other takes its partitions.
         w.apps[1]!.kill9();
+      },
+      'workers-down': async () => {
+        // Both worker copies die while ingress keeps accepting: the events pile up in Kafka,
+        // and on their return every one of them lies in the uncertain zone (it existed when
+        // the partitions were assigned), the dispatcher's most expensive path, all at once.
+        w.apps[1]!.kill9();
+        w.apps[2]!.kill9();
+        await delay(o.faultMs);
+        await Promise.all([w.apps[1]!.start(), w.apps[2]!.start()]);
       },
     };
     const { load, faultEndedAt, readiness } = await loadWithFault(w, name, o, faults[name]);
