@@ -1,5 +1,5 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
-import { headersOf } from './consumer.js';
+import { headersOf } from './support.js';
 import type { OutMessage, Producer } from './producer.js';
 
 /** One dead-lettered message, with where it came from and why. */

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../retry.js';
 import { Admission, type Ticket } from './admission.js';
-import { consumerMetrics, deadLetter, headersOf, pause } from './consumer.js';
+import { consumerMetrics, deadLetter, headersOf, pause } from './support.js';
 import type { Producer } from './producer.js';
 import { PartitionTracker } from './tracker.js';
 
@@ -54,7 +54,7 @@ export type PipelineHandler = (
 export interface PipelineOptions {
   kafka: Kafka;
   groupId: string;
-  topic: string;
+  topics: string[];
   handler: PipelineHandler;
   deadLetterTopic: string;
   producer: Producer;
@@ -71,6 +71,14 @@ export interface PipelineOptions {
   /** Messages passed to the handler at once. */
   chunkSize?: number;
   /**
+   * One message at a time per partition, in order: the next is handed over only once the
+   * previous one is done (or dead-lettered). For handlers whose effects must follow the
+   * partition's order (`serialConsumer`).
+   */
+  serial?: boolean;
+  /** Where a group without a committed position starts (default: the beginning). */
+  fromBeginning?: boolean;
+  /**
    * The most messages the handler works on at once while healthy (default `maxUncommitted`).
    * Transient failures lower it (see `Admission`), successes raise it back.
    */
@@ -83,7 +91,8 @@ export interface PipelineOptions {
  * offset is committed only once every message before it is done. So a slow message holds
  * back only the commit position of its partition, never the delivery of the messages after it,
  * and nothing uncommitted is lost: after a crash or a rebalance the next owner gets it again,
- * flagged `uncertain`.
+ * flagged `uncertain`. In its serial mode (`serial`, see `serialConsumer`) it hands a
+ * partition's messages over one at a time instead, in order.
  */
 export class PipelinedConsumer {
   private consumer: Consumer | undefined;
@@ -120,11 +129,14 @@ export class PipelinedConsumer {
     await this.run();
     this.commitTimer = setInterval(() => void this.commit(), this.o.commitIntervalMs ?? 100);
     this.commitTimer.unref();
-    this.o.log.info({ groupId: this.o.groupId, topic: this.o.topic }, 'pipelined consumer started');
+    this.o.log.info(
+      { groupId: this.o.groupId, topics: this.o.topics, serial: this.o.serial ?? false },
+      'consumer started',
+    );
   }
 
   private async run(): Promise<void> {
-    const { kafka, groupId, topic } = this.o;
+    const { kafka, groupId, topics } = this.o;
     const consumer = kafka.consumer({
       groupId,
       sessionTimeout: this.sessionTimeoutMs,
@@ -142,7 +154,7 @@ export class PipelinedConsumer {
       if (!payload.restart && !this.quiescing) this.restartAfterCrash(consumer, payload.error);
     });
     await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.subscribe({ topics, fromBeginning: this.o.fromBeginning ?? true });
     await consumer.run({
       partitionsConsumedConcurrently: this.o.partitionsConsumedConcurrently ?? 3,
       eachBatchAutoResolve: false,
@@ -177,10 +189,12 @@ export class PipelinedConsumer {
             await heartbeat();
           }
           if (!live()) break;
-          const n = Math.min(t.room(), this.admission.room(), this.o.chunkSize ?? 100);
+          const size = this.o.serial ? 1 : (this.o.chunkSize ?? 100);
+          const n = Math.min(t.room(), this.admission.room(), size);
           if (n === 0) continue;
           const chunk = msgs.slice(i, i + n);
-          await this.hand(batch.topic, batch.partition, t, gen, chunk);
+          const outcomes = await this.hand(batch.topic, batch.partition, t, gen, chunk);
+          if (this.o.serial) await whileBeating(Promise.allSettled(outcomes), heartbeat);
           i += chunk.length;
           resolveOffset(chunk[chunk.length - 1]!.offset);
           await heartbeat();
@@ -226,8 +240,9 @@ export class PipelinedConsumer {
     t: PartitionTracker,
     gen: number,
     chunk: KafkaMessage[],
-  ): Promise<void> {
+  ): Promise<Promise<void>[]> {
     const now = Date.now();
+    const outcomes: Promise<void>[] = [];
     const good: {
       pm: PipelineMessage;
       raw: KafkaMessage;
@@ -239,10 +254,12 @@ export class PipelinedConsumer {
       try {
         value = JSON.parse(raw.value?.toString() ?? 'null');
       } catch (err) {
-        this.track(
-          t,
-          entry,
-          this.dead(topic, partition, raw, 'SVC_BAD_JSON', (err as Error).message),
+        outcomes.push(
+          this.track(
+            t,
+            entry,
+            this.dead(topic, partition, raw, 'SVC_BAD_JSON', (err as Error).message),
+          ),
         );
         continue;
       }
@@ -261,13 +278,14 @@ export class PipelinedConsumer {
       // Tracked below, once the handler accepted the chunk.
       good.push({ pm, raw, entry });
     }
-    if (good.length === 0) return;
+    if (good.length === 0) return outcomes;
     const ticket = this.admission.take(good.length);
     this.m.admission.set({ group: this.o.groupId }, this.admission.limit);
     const done = await this.accept(good.map((g) => g.pm));
     good.forEach((g, j) =>
-      this.track(t, g.entry, this.settle(g.pm, g.raw, done[j]!, 0, ticket)),
+      outcomes.push(this.track(t, g.entry, this.settle(g.pm, g.raw, done[j]!, 0, ticket))),
     );
+    return outcomes;
   }
 
   /** Runs the handler; a handler that throws while accepting fails every message of the chunk. */
@@ -376,7 +394,7 @@ export class PipelinedConsumer {
     t: PartitionTracker,
     entry: { offset: number; done: boolean },
     outcome: Promise<void>,
-  ): void {
+  ): Promise<void> {
     outcome.then(
       () => {
         if (t.done(entry) && t.position - t.committed >= 500) void this.commit();
@@ -387,6 +405,7 @@ export class PipelinedConsumer {
         this.o.log.debug({ err }, 'message left to the next owner of its partition');
       },
     );
+    return outcome;
   }
 
   /** Commits every partition's done prefix (one request; one at a time). */
@@ -421,7 +440,7 @@ export class PipelinedConsumer {
     if (this.quiescing) return;
     this.quiescing = true;
     try {
-      this.consumer?.pause([{ topic: this.o.topic }]);
+      this.consumer?.pause(this.o.topics.map((topic) => ({ topic })));
     } catch (err) {
       this.o.log.debug({ err }, 'pause on quiesce failed'); // not running yet: nothing to fetch
     }
@@ -447,7 +466,7 @@ export function runtimePipeline(
   rt: Runtime,
   o: Pick<
     PipelineOptions,
-    'topic' | 'handler' | 'log' | 'maxUncommitted' | 'partitionsConsumedConcurrently'
+    'topics' | 'handler' | 'log' | 'maxUncommitted' | 'partitionsConsumedConcurrently'
   > & { name: string },
 ): PipelinedConsumer {
   const { name, ...rest } = o;
@@ -461,4 +480,19 @@ export function runtimePipeline(
     retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
   });
+}
+
+/**
+ * Waits for `work`, heartbeating every 2 s meanwhile so the group keeps the partition here (a
+ * failed heartbeat, during a rebalance, is left to the caller's `live()` to notice).
+ */
+async function whileBeating(work: Promise<unknown>, heartbeat: () => Promise<void>) {
+  let done = false;
+  void work.finally(() => (done = true));
+  while (!done) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([work, new Promise((r) => (timer = setTimeout(r, 2_000)))]);
+    clearTimeout(timer);
+    if (!done) await heartbeat().catch(() => undefined);
+  }
 }

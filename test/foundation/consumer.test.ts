@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { serialConsumer } from '../../shared/bus/consumer.js';
 import { AppError } from '../../shared/errors.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { collectTopic } from '../helpers/kafka.js';
@@ -13,7 +13,7 @@ afterAll(async () => {
   await rt.close();
 });
 
-describe('consumer runner against real Kafka', () => {
+describe('serial consumer against real Kafka', () => {
   it('retries failures for as long as they last, dead-letters only unprocessable messages, and commits', async () => {
     const seen: string[] = [];
     // More failures than any fixed retry budget would allow: a long fault must not dead-letter.
@@ -21,7 +21,7 @@ describe('consumer runner against real Kafka', () => {
       ['flaky', 8],
       ['unexplained', 3],
     ]);
-    const runner = new ConsumerRunner({
+    const runner = serialConsumer({
       kafka: rt.kafka,
       groupId: `${rt.config.TOPIC_PREFIX}g1`,
       retryBaseMs: 10,
@@ -78,7 +78,7 @@ describe('consumer runner against real Kafka', () => {
 
     // A new member of the same group starts after the committed offsets: nothing is redone.
     const again: unknown[] = [];
-    const second = new ConsumerRunner({
+    const second = serialConsumer({
       kafka: rt.kafka,
       groupId: `${rt.config.TOPIC_PREFIX}g1`,
       handlers: { [rt.topics.notifications]: async (e) => void again.push(e) },

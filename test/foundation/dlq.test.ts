@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { serialConsumer } from '../../shared/bus/consumer.js';
 import type { DeadLetter } from '../../shared/bus/dlq.js';
 import { AppError } from '../../shared/errors.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -49,7 +49,7 @@ async function dlq(...args: string[]): Promise<string> {
 
 describe('npm run dlq', () => {
   it('lists what was dead-lettered, redrives it to its topic once, and marks it redriven', async () => {
-    const runner = new ConsumerRunner({
+    const runner = serialConsumer({
       kafka: rt.kafka,
       groupId: `${rt.config.TOPIC_PREFIX}dlq-test`,
       handlers: {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ulid } from 'ulid';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
-import { ConsumerRunner } from '../../shared/bus/consumer.js';
+import { serialConsumer } from '../../shared/bus/consumer.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import { Outbox, startRelay, type OutboxItem } from '../../shared/outbox/outbox.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -67,7 +67,7 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
 
     // An idempotent consumer: each event increments its change's counter once, in one
     // transaction with the idempotency claim.
-    const consumer = new ConsumerRunner({
+    const consumer = serialConsumer({
       kafka: rt.kafka,
       groupId: `${rt.config.TOPIC_PREFIX}counter`,
       handlers: {

@@ -32,7 +32,7 @@ function controlledConsumer(groupId: string, prefix: string, o: { maxUncommitted
   const consumer = new PipelinedConsumer({
     kafka: rt.kafka,
     groupId,
-    topic: rt.topics.notifications,
+    topics: [rt.topics.notifications],
     handler: async (messages) =>
       messages.map((m) =>
         String((m.value as { kind: string }).kind).startsWith(prefix)

@@ -82,7 +82,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
   });
   const runner = runtimePipeline(rt, {
     name: CONSUMER,
-    topic: rt.topics.consentEvents,
+    topics: [rt.topics.consentEvents],
     handler: consentEventHandler(rt, { lanes, metrics }),
     log,
     maxUncommitted: c.DISPATCH_MAX_UNCOMMITTED,
