@@ -136,33 +136,73 @@ async function sealAppOnce(rt: Runtime, keys: KeyRing, job: AppJob, result: Seal
   const refuse = (reason: string, periodStart?: string) =>
     result.refusals.push({ appId, ...(periodStart ? { periodStart } : {}), reason });
   let head = await chainHead(rt, appId);
-  if (head) {
-    const problem = checkpointProblem(head, keys.verifiers);
-    if (problem) return refuse(`the newest checkpoint (#${head.seq}) is not authentic: ${problem}`);
-  }
-  const known = job.seen.get(appId);
-  if (known) {
-    const then = head && head.seq > known.seq ? await getCheckpoint(rt, appId, known.seq) : head;
-    if (!head || head.seq < known.seq || then?.hash !== known.hash)
-      return refuse(
-        `checkpoint #${known.seq} seen earlier is gone or changed (the chain now ends at #${head?.seq ?? 0}): checkpoints were removed`,
-      );
-  }
-  let chainStart = head?.chainStart;
-  if (!chainStart) {
-    const first = [await firstDispatchAt(rt, appId), ...job.changes.map((c) => c.createdAt)]
-      .filter((t): t is string => t !== undefined)
-      .sort()[0];
-    if (!first) return;
-    chainStart = iso(periodStartOf(Date.parse(first), periodMs));
-  }
+  const problem = await chainProblem(rt, keys, appId, head, job.seen.get(appId));
+  if (problem) return refuse(problem);
+  const chainStart = head?.chainStart ?? (await firstPeriodStart(rt, appId, job.changes, periodMs));
+  if (!chainStart) return;
   const ctx = { rt, keys, appId, chainStart, nowMs: job.nowMs, result, refuse };
 
   // Periods sealed before that hold a dispatch that changed since.
   const sealedThrough = head?.sealedThrough ?? chainStart;
+  for (const t of await resealTargets(ctx, job.changes, sealedThrough))
+    head = await sealPeriod(ctx, t, head, false);
+
+  // Periods closed since the last one sealed (each sealed even when empty).
+  let through = head?.sealedThrough ?? chainStart;
+  while (Date.parse(through) < job.closedEnd) {
+    const end = Math.min(periodStartOf(Date.parse(through), periodMs) + periodMs, job.closedEnd);
+    head = await sealPeriod(ctx, { start: through, end: iso(end) }, head, true);
+    through = iso(end);
+  }
+  if (head) job.seen.set(appId, { seq: head.seq, hash: head.hash });
+}
+
+/**
+ * Why the app's chain must not be extended, if it must not: its newest checkpoint is not
+ * authentic, or a checkpoint this process saw earlier is gone or changed.
+ */
+async function chainProblem(
+  rt: Runtime,
+  keys: KeyRing,
+  appId: string,
+  head: Checkpoint | undefined,
+  known: { seq: number; hash: string } | undefined,
+): Promise<string | undefined> {
+  if (head) {
+    const problem = checkpointProblem(head, keys.verifiers);
+    if (problem) return `the newest checkpoint (#${head.seq}) is not authentic: ${problem}`;
+  }
+  if (!known) return undefined;
+  const then = head && head.seq > known.seq ? await getCheckpoint(rt, appId, known.seq) : head;
+  if (!head || head.seq < known.seq || then?.hash !== known.hash)
+    return `checkpoint #${known.seq} seen earlier is gone or changed (the chain now ends at #${head?.seq ?? 0}): checkpoints were removed`;
+  return undefined;
+}
+
+/** The start of an app's first period: the period of its first dispatch (none: no chain yet). */
+async function firstPeriodStart(
+  rt: Runtime,
+  appId: string,
+  changes: Change[],
+  periodMs: number,
+): Promise<string | undefined> {
+  const first = [await firstDispatchAt(rt, appId), ...changes.map((c) => c.createdAt)]
+    .filter((t): t is string => t !== undefined)
+    .sort()[0];
+  return first ? iso(periodStartOf(Date.parse(first), periodMs)) : undefined;
+}
+
+/**
+ * The sealed periods (before `sealedThrough`) that hold a changed dispatch, in time order; a
+ * dispatch created before the app's first period gets a period of its own. A change no period
+ * record holds is refused.
+ */
+async function resealTargets(c: Ctx, changes: Change[], sealedThrough: string): Promise<Target[]> {
+  const { rt, appId, chainStart } = c;
+  const periodMs = rt.config.LEDGER_CHECKPOINT_PERIOD_MS;
   const targets = new Map<string, Target>();
   let last: PeriodPointer | undefined;
-  for (const at of [...new Set(job.changes.map((c) => c.createdAt))].sort()) {
+  for (const at of [...new Set(changes.map((x) => x.createdAt))].sort()) {
     if (at >= sealedThrough) break;
     if (!last || at < last.periodStart || at >= last.periodEnd)
       last = await pointerAt(rt, appId, at);
@@ -179,20 +219,10 @@ async function sealAppOnce(rt: Runtime, keys: KeyRing, job: AppJob, result: Seal
       const end = [iso(gridStart + periodMs), chainStart].sort()[0]!;
       targets.set(start, { start, end });
     } else {
-      refuse(`no sealed period holds dispatches created at ${at}: its period record is missing`);
+      c.refuse(`no sealed period holds dispatches created at ${at}: its period record is missing`);
     }
   }
-  for (const t of [...targets.values()].sort((a, b) => (a.start < b.start ? -1 : 1)))
-    head = await sealPeriod(ctx, t, head, false);
-
-  // Periods closed since the last one sealed (each sealed even when empty).
-  let through = head?.sealedThrough ?? chainStart;
-  while (Date.parse(through) < job.closedEnd) {
-    const end = Math.min(periodStartOf(Date.parse(through), periodMs) + periodMs, job.closedEnd);
-    head = await sealPeriod(ctx, { start: through, end: iso(end) }, head, true);
-    through = iso(end);
-  }
-  if (head) job.seen.set(appId, { seq: head.seq, hash: head.hash });
+  return [...targets.values()].sort((a, b) => (a.start < b.start ? -1 : 1));
 }
 
 interface Ctx {
