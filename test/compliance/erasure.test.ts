@@ -98,7 +98,7 @@ describe('data.deleted without confirmation, and the erasure sweep', () => {
     expect(txn).not.toHaveProperty('userId');
     expect(txn).toMatchObject({ transactionId: u.transactionId, userIdHash: hash });
     expect(txn.records.map((r: { state: string }) => r.state)).toEqual(['erased', 'erased']);
-    const history = items.filter((i) => String(i.sk).startsWith('HIST#'));
+    const history = txn.history as { operation: string; to: string }[];
     expect(history.map((h) => [h.operation, h.to])).toEqual(
       expect.arrayContaining([
         ['create', 'granted'],

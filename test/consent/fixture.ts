@@ -174,7 +174,7 @@ export async function startConsentProcess(
     );
   }
 
-  /** Every item of an app in `entities`, by kind (principal, user, transaction, record, history). */
+  /** Every item of an app in `entities`, by kind (principal, user, transaction, record). */
   async function itemsOf(appId: string) {
     const out: Record<string, unknown>[] = [];
     let start: Record<string, unknown> | undefined;
@@ -192,7 +192,15 @@ export async function startConsentProcess(
       start = r.LastEvaluatedKey;
     } while (start);
     const kinds = (k: string) => out.filter((i) => i.kind === k);
-    return { all: out, kinds };
+    /** The history entries kept in the transaction items, each with its transactionId. */
+    const history = (): Record<string, unknown>[] =>
+      kinds('transaction').flatMap((t) =>
+        ((t.history ?? []) as Record<string, unknown>[]).map((h) => ({
+          ...h,
+          transactionId: t.transactionId,
+        })),
+      );
+    return { all: out, kinds, history };
   }
 
   return {

@@ -230,7 +230,7 @@ describe('the browser path with a principal token', () => {
     expect(bulk.body.results).toEqual([{ id: x.transactionId, ok: true, status: 'active' }]);
     // The principal acted, through the token.
     const hist = (await f.itemsOf(a.app.appId))
-      .kinds('history')
+      .history()
       .filter((i) => i.transactionId === x.transactionId && i.operation !== 'create');
     expect(hist.map((i) => i.who)).toEqual([
       { source: 'portal', credential: 'principalToken' },

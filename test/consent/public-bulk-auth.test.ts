@@ -183,10 +183,10 @@ describe('authentication and CORS', () => {
     const token = await pub.f.mintToken(pub.a, c.referenceId);
     await op(`/records/${t.records[1].recordId}/revoke`, {}, browser(pub.a, token));
     await op(`/records/${t.records[1].recordId}/grant`, {}, secret(pub.a));
+    // In the order the changes were made.
     const hist = (await pub.f.itemsOf(pub.a.app.appId))
-      .kinds('history')
-      .filter((h) => h.transactionId === c.transactionId)
-      .sort((x, y) => String(x.sk).localeCompare(String(y.sk)));
+      .history()
+      .filter((h) => h.transactionId === c.transactionId);
     expect(hist.map((h) => [h.operation, h.from, h.to, h.who])).toEqual([
       ['create', null, 'granted', { source: 'widget', credential: 'siteKey' }],
       ['create', null, 'granted', { source: 'widget', credential: 'siteKey' }],

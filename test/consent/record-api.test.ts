@@ -77,15 +77,17 @@ describe('POST /api/v1/consents', () => {
     expect(granted!.data.recordIds).toHaveLength(1);
     expect(created!.data.recordIds).toContain(granted!.data.recordIds[0]);
 
-    // The storage layout: principal, user pointer, transaction, 2 record pointers, 2 history.
+    // The storage layout: principal, user pointer, transaction (with its history), 2 record
+    // pointers.
     const items = await f.itemsOf(a.app.appId);
     const mine = items.all.filter(
       (i) => i.referenceId === r.body.referenceId || i.userId === userId,
     );
     expect(mine.map((i) => i.kind).sort()).toEqual(
-      ['history', 'history', 'principal', 'record', 'record', 'transaction', 'user'].sort(),
+      ['principal', 'record', 'record', 'transaction', 'user'].sort(),
     );
-    const hist = mine.filter((i) => i.kind === 'history');
+    const hist = items.history().filter((h) => h.transactionId === r.body.transactionId);
+    expect(hist).toHaveLength(2);
     expect(hist[0]).toMatchObject({
       who: { source: 'api', credential: a.keyId },
       from: null,

@@ -180,19 +180,21 @@ describe('the portal API', () => {
     expect(withdrawn.data.purposes).toEqual({ marketing: false });
     expect(withdrawn.data.postback?.required).toBe(true);
 
-    // The history records the principal acting through the portal.
-    const hist = await s.p.rt.dynamo.doc.send(
+    // The history (kept in the transaction items) records the principal acting through the
+    // portal.
+    const txns = await s.p.rt.dynamo.doc.send(
       new QueryCommand({
         TableName: s.p.rt.tables.entities,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :h)',
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
         ExpressionAttributeValues: {
           ':pk': `APP#${shop.app.appId}#REF#${alice.referenceId}`,
-          ':h': 'HIST#',
+          ':t': 'TXN#',
         },
         ConsistentRead: true,
       }),
     );
-    const last = hist.Items?.find((i) => i.recordId === rec && i.to === 'revoked');
+    const hist = (txns.Items ?? []).flatMap((t) => (t.history ?? []) as Record<string, unknown>[]);
+    const last = hist.find((i) => i.recordId === rec && i.to === 'revoked');
     expect(last?.who).toEqual({ source: 'portal', credential: 'principalToken' });
 
     const granted = await api('POST', alice.referenceId, `/records/${rec}/grant`, token);

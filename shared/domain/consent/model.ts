@@ -88,6 +88,12 @@ export interface StoredTransaction {
   proof?: CaptureProof;
   /** When the `consent.expiry.reminder` went out (sent once). */
   reminderSentAt?: string;
+  /**
+   * Every change of the transaction's records, oldest first, appended with each write and never
+   * rewritten: who, what, when, under which notice. Kept in the transaction item itself (one item
+   * written per change instead of one more per changed record). Not part of any API view.
+   */
+  history?: HistoryEntry[];
 }
 
 export interface StoredPrincipal {
@@ -127,6 +133,15 @@ export interface RecordChange {
   from: ConsentRecord['state'] | null;
   to: ConsentRecord['state'];
   operation: HistoryOperation;
+}
+
+/** One changed record of one operation, with who made the change, when, under which notice. */
+export interface HistoryEntry extends RecordChange {
+  at: string;
+  who: Actor;
+  noticeId: string | null;
+  noticeVersion: number | null;
+  language: string | null;
 }
 
 export function toView(t: StoredTransaction): TransactionView {

@@ -40,7 +40,6 @@ describe('keys', () => {
       keys.transaction('app_a', 'R', 't').pk,
       keys.transactionIndex('app_a', 't').gsi1pk,
       keys.record('app_a', 'r').pk,
-      keys.history('app_a', 'R', 'now').pk,
     ])
       expect(k.startsWith('APP#app_a#')).toBe(true);
   });

@@ -1,5 +1,4 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { monotonicFactory } from 'ulid';
 import { AppError } from '../../errors.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
@@ -7,6 +6,7 @@ import { queryAll } from '../../storage/query.js';
 import { patterns } from '../ids.js';
 import type {
   Actor,
+  HistoryEntry,
   RecordChange,
   StoredPrincipal,
   StoredTransaction,
@@ -20,11 +20,11 @@ import type {
  * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId
  * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
  * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId
- * - history     pk APP#{appId}#REF#{ref}   sk HIST#{ISO time}#{ulid}  (immutable)
+ * The history of a transaction's changes is kept in the transaction item (`history`). Items
+ * with sk HIST#{ISO time}#{ulid}, one per changed record, were written before that; they are
+ * left as they are (the erasure sweep still scrubs them).
  * Every key starts with the app id, so no lookup can reach another app's items.
  */
-/** Monotonic within the process: entries written in one millisecond keep their order. */
-const historyUlid = monotonicFactory();
 
 export const keys = {
   principal: (appId: string, ref: string) => ({ pk: `APP#${appId}#REF#${ref}`, sk: 'PRINCIPAL' }),
@@ -38,10 +38,6 @@ export const keys = {
     gsi1sk: 'TXN',
   }),
   record: (appId: string, recordId: string) => ({ pk: `APP#${appId}#REC#${recordId}`, sk: 'REC' }),
-  history: (appId: string, ref: string, at: string) => ({
-    pk: `APP#${appId}#REF#${ref}`,
-    sk: `HIST#${at}#${historyUlid()}`,
-  }),
 };
 
 const STORAGE_ATTRS = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'kind'];
@@ -248,31 +244,24 @@ export function putRecordPointer(
   };
 }
 
-/** One immutable history entry per changed record: who, what, when, under which notice. */
-export function historyItems(
-  rt: Runtime,
+/**
+ * The transaction with one history entry per changed record appended: who, what, when, under
+ * which notice. Entries already there are kept as they are.
+ */
+export function withHistory(
   t: StoredTransaction,
   changes: readonly RecordChange[],
   actor: Actor,
   at: string,
-): TransactItem[] {
-  return changes.map((c) => ({
-    Put: {
-      TableName: rt.tables.entities,
-      Item: {
-        ...keys.history(t.appId, t.referenceId, at),
-        kind: 'history',
-        appId: t.appId,
-        referenceId: t.referenceId,
-        transactionId: t.transactionId,
-        who: actor,
-        ...c,
-        at,
-        noticeId: t.noticeId,
-        noticeVersion: t.noticeVersion,
-        language: t.language,
-      },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
+): StoredTransaction {
+  if (changes.length === 0) return t;
+  const entries: HistoryEntry[] = changes.map((c) => ({
+    ...c,
+    at,
+    who: actor,
+    noticeId: t.noticeId,
+    noticeVersion: t.noticeVersion,
+    language: t.language,
   }));
+  return { ...t, history: [...(t.history ?? []), ...entries] };
 }

@@ -14,20 +14,20 @@ import type {
   StoredTransaction,
 } from './model.js';
 import {
-  historyItems,
   keys,
   loadPrincipal,
   putPrincipal,
   putRecordPointer,
   putTransaction,
   putUser,
+  withHistory,
 } from './repository.js';
 import { timerItems } from './timers.js';
 
 /**
  * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
- * transaction item, pointers, history entries and the events, so a failure leaves nothing
- * half-written and no event without its change.
+ * transaction item (with its history entries), pointers and the events, so a failure leaves
+ * nothing half-written and no event without its change.
  */
 
 const MAX_ATTEMPTS = 5;
@@ -78,7 +78,6 @@ async function commit(
     newId: newEventId,
   };
   const events = [...planEvents(ec), ...(o.events?.(ec) ?? [])];
-  const history = historyItems(ctx.rt, txn, changes, ctx.actor, now.toISOString());
   const pointers = changes
     .filter((c) => c.operation === 'create')
     .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
@@ -90,7 +89,7 @@ async function commit(
   });
   if (timers.length > 0)
     await ensureFamily(ctx.rt, 'expiry', ctx.rt.config.TIMER_SHARDS, now.getTime());
-  const all = [...items, ...pointers, ...history, ...timers];
+  const all = [...items, ...pointers, ...timers];
   if (all.length + events.length > 100)
     throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
       errors: [{ path: '/consents', message: 'too many purposes for one change' }],
@@ -135,8 +134,9 @@ export async function createWithPrincipal(
     const now = clock(ctx);
     const at = now.toISOString();
     const referenceId = newReferenceId();
-    const txn: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
-    const changes = creations(txn);
+    const built: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
+    const changes = creations(built);
+    const txn = withHistory(built, changes, ctx.actor, at);
     const items = [
       putPrincipal(ctx.rt, {
         appId: ctx.app.appId,
@@ -189,13 +189,14 @@ export async function createInPrincipal(
   if (!principal) throw unknown();
   const now = clock(ctx);
   const at = now.toISOString();
-  const txn: StoredTransaction = {
+  const built: StoredTransaction = {
     ...build(referenceId, at),
     ...(principal.userId !== undefined ? { userId: principal.userId } : {}),
     referenceId,
     version: 1,
   };
-  const changes = creations(txn);
+  const changes = creations(built);
+  const txn = withHistory(built, changes, ctx.actor, at);
   const items: TransactItem[] = [
     {
       ConditionCheck: {
@@ -245,13 +246,18 @@ export async function mutateTransaction(
     const at = now.toISOString();
     const m = apply(current, at);
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
-    const next: StoredTransaction = {
-      ...current,
-      ...m.patch,
-      records: m.records,
-      updatedAt: at,
-      version: current.version + 1,
-    };
+    const next = withHistory(
+      {
+        ...current,
+        ...m.patch,
+        records: m.records,
+        updatedAt: at,
+        version: current.version + 1,
+      },
+      m.changes,
+      ctx.actor,
+      at,
+    );
     const extra = m.extra ?? [];
     try {
       const events = await commit(
