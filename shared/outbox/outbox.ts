@@ -16,9 +16,29 @@ import { withTraceHeaders } from '../telemetry.js';
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 export interface OutboxItem extends OutMessage {
-  /** The event id; the outbox item's key. */
+  /** The event id. */
   id: string;
   createdAtMs: number;
+}
+
+/**
+ * One outbox item: every message of one commit, in order, under the first one's id. (Items
+ * written before the outbox packed a commit's messages together hold one message each, at the
+ * top level; `envelopeOf` reads both.)
+ */
+interface Envelope {
+  id: string;
+  messages: OutMessage[];
+  createdAtMs: number;
+}
+
+function envelopeOf(item: Record<string, unknown>): Envelope {
+  const id = String(item.id);
+  const createdAtMs = Number(item.createdAtMs);
+  if (Array.isArray(item.messages))
+    return { id, createdAtMs, messages: item.messages as OutMessage[] };
+  const { topic, key, value, headers } = item as unknown as OutMessage;
+  return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
 }
 
 export interface OutboxDeps {
@@ -87,8 +107,9 @@ export interface OutboxOptions {
 }
 
 /**
- * Transactional outbox. `commit` writes a change and its events in one TransactWriteItems,
- * then publishes the events at once (fast path) and deletes their outbox items. If Kafka
+ * Transactional outbox. `commit` writes a change and its events in one TransactWriteItems (the
+ * events together in one outbox item), then publishes the events at once (fast path) and
+ * deletes the item. If Kafka
  * cannot take them in time, the items stay and the relay (`relayOnce`) publishes them later.
  * Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
  */
@@ -108,20 +129,22 @@ export class Outbox {
     this.m = outboxMetrics(d.registry);
   }
 
-  /** The outbox Put to include in a transaction. */
-  item(msg: OutboxItem): TransactItem {
+  /** The outbox Put to include in a transaction: one item for all of a commit's messages. */
+  private item(e: Envelope): TransactItem {
     return {
       Put: {
         TableName: this.d.table,
         Item: {
-          id: msg.id,
-          topic: msg.topic,
-          key: msg.key,
-          value: msg.value,
-          headers: msg.headers ?? {},
-          createdAtMs: msg.createdAtMs,
+          id: e.id,
+          messages: e.messages.map((m) => ({
+            topic: m.topic,
+            key: m.key,
+            value: m.value,
+            headers: m.headers ?? {},
+          })),
+          createdAtMs: e.createdAtMs,
           // Never expire before the relay had days to publish it; TTL is a last-resort cap.
-          expiresAt: Math.floor(msg.createdAtMs / 1000) + 14 * 86400,
+          expiresAt: Math.floor(e.createdAtMs / 1000) + 14 * 86400,
         },
         ConditionExpression: 'attribute_not_exists(id)',
       },
@@ -129,37 +152,48 @@ export class Outbox {
   }
 
   /**
-   * Writes `changes` plus one outbox item per message atomically, then publishes. Resolves
-   * once the transaction committed, whether or not the fast path published: a failed or slow
-   * publish is the relay's work, not the caller's error. The client request token makes the
-   * SDK's retry of a transaction that timed out after it was applied succeed instead of
-   * failing on its own outbox items.
+   * Writes `changes` plus one outbox item holding the messages atomically, then publishes.
+   * Resolves once the transaction committed, whether or not the fast path published: a failed
+   * or slow publish is the relay's work, not the caller's error. The client request token makes
+   * the SDK's retry of a transaction that timed out after it was applied succeed instead of
+   * failing on its own outbox item.
    */
   async commit(changes: TransactItem[], messages: OutboxItem[]): Promise<{ published: boolean }> {
     // The active trace (the HTTP request's) travels with each event, through the relay too.
-    messages = messages.map((m) => ({ ...m, headers: withTraceHeaders(m.headers) }));
-    const items = [...changes, ...messages.map((m) => this.item(m))];
+    const envelope: Envelope | undefined =
+      messages.length > 0
+        ? {
+            id: messages[0]!.id,
+            createdAtMs: Math.min(...messages.map((m) => m.createdAtMs)),
+            messages: messages.map((m) => ({
+              topic: m.topic,
+              key: m.key,
+              value: m.value,
+              headers: withTraceHeaders(m.headers),
+            })),
+          }
+        : undefined;
+    const items = [...changes, ...(envelope ? [this.item(envelope)] : [])];
     if (items.length > 100)
       throw new Error(`transaction has ${items.length} items; DynamoDB allows 100`);
     await this.d.doc.send(
       new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
     );
-    return { published: await this.publishFast(messages) };
+    return { published: envelope ? await this.publishFast(envelope) : true };
   }
 
   /**
    * The fast path: skipped while Kafka is failing (the relay probes it), and waited for at most
    * `publishWaitMs`; a publish still in flight then finishes (and deletes) in the background.
    */
-  private async publishFast(messages: OutboxItem[]): Promise<boolean> {
-    if (messages.length === 0) return true;
+  private async publishFast(envelope: Envelope): Promise<boolean> {
     if (!this.d.producer.healthy) return false;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), this.o.publishWaitMs ?? 1_000);
     });
     try {
-      const published = await Promise.race([this.publish(messages, 'fast'), late]);
+      const published = await Promise.race([this.publish([envelope], 'fast'), late]);
       // Not published in time: later writes skip the wait until a send succeeds again.
       if (!published) this.d.producer.markSlow();
       return published;
@@ -169,7 +203,8 @@ export class Outbox {
   }
 
   /** Publishes and deletes outbox items; false (items kept) when Kafka could not take them. */
-  async publish(messages: OutboxItem[], path: 'fast' | 'relay'): Promise<boolean> {
+  private async publish(envelopes: Envelope[], path: 'fast' | 'relay'): Promise<boolean> {
+    const messages = envelopes.flatMap((e) => e.messages);
     if (messages.length === 0) return true;
     try {
       await this.d.producer.send(messages);
@@ -183,9 +218,9 @@ export class Outbox {
     this.m.published.inc({ path }, messages.length);
     // Deletes leave in the background, batched 25 to a request: they are bookkeeping, not
     // part of the answer, and a lost one only makes the relay publish again (consumers dedupe).
-    for (const m of messages) {
-      this.published.add(m.id);
-      this.pendingDeletes.add(m.id);
+    for (const e of envelopes) {
+      this.published.add(e.id);
+      this.pendingDeletes.add(e.id);
     }
     void this.flushDeletes();
     return true;
@@ -257,7 +292,7 @@ export class Outbox {
    * older than `minAgeMs` (younger ones belong to a fast path still in progress) and deletes
    * them before it reads the next batch, so a backlog shrinks with every step and nothing
    * known to be out is sent again. Stops at the first batch Kafka does not take. Returns how
-   * many were published.
+   * many messages were published.
    */
   async relayOnce(minAgeMs: number, now = Date.now()): Promise<number> {
     try {
@@ -283,7 +318,7 @@ export class Outbox {
           ExclusiveStartKey: startKey,
         }),
       );
-      const items = (page.Items ?? []) as OutboxItem[];
+      const items = (page.Items ?? []).map(envelopeOf);
       seen += items.length;
       for (const it of items) oldest = Math.min(oldest ?? it.createdAtMs, it.createdAtMs);
       const due = items
@@ -295,7 +330,7 @@ export class Outbox {
           this.m.passes.inc({ result: 'kafka_unavailable' });
           return sent;
         }
-        sent += due.length;
+        sent += due.reduce((n, e) => n + e.messages.length, 0);
         // Deleted before the next batch is read: a stalled store slows the relay down
         // instead of letting it re-send what it already published.
         await this.flushDeletes();

@@ -12,6 +12,7 @@ import { serialConsumer } from '../../shared/bus/consumer.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import { Outbox, startRelay, type OutboxItem } from '../../shared/outbox/outbox.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';
 
 let rt: Runtime;
@@ -132,6 +133,78 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     await consumer.stop();
     // Nothing more arrives after the consumers stopped: counts are still exactly one.
     expect(await Promise.all(ids.map(applied))).toEqual(ids.map(() => 1));
+  });
+
+  it("keeps a commit's messages in one outbox item, and the relay publishes them in order", async () => {
+    const deadKafka = createKafka(rt.config, ['127.0.0.1:1'], rt.log);
+    const deadProducer = new Producer(deadKafka, rt.log, { retries: 1 });
+    const brokenOutbox = new Outbox({ ...rtDeps(), producer: deadProducer });
+    const first = `evt_${ulid()}`;
+    const second = `evt_${ulid()}`;
+    const out = await brokenOutbox.commit(
+      [change(first)],
+      [message(first, 0), { ...message(second, 0), value: JSON.stringify({ id: second }) }],
+    );
+    expect(out.published).toBe(false);
+    await deadProducer.close();
+    // One item, under the first message's id, holding both.
+    const stored = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.outbox, Key: { id: first }, ConsistentRead: true }),
+    );
+    expect((stored.Item?.messages as { value: string }[]).map((m) => JSON.parse(m.value))).toEqual([
+      { id: first, seq: 0 },
+      { id: second },
+    ]);
+    const none = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.outbox, Key: { id: second }, ConsistentRead: true }),
+    );
+    expect(none.Item).toBeUndefined();
+
+    // An item in the shape written before (one message at the top level) is relayed too.
+    const legacy = `evt_${ulid()}`;
+    const m = message(legacy, 0);
+    await rt.dynamo.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: rt.tables.outbox,
+              Item: {
+                id: legacy,
+                topic: m.topic,
+                key: m.key,
+                value: m.value,
+                headers: {},
+                createdAtMs: m.createdAtMs,
+              },
+            },
+          },
+        ],
+      }),
+    );
+
+    const seen = await collectTopic(rt.kafka, rt.topics.consentEvents);
+    try {
+      expect(await rt.outbox.relayOnce(0)).toBeGreaterThanOrEqual(3);
+      await vi.waitFor(
+        () => {
+          const ids = seen.messages.map((x) => (x.value as { id: string }).id);
+          expect(ids.filter((id) => [first, second, legacy].includes(id))).toHaveLength(3);
+          // The commit's two messages keep their order (both carry key principal-0).
+          expect(ids.indexOf(first)).toBeLessThan(ids.indexOf(second));
+        },
+        { timeout: 15_000 },
+      );
+      await rt.outbox.drain();
+      for (const id of [first, legacy]) {
+        const left = await rt.dynamo.doc.send(
+          new GetCommand({ TableName: rt.tables.outbox, Key: { id }, ConsistentRead: true }),
+        );
+        expect(left.Item).toBeUndefined();
+      }
+    } finally {
+      await seen.stop();
+    }
   });
 
   it('a failed transaction writes neither the change nor its outbox item', async () => {

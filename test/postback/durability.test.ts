@@ -74,7 +74,7 @@ it('accepts a postback while Kafka is down and delivers it through the outbox re
   const kept = await rt.dynamo.doc.send(
     new GetCommand({ TableName: rt.tables.outbox, Key: { id: receipt.postbackId } }),
   );
-  expect(kept.Item).toMatchObject({ topic: rt.topics.postbacks, key: d.dispatchId });
+  expect(kept.Item?.messages).toMatchObject([{ topic: rt.topics.postbacks, key: d.dispatchId }]);
 
   const topic = await collectTopic(rt.kafka, rt.topics.postbacks);
   try {
