@@ -78,20 +78,32 @@ describe('validity window timers', () => {
     const start = Date.parse(created.body.createdAt);
     const expireAt = Math.ceil(start + (365 * DAY_MS) / SCALE);
     const reminderAt = Math.ceil(start + (335 * DAY_MS) / SCALE);
-    // Both timers were written with the transaction, at the compressed instants.
-    for (const [kind, at] of [
-      ['reminder', reminderAt],
-      ['expire', expireAt],
-    ] as const) {
+    // The reminder's timer was written with the transaction, at the compressed instant; the
+    // expiry's is written when the reminder fires.
+    const timer = async (kind: 'reminder' | 'expire', at: number) => {
       const k = expiryEntry(kind, { appId: a.appId, referenceId, transactionId }, at, 8);
       const stored = await f.rt.dynamo.doc.send(
-        new GetCommand({ TableName: f.rt.tables.timers, Key: { pk: k.pk, sk: k.sk } }),
+        new GetCommand({
+          TableName: f.rt.tables.timers,
+          Key: { pk: k.pk, sk: k.sk },
+          ConsistentRead: true,
+        }),
       );
-      expect(stored.Item).toMatchObject({ kind, referenceId, transactionId, dueAt: k.dueAt });
-    }
+      return { k, item: stored.Item };
+    };
+    const r = await timer('reminder', reminderAt);
+    expect(r.item).toMatchObject({
+      kind: 'reminder',
+      referenceId,
+      transactionId,
+      dueAt: r.k.dueAt,
+    });
+    expect((await timer('expire', expireAt)).item).toBeUndefined();
 
     moveTo(reminderAt);
     const reminder = await waitForEvent(referenceId, 'consent.expiry.reminder');
+    const e = await timer('expire', expireAt);
+    expect(e.item).toMatchObject({ kind: 'expire', referenceId, transactionId, dueAt: e.k.dueAt });
     expect(reminder.data).toMatchObject({
       consentId: transactionId,
       purposes: { marketing: true },

@@ -1,3 +1,4 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import { getApp } from '../apps.js';
@@ -5,6 +6,7 @@ import { applyOperation } from './apply.js';
 import { reminderEvent, type ConsentEvent } from './events.js';
 import type { Actor, StoredTransaction } from './model.js';
 import { loadTransaction } from './repository.js';
+import { expireTimerItem } from './timers.js';
 import { mutateTransaction, type Mutation, type WriteContext } from './writer.js';
 
 /**
@@ -56,14 +58,24 @@ export function expireTransaction(
 
 /**
  * `consent.expiry.reminder`, once per transaction (`reminderSentAt`), and only while some
- * purpose is still granted: there is nothing to renew otherwise. It needs no postback.
+ * purpose is still granted: there is nothing to renew otherwise. It needs no postback. The
+ * transaction's `expire` timer is written first (whether or not a reminder goes out): a new
+ * transaction with a reminder gets only the reminder's timer. Should that write fail, the
+ * reminder's own timer stays and fires again.
  */
-export function remindExpiry(
+export async function remindExpiry(
   rt: Runtime,
   appId: string,
   transactionId: string,
   now: Date,
 ): Promise<ConsentEvent[]> {
+  const [app, current] = await Promise.all([
+    getApp(rt, appId),
+    loadTransaction(rt, appId, transactionId),
+  ]);
+  if (!app || !current) return [];
+  const { Put } = expireTimerItem(rt, app, current, now.getTime());
+  await rt.dynamo.doc.send(new PutCommand(Put!));
   return mutate(rt, appId, transactionId, now, (t, at) => {
     const granted = t.records.some((r) => r.state === 'granted');
     if (t.reminderSentAt !== undefined || !granted) return { records: t.records, changes: [] };

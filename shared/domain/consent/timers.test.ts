@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../runtime.js';
 import type { RecordChange, StoredTransaction } from './model.js';
-import { DAY_MS, completesErasure, expiryInstants, timerItems } from './timers.js';
+import { DAY_MS, completesErasure, expireTimerItem, expiryInstants, timerItems } from './timers.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -74,7 +74,7 @@ describe('timerItems', () => {
       operation: 'erase',
     }));
 
-  it('schedules reminder and expiry for a new transaction', () => {
+  it('schedules only the reminder for a new transaction; the reminder schedules the expiry', () => {
     expect(
       kinds(
         timerItems(rt, { slaTimeScale: 1 }, txn(['granted']), {
@@ -83,10 +83,28 @@ describe('timerItems', () => {
           nowMs: T0,
         }),
       ),
-    ).toEqual([
-      ['reminder', iso(T0 + 335 * DAY_MS)],
+    ).toEqual([['reminder', iso(T0 + 335 * DAY_MS)]]);
+    expect(kinds([expireTimerItem(rt, { slaTimeScale: 1 }, txn(['granted']), T0)])).toEqual([
       ['expire', iso(T0 + 365 * DAY_MS)],
     ]);
+    // Fired late, the expiry is not scheduled in the past.
+    const late = T0 + 400 * DAY_MS;
+    expect(kinds([expireTimerItem(rt, { slaTimeScale: 1 }, txn(['granted']), late)])).toEqual([
+      ['expire', iso(late)],
+    ]);
+  });
+
+  it('schedules the expiry at once for a new transaction without a reminder', () => {
+    expect(
+      kinds(
+        timerItems(rt, { slaTimeScale: 1 }, txn(['granted']), {
+          created: true,
+          changes: [],
+          nowMs: T0,
+          reminderDaysBefore: 0,
+        }),
+      ),
+    ).toEqual([['expire', iso(T0 + 365 * DAY_MS)]]);
   });
 
   it('schedules the erasure sweep 30 days (compressed) after the erase of the last live record', () => {

@@ -8,7 +8,9 @@ import { deriveStatus } from './states.js';
 /**
  * The consent domain's timers in the `expiry#` family of the due-index, written in the same
  * commit as the change that makes them due, and fired by the timers worker:
- * - `reminder` and `expire` for a new transaction (its validity window),
+ * - the validity window: `reminder` for a new transaction, and its `expire` once the reminder
+ *   fired (a transaction without a reminder gets its `expire` at once), so a new transaction
+ *   writes one timer,
  * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep).
  * Pure builders: no I/O, the clock is a parameter.
  */
@@ -74,6 +76,27 @@ export function expiryInstants(
     : { expireAt };
 }
 
+/**
+ * The `expire` timer of a transaction, as the reminder writes it when it fires (never before
+ * `nowMs`). Its key depends only on the transaction and the due time, so writing it again (a
+ * reminder fired twice, or a transaction from before the reminder wrote it) changes nothing.
+ */
+export function expireTimerItem(
+  rt: Runtime,
+  app: Pick<App, 'slaTimeScale'>,
+  txn: Pick<
+    StoredTransaction,
+    'appId' | 'referenceId' | 'transactionId' | 'createdAt' | 'expiresAt'
+  >,
+  nowMs: number,
+): TransactItem {
+  const { expireAt } = expiryInstants(txn, 0, app);
+  return duePutItem(
+    rt,
+    expiryEntry('expire', txn, Math.max(expireAt, nowMs), rt.config.TIMER_SHARDS),
+  );
+}
+
 /** The erase of the last live record of a transaction: its principal may be scrubbed later. */
 export function completesErasure(txn: StoredTransaction, changes: readonly RecordChange[]) {
   return (
@@ -110,9 +133,10 @@ export function timerItems(
     );
   const out: TransactItem[] = [];
   if (o.created) {
+    // The expiry is scheduled when the reminder fires (`expireTimerItem`), not now.
     const when = expiryInstants(txn, o.reminderDaysBefore ?? DEFAULT_REMINDER_DAYS, app);
     if (when.reminderAt !== undefined) out.push(put('reminder', when.reminderAt, true));
-    out.push(put('expire', when.expireAt, true));
+    else out.push(put('expire', when.expireAt, true));
   }
   if (completesErasure(txn, o.changes))
     out.push(put('scrub', o.nowMs + SCRUB_AFTER_MS / scaleOf(app), false));
