@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
@@ -22,9 +23,10 @@ export interface OutboxItem extends OutMessage {
 }
 
 /**
- * One outbox item: every message of one commit, in order, under the first one's id. (Items
- * written before the outbox packed a commit's messages together hold one message each, at the
- * top level; `envelopeOf` reads both.)
+ * One outbox item: every message of one commit, in order, under the first one's id, stored as
+ * gzip-compressed JSON (`packed`): a commit's events repeat most of their text, and DynamoDB
+ * bills writes (and the delete) by the kilobyte. `envelopeOf` also reads the shape written
+ * before: one message per item, at the top level.
  */
 interface Envelope {
   id: string;
@@ -35,8 +37,12 @@ interface Envelope {
 function envelopeOf(item: Record<string, unknown>): Envelope {
   const id = String(item.id);
   const createdAtMs = Number(item.createdAtMs);
-  if (Array.isArray(item.messages))
-    return { id, createdAtMs, messages: item.messages as OutMessage[] };
+  if (item.packed instanceof Uint8Array)
+    return {
+      id,
+      createdAtMs,
+      messages: JSON.parse(gunzipSync(item.packed).toString('utf8')) as OutMessage[],
+    };
   const { topic, key, value, headers } = item as unknown as OutMessage;
   return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
 }
@@ -136,12 +142,16 @@ export class Outbox {
         TableName: this.d.table,
         Item: {
           id: e.id,
-          messages: e.messages.map((m) => ({
-            topic: m.topic,
-            key: m.key,
-            value: m.value,
-            headers: m.headers ?? {},
-          })),
+          packed: gzipSync(
+            JSON.stringify(
+              e.messages.map((m) => ({
+                topic: m.topic,
+                key: m.key,
+                value: m.value,
+                headers: m.headers ?? {},
+              })),
+            ),
+          ),
           createdAtMs: e.createdAtMs,
           // Never expire before the relay had days to publish it; TTL is a last-resort cap.
           expiresAt: Math.floor(e.createdAtMs / 1000) + 14 * 86400,

@@ -194,12 +194,18 @@ describe('authentication and CORS', () => {
       ['revoke', 'granted', 'revoked', { source: 'portal', credential: 'principalToken' }],
       ['grant', 'revoked', 'granted', { source: 'api', credential: 'secretKey' }],
     ]);
-    expect(hist[3]).toMatchObject({
+    // An entry names its record; the purpose is the record's, and the notice and language
+    // the transaction's own.
+    const txnItem = (await pub.f.itemsOf(pub.a.app.appId))
+      .kinds('transaction')
+      .find((x) => x.transactionId === c.transactionId)!;
+    expect(txnItem).toMatchObject({
       noticeId: pub.a.notice!.noticeId,
       noticeVersion: 1,
       language: 'en',
-      purpose: 'analytics',
     });
+    const records = txnItem.records as { recordId: string; purpose: string }[];
+    expect(records.find((r) => r.recordId === hist[3]!.recordId)?.purpose).toBe('analytics');
   });
 });
 

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ulid } from 'ulid';
+import { gunzipSync } from 'node:zlib';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
 import { serialConsumer } from '../../shared/bus/consumer.js';
@@ -151,10 +152,11 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     const stored = await rt.dynamo.doc.send(
       new GetCommand({ TableName: rt.tables.outbox, Key: { id: first }, ConsistentRead: true }),
     );
-    expect((stored.Item?.messages as { value: string }[]).map((m) => JSON.parse(m.value))).toEqual([
-      { id: first, seq: 0 },
-      { id: second },
-    ]);
+    // Compressed: gzip of the messages' JSON.
+    const packed = JSON.parse(gunzipSync(stored.Item?.packed as Uint8Array).toString('utf8')) as {
+      value: string;
+    }[];
+    expect(packed.map((m) => JSON.parse(m.value))).toEqual([{ id: first, seq: 0 }, { id: second }]);
     const none = await rt.dynamo.doc.send(
       new GetCommand({ TableName: rt.tables.outbox, Key: { id: second }, ConsistentRead: true }),
     );

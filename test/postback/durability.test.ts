@@ -12,6 +12,7 @@ import type { Runtime } from '../../shared/runtime.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';
 import { ENCRYPTION_KEY, postbackApp, storeDispatch } from './fixture.js';
+import { gunzipSync } from 'node:zlib';
 
 let rt: Runtime;
 let deadProducer: Producer;
@@ -74,7 +75,10 @@ it('accepts a postback while Kafka is down and delivers it through the outbox re
   const kept = await rt.dynamo.doc.send(
     new GetCommand({ TableName: rt.tables.outbox, Key: { id: receipt.postbackId } }),
   );
-  expect(kept.Item?.messages).toMatchObject([{ topic: rt.topics.postbacks, key: d.dispatchId }]);
+  const packed = JSON.parse(
+    gunzipSync(kept.Item?.packed as Uint8Array).toString('utf8'),
+  ) as unknown;
+  expect(packed).toMatchObject([{ topic: rt.topics.postbacks, key: d.dispatchId }]);
 
   const topic = await collectTopic(rt.kafka, rt.topics.postbacks);
   try {

@@ -90,7 +90,7 @@ export interface StoredTransaction {
   reminderSentAt?: string;
   /**
    * Every change of the transaction's records, oldest first, appended with each write and never
-   * rewritten: who, what, when, under which notice. Kept in the transaction item itself (one item
+   * rewritten: who, what, when. Kept in the transaction item itself (one item
    * written per change instead of one more per changed record). Not part of any API view.
    */
   history?: HistoryEntry[];
@@ -135,13 +135,14 @@ export interface RecordChange {
   operation: HistoryOperation;
 }
 
-/** One changed record of one operation, with who made the change, when, under which notice. */
-export interface HistoryEntry extends RecordChange {
+/**
+ * One changed record of one operation, with who made the change and when. The purpose is the
+ * record's, and the notice, its version and the language are the transaction's own (no change
+ * alters them), so an entry does not repeat them: DynamoDB bills each write by the kilobyte.
+ */
+export interface HistoryEntry extends Omit<RecordChange, 'purpose'> {
   at: string;
   who: Actor;
-  noticeId: string | null;
-  noticeVersion: number | null;
-  language: string | null;
 }
 
 export function toView(t: StoredTransaction): TransactionView {

@@ -245,8 +245,8 @@ export function putRecordPointer(
 }
 
 /**
- * The transaction with one history entry per changed record appended: who, what, when, under
- * which notice. Entries already there are kept as they are.
+ * The transaction with one history entry per changed record appended: who, what, when (see
+ * `HistoryEntry`). Entries already there are kept as they are.
  */
 export function withHistory(
   t: StoredTransaction,
@@ -256,12 +256,12 @@ export function withHistory(
 ): StoredTransaction {
   if (changes.length === 0) return t;
   const entries: HistoryEntry[] = changes.map((c) => ({
-    ...c,
+    recordId: c.recordId,
+    from: c.from,
+    to: c.to,
+    operation: c.operation,
     at,
     who: actor,
-    noticeId: t.noticeId,
-    noticeVersion: t.noticeVersion,
-    language: t.language,
   }));
   return { ...t, history: [...(t.history ?? []), ...entries] };
 }
