@@ -5,8 +5,11 @@ import { getOrCreate } from '../metrics.js';
 /**
  * Counts what the process asks of DynamoDB: every request by operation, and the write
  * capacity units each write consumed, by table and operation, as DynamoDB reports them
- * (`ReturnConsumedCapacity: TOTAL` is added to every write). A transactional write consumes
- * two units per item (1 KB), as AWS bills it; DynamoDB Local reports the same units.
+ * (`ReturnConsumedCapacity: TOTAL` is added to every write), and the items each write request
+ * writes, by table (exact: read from the request). AWS bills a transactional write two units per
+ * item and kilobyte; DynamoDB Local reports a `TransactWriteItems` as two units per kilobyte of
+ * its largest item per table, not the sum over its items, so on the embedded stack the units of
+ * a multi-item transaction are a floor of what AWS bills (docs/benchmarks.md).
  */
 const WRITES = new Set([
   'PutItemCommand',
@@ -49,6 +52,17 @@ export function instrumentDynamo(
         registers: [registry],
       }),
   );
+  const items = getOrCreate(
+    registry,
+    'svc_dynamodb_items_written_total',
+    () =>
+      new Counter({
+        name: 'svc_dynamodb_items_written_total',
+        help: 'Items put, updated or deleted by write requests (condition checks excluded), by table and operation',
+        labelNames: ['table', 'operation'],
+        registers: [registry],
+      }),
+  );
   const short = (t: string | undefined) =>
     t === undefined ? 'unknown' : t.startsWith(tablePrefix) ? t.slice(tablePrefix.length) : t;
   client.middlewareStack.add(
@@ -62,6 +76,15 @@ export function instrumentDynamo(
         input.ReturnConsumedCapacity ??= 'TOTAL';
       }
       const result = await next(args);
+      if (write) {
+        const left = (result.output as { UnprocessedItems?: Record<string, unknown[]> })
+          .UnprocessedItems;
+        for (const [table, n] of itemsOf(command, args.input)) {
+          // Items a batch left unprocessed were not written (they are counted when retried).
+          const written = n - (left?.[table]?.length ?? 0);
+          if (written > 0) items.inc({ table: short(table), operation }, written);
+        }
+      }
       if (write) {
         const out = result.output as { ConsumedCapacity?: Consumed | Consumed[] };
         const list = Array.isArray(out.ConsumedCapacity)
@@ -78,4 +101,25 @@ export function instrumentDynamo(
     },
     { step: 'initialize', name: 'svcInstrument', override: true },
   );
+}
+
+type WriteInput = {
+  TableName?: string;
+  TransactItems?: Record<string, { TableName?: string } | undefined>[];
+  RequestItems?: Record<string, unknown[]>;
+};
+
+/** Items a write request writes, per table (a transaction's condition checks write nothing). */
+export function itemsOf(command: string, input: unknown): Map<string, number> {
+  const out = new Map<string, number>();
+  const add = (t: string | undefined, n = 1) =>
+    out.set(t ?? 'unknown', (out.get(t ?? 'unknown') ?? 0) + n);
+  const i = input as WriteInput;
+  if (command === 'TransactWriteItemsCommand') {
+    for (const t of i.TransactItems ?? [])
+      for (const kind of ['Put', 'Update', 'Delete'] as const) if (t[kind]) add(t[kind].TableName);
+  } else if (command === 'BatchWriteItemCommand') {
+    for (const [table, reqs] of Object.entries(i.RequestItems ?? {})) add(table, reqs.length);
+  } else add(i.TableName);
+  return out;
 }
