@@ -48,4 +48,16 @@ describe('no accepted consent is lost when processes die', () => {
       expect(r.balance.ok).toBe(true);
     }, 300_000);
   }
+
+  it('workers-down: a backlog that returns all uncertain is drained, nothing lost, the ledger balances', async () => {
+    // Both worker processes dead for 8 s while ingress accepts; on their return every waiting
+    // event is in the uncertain zone (the dispatcher's lookup-and-conditional-write path).
+    const r = await runScenario('workers-down', { ...options, faultMs: 8_000, stack });
+    log(report(r));
+    expect(r.tally.accepted).toBeGreaterThanOrEqual(10);
+    expect(r.failures).toEqual([]);
+    expect(r.tally.lost).toBe(0);
+    expect(r.tally.multipleIds).toBe(0);
+    expect(r.balance.ok).toBe(true);
+  }, 300_000);
 });

@@ -1,10 +1,14 @@
-import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { AppError, coerceError } from '../../shared/errors.js';
 import type { FirstAttemptRecord } from '../../shared/ledger/attempts.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { backoffMs, withRetries } from '../../shared/retry.js';
-import { isConditionFailure } from '../../shared/storage/dynamo.js';
+import { backoffMs } from '../../shared/retry.js';
+import { cancellationReasons } from '../../shared/storage/dynamo.js';
 import type { DispatcherMetrics } from './metrics.js';
 
 /**
@@ -13,13 +17,19 @@ import type { DispatcherMetrics } from './metrics.js';
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
  *   due entries first and the dispatch items (holding their first attempt) after them, so a
  *   dispatch item in the ledger always has its due entries.
- * - `safe`: anyone else might (after a rebalance or a restart): one conditional transaction,
- *   and a dispatch that already exists makes this a duplicate that writes nothing.
+ * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
+ *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
+ *   makes its record a duplicate that writes nothing. When a transaction is cancelled because
+ *   some of its dispatches exist, those are duplicates and the rest go again without them.
+ *   After a restart a whole backlog takes this path, so one transaction per record would make
+ *   the store's per-request cost the drain rate.
  */
 export type WriteMode = 'fast' | 'safe';
 export type FirstWriteResult = 'recorded' | 'duplicate';
 
 const BATCH = 25;
+/** Items in one group-committed safe transaction (DynamoDB allows 100). */
+const SAFE_ITEMS = 90;
 
 interface Pending {
   rec: FirstAttemptRecord;
@@ -30,6 +40,8 @@ interface Pending {
 export class FirstAttemptWriter {
   private readonly queue: Pending[] = [];
   private active = 0;
+  private readonly safeQueue: Pending[] = [];
+  private safeActive = 0;
   private closed = false;
 
   constructor(
@@ -43,17 +55,21 @@ export class FirstAttemptWriter {
   ) {}
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
-    if (mode === 'safe') return this.transact(rec);
     return new Promise((resolve, reject) => {
-      this.queue.push({ rec, resolve, reject });
-      this.pump();
+      if (mode === 'safe') {
+        this.safeQueue.push({ rec, resolve, reject });
+        this.pumpSafe();
+      } else {
+        this.queue.push({ rec, resolve, reject });
+        this.pump();
+      }
     });
   }
 
   /** Gives up on waiting writes (they are redone from Kafka). */
   close(): void {
     this.closed = true;
-    for (const p of this.queue.splice(0))
+    for (const p of [...this.queue.splice(0), ...this.safeQueue.splice(0)])
       p.reject(new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping'));
   }
 
@@ -106,11 +122,75 @@ export class FirstAttemptWriter {
     }
   }
 
-  private async transact(rec: FirstAttemptRecord): Promise<FirstWriteResult> {
+  /** Natural batching of safe records, as `pump` does for fast ones (≤ SAFE_ITEMS items). */
+  private pumpSafe(): void {
+    while (this.safeQueue.length > 0 && this.safeActive < this.o.maxFlushes) {
+      const batch: Pending[] = [];
+      const heads = new Set<unknown>();
+      let items = 0;
+      while (this.safeQueue.length > 0) {
+        const next = this.safeQueue[0]!;
+        const n = next.rec.children.length + 1;
+        if (batch.length > 0 && items + n > SAFE_ITEMS) break;
+        // A transaction may not name one item twice: a second record of the same dispatch
+        // waits for the next one (where its condition makes it a duplicate).
+        if (heads.has(next.rec.head.pk)) break;
+        heads.add(next.rec.head.pk);
+        items += n;
+        batch.push(this.safeQueue.shift()!);
+      }
+      this.safeActive++;
+      void this.transact(batch).finally(() => {
+        this.safeActive--;
+        this.pumpSafe();
+      });
+    }
+  }
+
+  /**
+   * One conditional transaction for the batch's records. A cancellation whose failed
+   * conditions name some dispatches resolves those as duplicates and commits the rest again;
+   * contention and other transient errors are retried a few times, then the batch fails (its
+   * events are redone from Kafka).
+   */
+  private async transact(batch: Pending[]): Promise<void> {
+    let left = batch;
+    for (let tries = 0; left.length > 0;) {
+      const { items, owner } = this.transactItems(left);
+      try {
+        if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
+        await this.rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        for (const p of left) p.resolve('recorded');
+        return;
+      } catch (err) {
+        const c = cancellationReasons(err);
+        if (c && c.failed.size > 0) {
+          const dup = new Set([...c.failed].map((i) => owner[i]!));
+          for (const p of dup) p.resolve('duplicate');
+          left = left.filter((p) => !dup.has(p));
+          continue;
+        }
+        const retriable = (c?.contention ?? false) || coerceError(err).retriable;
+        if (!retriable || ++tries >= 6 || this.closed) {
+          for (const p of left) p.reject(err);
+          return;
+        }
+        await sleep(backoffMs(tries - 1, { baseMs: 100 }));
+      }
+    }
+  }
+
+  /** The batch's puts, each ledger item conditional on its absence, and which record owns each. */
+  private transactItems(batch: Pending[]) {
     const { rt } = this;
-    const command = new TransactWriteCommand({
-      TransactItems: [
-        ...rec.children.map(({ table, item }) => ({
+    const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
+    const owner: Pending[] = [];
+    for (const p of batch) {
+      for (const { table, item } of [
+        ...p.rec.children,
+        { table: rt.tables.ledger, item: p.rec.head },
+      ]) {
+        items.push({
           Put: {
             TableName: table,
             Item: item,
@@ -118,25 +198,11 @@ export class FirstAttemptWriter {
               ? { ConditionExpression: 'attribute_not_exists(pk)' }
               : {}),
           },
-        })),
-        {
-          Put: {
-            TableName: rt.tables.ledger,
-            Item: rec.head,
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-      ],
-    });
-    return withRetries(async () => {
-      try {
-        await rt.dynamo.doc.send(command);
-        return 'recorded' as const;
-      } catch (err) {
-        if (isConditionFailure(err)) return 'duplicate' as const;
-        throw err;
+        });
+        owner.push(p);
       }
-    }, 6);
+    }
+    return { items, owner };
   }
 }
 

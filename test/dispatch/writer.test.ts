@@ -1,0 +1,90 @@
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
+import { dispatchKey, newDispatchState } from '../../shared/ledger/dispatches.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
+import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';
+import { testRuntime } from '../helpers/stack.js';
+import { consentEvent } from './helpers.js';
+
+/**
+ * The first-attempt writer's safe mode against DynamoDB Local: records that may already be in
+ * the ledger are group-committed as conditional transactions, and those that are become
+ * duplicates without keeping the others out.
+ */
+let rt: Runtime;
+beforeAll(async () => {
+  rt = await testRuntime('writer');
+});
+afterAll(async () => {
+  await rt.close();
+});
+
+const app = { appId: 'app_writer', environment: 'sandbox' as const };
+
+function record() {
+  const event = consentEvent(app);
+  const nowMs = Date.now();
+  const state = newDispatchState({
+    event,
+    body: JSON.stringify(event),
+    endpoint: `${app.appId}:webhook`,
+    nowMs,
+  });
+  return firstAttemptRecord(rt, {
+    state,
+    nowMs,
+    deliveryStatus: 'delivered',
+    entry: {
+      trigger: 'first',
+      time: new Date(nowMs).toISOString(),
+      durationMs: 3,
+      destination: 'http://127.0.0.1/hook',
+      statusCode: 200,
+      responseExcerpt: '',
+      outcome: 'delivered',
+    },
+  });
+}
+
+describe('first-attempt writer, safe mode', () => {
+  it('group-commits records, and one already recorded is a duplicate that keeps no other out', async () => {
+    const writer = new FirstAttemptWriter(rt, {
+      metrics: dispatcherMetrics(rt.registry),
+      log: rt.log,
+      maxFlushes: 1,
+    });
+    const recs = Array.from({ length: 30 }, record);
+    // Two of them are in the ledger already (written by "another owner").
+    expect(await writer.write(recs[3]!, 'safe')).toBe('recorded');
+    expect(await writer.write(recs[17]!, 'safe')).toBe('recorded');
+
+    const results = await Promise.all(recs.map((r) => writer.write(r, 'safe')));
+    expect(results.filter((r) => r === 'duplicate')).toHaveLength(2);
+    expect(results[3]).toBe('duplicate');
+    expect(results[17]).toBe('duplicate');
+    expect(results.filter((r) => r === 'recorded')).toHaveLength(28);
+
+    const ids = recs.map((r) => String(r.head.dispatchId));
+    const got = await rt.dynamo.doc.send(
+      new BatchGetCommand({
+        RequestItems: {
+          [rt.tables.ledger]: { Keys: ids.map(dispatchKey), ConsistentRead: true },
+        },
+      }),
+    );
+    expect(got.Responses?.[rt.tables.ledger]).toHaveLength(30);
+  });
+
+  it('never puts one dispatch twice in a transaction', async () => {
+    const writer = new FirstAttemptWriter(rt, {
+      metrics: dispatcherMetrics(rt.registry),
+      log: rt.log,
+      maxFlushes: 1,
+    });
+    const rec = record();
+    const [a, b] = await Promise.all([writer.write(rec, 'safe'), writer.write(rec, 'safe')]);
+    expect([a, b].sort()).toEqual(['duplicate', 'recorded']);
+  });
+});
