@@ -59,9 +59,9 @@ export function expireTransaction(
 /**
  * `consent.expiry.reminder`, once per transaction (`reminderSentAt`), and only while some
  * purpose is still granted: there is nothing to renew otherwise. It needs no postback. The
- * transaction's `expire` timer is written first (whether or not a reminder goes out): a new
- * transaction with a reminder gets only the reminder's timer. Should that write fail, the
- * reminder's own timer stays and fires again.
+ * transaction's `expire` timer is written first (whether or not a reminder goes out, as long as
+ * a record can still expire): a new transaction with a reminder gets only the reminder's timer.
+ * Should that write fail, the reminder's own timer stays and fires again.
  */
 export async function remindExpiry(
   rt: Runtime,
@@ -74,8 +74,12 @@ export async function remindExpiry(
     loadTransaction(rt, appId, transactionId),
   ]);
   if (!app || !current) return [];
-  const { Put } = expireTimerItem(rt, app, current, now.getTime());
-  await rt.dynamo.doc.send(new PutCommand(Put!));
+  // Only while some record can still expire: a reminder fired again after the expiry (a
+  // timer redelivered, or put back by hand) must not arm a second expiry.
+  if (current.records.some((r) => r.state !== 'expired' && r.state !== 'erased')) {
+    const { Put } = expireTimerItem(rt, app, current, now.getTime());
+    await rt.dynamo.doc.send(new PutCommand(Put!));
+  }
   return mutate(rt, appId, transactionId, now, (t, at) => {
     const granted = t.records.some((r) => r.state === 'granted');
     if (t.reminderSentAt !== undefined || !granted) return { records: t.records, changes: [] };
