@@ -1,3 +1,4 @@
+import type { Consumer, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PipelinedConsumer, type PipelineMessage } from '../../shared/bus/pipeline.js';
 import { AppError } from '../../shared/errors.js';
@@ -27,10 +28,14 @@ interface Controlled {
  * A consumer whose messages finish when the test says so. The tests share one topic: each
  * sends kinds with its own prefix, and other tests' messages are done at once.
  */
-function controlledConsumer(groupId: string, prefix: string, o: { maxUncommitted?: number } = {}) {
+function controlledConsumer(
+  groupId: string,
+  prefix: string,
+  o: { maxUncommitted?: number; onConsumer?: (c: Consumer) => void } = {},
+) {
   const taken: Controlled[] = [];
   const consumer = new PipelinedConsumer({
-    kafka: rt.kafka,
+    kafka: o.onConsumer ? watched(o.onConsumer) : rt.kafka,
     groupId,
     topics: [rt.topics.notifications],
     handler: async (messages) =>
@@ -49,6 +54,23 @@ function controlledConsumer(groupId: string, prefix: string, o: { maxUncommitted
     retryMaxMs: 40,
   });
   return { consumer, taken };
+}
+
+/**
+ * The real Kafka client, handing each consumer it creates to `onConsumer` first, so a test can
+ * listen to the kafkajs consumer's instrumentation events (fetches, batches, heartbeats).
+ */
+function watched(onConsumer: (c: Consumer) => void): Kafka {
+  return new Proxy(rt.kafka, {
+    get(target, prop, receiver) {
+      if (prop !== 'consumer') return Reflect.get(target, prop, receiver) as unknown;
+      return (...args: Parameters<Kafka['consumer']>) => {
+        const c = target.consumer(...args);
+        onConsumer(c);
+        return c;
+      };
+    },
+  });
 }
 
 async function committed(groupId: string, partition: number): Promise<number> {
@@ -225,15 +247,47 @@ describe('pipelined consumer against real Kafka', () => {
 
   it('stops taking messages past maxUncommitted until a commit makes room', async () => {
     const groupId = `${rt.config.TOPIC_PREFIX}p4`;
-    const { consumer, taken } = controlledConsumer(groupId, 'p4-', { maxUncommitted: 2 });
+    // The kafkajs consumer's own events: which offsets reached the batch handler, and the
+    // heartbeats sent since.
+    const batches: { topic: string; partition: number; lastOffset: number; beats: number }[] = [];
+    let beats = 0;
+    const { consumer, taken } = controlledConsumer(groupId, 'p4-', {
+      maxUncommitted: 2,
+      onConsumer: (c) => {
+        c.on(c.events.HEARTBEAT, () => beats++);
+        c.on(c.events.START_BATCH_PROCESS, ({ payload: b }) =>
+          batches.push({ ...b, lastOffset: Number(b.lastOffset), beats }),
+        );
+      },
+    });
     await consumer.start();
     try {
       await send(['p4-1', 'p4-2', 'p4-3', 'p4-4']);
       await vi.waitFor(() => expect(taken).toHaveLength(2), { timeout: 15_000 });
-      // A negative: nothing more is handed over while the two are unfinished. The partition's
-      // loop holds the rest of the fetched batch (and kafkajs fetches nothing new meanwhile),
-      // so there is no later state to await; half a second is many loop turns.
-      await new Promise((r) => setTimeout(r, 500));
+      const base = Number(taken[0]!.m.offset);
+      const part = taken[0]!.m.partition;
+      // A negative: nothing more is handed over while the two are unfinished. First, p4-3 and
+      // p4-4 reached the batch handler: the partition's loop holds them, waiting for room.
+      const held = await vi.waitFor(
+        () => {
+          const b = batches.find(
+            (x) =>
+              x.topic === rt.topics.notifications &&
+              x.partition === part &&
+              x.lastOffset >= base + 3,
+          );
+          expect(b).toBeDefined();
+          return b!;
+        },
+        { timeout: 15_000 },
+      );
+      // Then the loop had its chances to hand them over: kafkajs fetches nothing while a batch
+      // is being handled, so the heartbeats now come from the loop's wait for room (it beats
+      // after each wait of at most 1 s; kafkajs sends one every 3 s). Two beats after the batch
+      // arrived mean the loop checked for room, found none and waited again, at least once.
+      await vi.waitFor(() => expect(beats).toBeGreaterThanOrEqual(held.beats + 2), {
+        timeout: 15_000,
+      });
       expect(taken).toHaveLength(2);
       taken[0]!.resolve();
       taken[1]!.resolve();

@@ -22,6 +22,8 @@ const endless = {
   pulled: 0,
   closed: false,
   res: undefined as Response | undefined,
+  /** The writer's run: settles when it returned. */
+  writing: undefined as Promise<void> | undefined,
 };
 
 let server: Server;
@@ -36,7 +38,7 @@ beforeAll(async () => {
   });
   app.get('/endless', async (_req, res) => {
     endless.res = res;
-    await writeNdjson(res, {
+    endless.writing = writeNdjson(res, {
       source: async function* () {
         try {
           for (;;) {
@@ -50,6 +52,7 @@ beforeAll(async () => {
       summary: (count) => ({ type: 'summary', count }),
       log,
     });
+    await endless.writing;
   });
   app.get('/three', async (_req, res) => {
     await writeNdjson(res, {
@@ -114,11 +117,18 @@ describe('writeNdjson', () => {
     const req = http.get(`${base}/endless`);
     const res = await new Promise<http.IncomingMessage>((resolve) => req.on('response', resolve));
     res.pause(); // the client stops reading: socket buffers fill up
-    await vi.waitFor(() => expect(endless.res?.writableNeedDrain).toBe(true), { timeout: 10_000 });
+    // Stalled: the writer waits for 'drain' from a socket holding bytes the kernel no longer
+    // takes (the client reads nothing). A writer that ignored back-pressure would never wait
+    // there; it would keep pulling.
+    await vi.waitFor(
+      () => {
+        expect(endless.res?.writableNeedDrain).toBe(true);
+        expect(endless.res!.listenerCount('drain')).toBeGreaterThan(0);
+        expect(endless.res!.socket?.writableLength).toBeGreaterThan(0);
+      },
+      { timeout: 10_000 },
+    );
     const stalled = endless.pulled;
-    // Let the event loop turn many times: a writer that ignored back-pressure would keep pulling.
-    for (let i = 0; i < 200; i++) await new Promise((r) => setImmediate(r));
-    expect(endless.pulled).toBe(stalled);
     // Bounded by socket buffers, not by the (endless) source.
     expect(stalled * RECORD.length).toBeLessThan(64 * 1024 * 1024);
 
@@ -136,7 +146,8 @@ describe('writeNdjson', () => {
     req.destroy();
     await vi.waitFor(() => expect(endless.closed).toBe(true), { timeout: 10_000 });
     const final = endless.pulled;
-    for (let i = 0; i < 200; i++) await new Promise((r) => setImmediate(r));
+    // The writer returned: nothing is left that could pull.
+    await endless.writing;
     expect(endless.pulled).toBe(final);
   });
 });
