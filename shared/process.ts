@@ -20,7 +20,7 @@ import { createLogger, type Logger } from './logger.js';
 import { applyDefinitions, createRuntime, type Runtime } from './runtime.js';
 import { installShutdown, makeCloser, type ShutdownStep } from './shutdown.js';
 import { startTelemetry } from './telemetry.js';
-import { withRetries } from './retry.js';
+import { withRetries } from './backoff.js';
 
 /** An HTTP service: mounts its routes on the shared app. */
 export interface ServiceModule {

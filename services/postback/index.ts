@@ -16,7 +16,7 @@ import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
-import { backoffMs } from '../../shared/retry.js';
+import { backoffMs } from '../../shared/backoff.js';
 import { findDispatch } from './dispatch.js';
 
 /**

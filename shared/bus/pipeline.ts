@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../backoff.js';
 import { Admission, type Ticket } from './admission.js';
 import { consumerMetrics, deadLetter, headersOf, pause } from './support.js';
 import type { Producer } from './producer.js';

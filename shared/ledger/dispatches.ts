@@ -3,7 +3,7 @@ import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sd
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../backoff.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';

@@ -6,7 +6,7 @@ import { AppError } from '../../shared/errors.js';
 import { slaCheckEntry } from '../../shared/ledger/flags.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
 import { readComplianceState } from '../../shared/ledger/summary.js';
-import { backoffMs } from '../../shared/retry.js';
+import { backoffMs } from '../../shared/backoff.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
 import { postbacksTopicMessage } from './messages.js';

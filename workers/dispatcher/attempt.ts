@@ -2,7 +2,7 @@ import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
 import { cached } from '../../shared/domain/cache.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError, coerceError } from '../../shared/errors.js';
-import { withRetries } from '../../shared/retry.js';
+import { withRetries } from '../../shared/backoff.js';
 import {
   firstAttemptRecord,
   recordAttempt,

@@ -7,7 +7,7 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import type { FirstAttemptRecord } from '../../shared/ledger/attempts.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { backoffMs } from '../../shared/retry.js';
+import { backoffMs } from '../../shared/backoff.js';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
 import type { DispatcherMetrics } from './metrics.js';
 
