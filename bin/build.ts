@@ -7,9 +7,10 @@ import { projectRoot } from '../infra/local/paths.js';
 /**
  * `npm run build`: the production build. Every source file of the running code (bin, shared,
  * services, workers, infra; not tests, benchmarks or browser scripts) is transpiled to
- * JavaScript one for one, keeping the folder layout, so `node dist/bin/start.js` runs without
- * tsx; the files the services read at run time (the widget scripts, the portal's assets, the
- * embedded stack's Java launcher and Maven file) are copied beside them. No bundling: module
+ * JavaScript one for one, keeping the folder layout, so `node dist/bin/serve.js` (the
+ * production entry, `npm run start:prod`) runs without tsx; the files the services read at run
+ * time (the widget scripts, the portal's assets, the embedded stack's Java launcher and Maven
+ * file, which the built `bin/start.js` still uses) are copied beside them. No bundling: module
  * paths and `import.meta.url` lookups stay as they are in the sources.
  *
  * `--outdir=DIR` (default `dist`).
@@ -49,5 +50,5 @@ await build({
 for (const a of ASSETS)
   fs.cpSync(path.join(projectRoot, a), path.join(outdir, a), { recursive: true });
 process.stdout.write(
-  `built ${entryPoints.length} modules and ${ASSETS.length} asset paths into ${path.relative(process.cwd(), outdir) || '.'} in ${Date.now() - t0} ms; run: node ${path.relative(process.cwd(), path.join(outdir, 'bin', 'start.js'))}\n`,
+  `built ${entryPoints.length} modules and ${ASSETS.length} asset paths into ${path.relative(process.cwd(), outdir) || '.'} in ${Date.now() - t0} ms; run: node ${path.relative(process.cwd(), path.join(outdir, 'bin', 'serve.js'))}\n`,
 );

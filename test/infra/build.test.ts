@@ -8,9 +8,11 @@ import { projectRoot } from '../../infra/local/paths.js';
 import { freePort } from '../../infra/local/proc.js';
 
 /**
- * The production build (`npm run build`): transpiled into a folder of the project, then run
- * with plain `node` (no tsx) against the test stack, as production runs it. It must start,
- * serve the files it reads at run time (widget script, portal assets) and write to DynamoDB.
+ * The production build (`npm run build`): transpiled into a folder of the project, then its
+ * production entry (`bin/serve.js`, what `npm run start:prod` runs) is run with plain `node`
+ * (no tsx) against the test stack, as production runs it. It must start, serve the files it
+ * reads at run time (widget script, portal assets) and write to DynamoDB; given no Kafka and
+ * DynamoDB it must stop at once with one line.
  */
 
 const out = path.join(projectRoot, 'test-results', `build-${randomBytes(3).toString('hex')}`);
@@ -29,7 +31,7 @@ beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   const id = randomBytes(3).toString('hex');
-  child = spawn(process.execPath, [path.join(out, 'bin', 'start.js')], {
+  child = spawn(process.execPath, [path.join(out, 'bin', 'serve.js')], {
     cwd: projectRoot,
     env: {
       PATH: process.env.PATH,
@@ -50,8 +52,8 @@ beforeAll(async () => {
   child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
   const until = Date.now() + 90_000;
   while (!log.includes(' ready at http')) {
-    if (child.exitCode !== null) throw new Error(`dist/bin/start.js exited: ${log}`);
-    if (Date.now() > until) throw new Error(`dist/bin/start.js did not start: ${log}`);
+    if (child.exitCode !== null) throw new Error(`dist/bin/serve.js exited: ${log}`);
+    if (Date.now() > until) throw new Error(`dist/bin/serve.js did not start: ${log}`);
     await delay(200);
   }
 }, 120_000);
@@ -66,9 +68,9 @@ afterAll(async () => {
   fs.rmSync(out, { recursive: true, force: true });
 });
 
-describe('npm run build, then node dist/bin/start.js', () => {
+describe('npm run build, then node dist/bin/serve.js', () => {
   it('transpiled every module, with no TypeScript left to run', () => {
-    expect(fs.existsSync(path.join(out, 'bin', 'start.js'))).toBe(true);
+    expect(fs.existsSync(path.join(out, 'bin', 'serve.js'))).toBe(true);
     expect(fs.existsSync(path.join(out, 'shared', 'runtime.js'))).toBe(true);
     expect(fs.existsSync(path.join(out, 'shared', 'runtime.test.js'))).toBe(false);
   });
@@ -94,5 +96,21 @@ describe('npm run build, then node dist/bin/start.js', () => {
       }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
+  });
+
+  it('refuses to start with no Kafka and DynamoDB configured, in one line, starting nothing', () => {
+    const home = path.join(out, '.home-unset');
+    const r = spawnSync(process.execPath, [path.join(out, 'bin', 'serve.js')], {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH, SVC_HOME: home },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /^error: KAFKA_BROKERS and AWS_REGION \(or DYNAMODB_ENDPOINT\) must be set; [^\n]*\n$/,
+    );
+    expect(fs.existsSync(home)).toBe(false);
   });
 });
