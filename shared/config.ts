@@ -73,6 +73,11 @@ export const baseConfigSchema = z.object({
    * (the events are already stored in the outbox; the relay publishes what the fast path did not).
    */
   OUTBOX_PUBLISH_WAIT_MS: z.coerce.number().int().nonnegative().default(1_000),
+  /**
+   * Commit transactions (a change and its events) in flight at once per process; commits made
+   * meanwhile wait and leave together, up to 100 items, in one TransactWriteItems (group commit).
+   */
+  OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
   /** Outbox items one relay step reads, publishes and deletes before the next. */
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /** Outbox items younger than this are left to the fast path. */

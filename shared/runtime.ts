@@ -1,7 +1,12 @@
 import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { applyTables, applyTopics } from '../infra/definitions/apply.js';
-import { tableNames, type TableNames } from '../infra/definitions/tables.js';
+import {
+  tableDefs,
+  tableNames,
+  type TableKey,
+  type TableNames,
+} from '../infra/definitions/tables.js';
 import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
 import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
 import { ApiDocs } from './http/openapi.js';
@@ -48,9 +53,26 @@ export function createRuntime(
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
   ) as TopicNames;
+  const keyAttributes = new Map<string, string[]>(
+    Object.entries(tableDefs).map(([k, d]) => [
+      tables[k as TableKey],
+      'sortKey' in d ? [d.partitionKey, d.sortKey] : [d.partitionKey],
+    ]),
+  );
   const outbox = new Outbox(
-    { doc: dynamo.doc, table: tables.outbox, producer, log, registry },
-    { publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS, relayBatch: config.OUTBOX_RELAY_BATCH },
+    {
+      doc: dynamo.doc,
+      table: tables.outbox,
+      producer,
+      log,
+      registry,
+      keyAttributes: (table) => keyAttributes.get(table) ?? [],
+    },
+    {
+      publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS,
+      relayBatch: config.OUTBOX_RELAY_BATCH,
+      transactionsInFlight: config.OUTBOX_TRANSACTIONS_IN_FLIGHT,
+    },
   );
   const processed = new Processed(dynamo.doc, tables.processed);
   let closed: Promise<void> | undefined;

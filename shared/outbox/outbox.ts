@@ -4,17 +4,17 @@ import {
   TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { backoffMs } from '../backoff.js';
+import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 
-export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type { TransactItem };
 
 export interface OutboxItem extends OutMessage {
   /** The event id. */
@@ -53,6 +53,8 @@ export interface OutboxDeps {
   producer: Producer;
   log: Logger;
   registry: Registry;
+  /** The key attribute names of a table, by full name (group commit keeps items distinct). */
+  keyAttributes?: (table: string) => readonly string[];
 }
 
 function outboxMetrics(registry: Registry) {
@@ -110,6 +112,11 @@ export interface OutboxOptions {
   publishWaitMs?: number;
   /** Items one relay step reads, publishes and deletes before it reads the next. */
   relayBatch?: number;
+  /**
+   * Commit transactions in flight at once; commits made meanwhile wait and leave together in
+   * one transaction of up to 100 items (group commit).
+   */
+  transactionsInFlight?: number;
 }
 
 /**
@@ -128,11 +135,25 @@ export class Outbox {
   private deleting: Promise<void> | undefined;
   private closed = false;
 
+  /** Concurrent commits share TransactWriteItems requests (group commit). */
+  private readonly group: GroupCommit;
+
   constructor(
     private readonly d: OutboxDeps,
     private readonly o: OutboxOptions = {},
   ) {
     this.m = outboxMetrics(d.registry);
+    this.group = new GroupCommit(
+      (items) =>
+        d.doc.send(
+          new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
+        ),
+      {
+        maxInFlight: o.transactionsInFlight ?? 4,
+        keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
+        registry: d.registry,
+      },
+    );
   }
 
   /** The outbox Put to include in a transaction: one item for all of a commit's messages. */
@@ -184,11 +205,7 @@ export class Outbox {
           }
         : undefined;
     const items = [...changes, ...(envelope ? [this.item(envelope)] : [])];
-    if (items.length > 100)
-      throw new Error(`transaction has ${items.length} items; DynamoDB allows 100`);
-    await this.d.doc.send(
-      new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
-    );
+    await this.group.write(items);
     return { published: envelope ? await this.publishFast(envelope) : true };
   }
 

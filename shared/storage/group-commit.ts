@@ -1,0 +1,205 @@
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { getOrCreate } from '../metrics.js';
+
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Sends one TransactWriteItems (the caller supplies the client and a request token). */
+export type SendTransaction = (items: TransactItem[]) => Promise<unknown>;
+
+export interface GroupCommitOptions {
+  /** Items in one transaction at most (DynamoDB allows 100). */
+  maxItems?: number;
+  /** Transactions in flight at once; further writes wait and leave together in the next one. */
+  maxInFlight?: number;
+  /** The key attribute names of a table (by its full name), to keep one item per transaction. */
+  keyAttributes: (table: string) => readonly string[];
+  registry?: Registry;
+}
+
+interface Pending {
+  items: TransactItem[];
+  keys: string[];
+  /** Runs alone next time: its group failed in a way that may be its own doing. */
+  solo: boolean;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Reason {
+  Code?: string;
+  Message?: string;
+}
+
+/**
+ * Group commit for TransactWriteItems. Writes that arrive while `maxInFlight` transactions are
+ * in flight queue up and leave together, up to `maxItems` items, in the next transaction; each
+ * caller's promise settles once the transaction holding its items has committed (or was
+ * refused). At low load every write leaves at once, alone, as before.
+ *
+ * One transaction never names an item twice (DynamoDB refuses such a request): a write that
+ * touches an item already in the group waits for the next one.
+ *
+ * A cancelled group (TransactionCanceledException) is taken apart with its reasons, which
+ * come one per item in request order: a write whose own items hold a reason (its condition
+ * failed, or contention on its item) gets a TransactionCanceledException carrying only its
+ * own reasons, indexed as if it had been sent alone, so callers classify it as before; the
+ * writes that held no reason were refused only because they shared the group, and go out
+ * again. A request the store refuses as a whole for another reason (a validation error) is
+ * retried with each write alone, so only the write at fault gets the error. Any other error
+ * (a timeout, an unavailable store) reaches every write of the group, as it would each alone.
+ */
+export class GroupCommit {
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private readonly maxItems: number;
+  private readonly maxInFlight: number;
+  private readonly m;
+
+  constructor(
+    private readonly send: SendTransaction,
+    private readonly o: GroupCommitOptions,
+  ) {
+    this.maxItems = o.maxItems ?? 100;
+    this.maxInFlight = o.maxInFlight ?? 4;
+    this.m = o.registry ? groupMetrics(o.registry) : undefined;
+  }
+
+  /** Commits `items` atomically, possibly in one transaction with other writes' items. */
+  write(items: TransactItem[]): Promise<void> {
+    if (items.length > this.maxItems)
+      return Promise.reject(
+        new Error(`transaction has ${items.length} items; DynamoDB allows ${this.maxItems}`),
+      );
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({
+        items,
+        keys: items.map((i) => this.keyOf(i)),
+        solo: false,
+        resolve,
+        reject,
+      });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const group = this.take();
+      this.inFlight++;
+      void this.run(group);
+    }
+  }
+
+  /** The oldest write, then every later one that fits (items, distinct keys), in order. */
+  private take(): Pending[] {
+    const first = this.queue.shift()!;
+    const group = [first];
+    if (first.solo) return group;
+    let size = first.items.length;
+    const keys = new Set(first.keys);
+    for (let i = 0; i < this.queue.length && size < this.maxItems;) {
+      const p = this.queue[i]!;
+      if (p.solo || size + p.items.length > this.maxItems || p.keys.some((k) => keys.has(k))) {
+        i++;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      group.push(p);
+      size += p.items.length;
+      for (const k of p.keys) keys.add(k);
+    }
+    return group;
+  }
+
+  /** Sends a group; its slot is free again before its writers hear of the outcome. */
+  private async run(group: Pending[]): Promise<void> {
+    const items = group.flatMap((p) => p.items);
+    this.m?.size.observe(group.length);
+    let failure: { err: unknown } | undefined;
+    try {
+      await this.send(items);
+    } catch (err) {
+      failure = { err };
+    }
+    this.inFlight--;
+    if (!failure) for (const p of group) p.resolve();
+    else if (group.length === 1) group[0]!.reject(failure.err);
+    else this.split(group, failure.err);
+    this.pump();
+  }
+
+  /** Settles or re-queues the writes of a group that failed (see the class comment). */
+  private split(group: Pending[], err: unknown): void {
+    const e = err as { name?: string; CancellationReasons?: Reason[] };
+    const retry: Pending[] = [];
+    if (e?.name === 'TransactionCanceledException' && Array.isArray(e.CancellationReasons)) {
+      let at = 0;
+      for (const p of group) {
+        const own = e.CancellationReasons.slice(at, at + p.items.length);
+        at += p.items.length;
+        if (own.some((r) => r.Code !== undefined && r.Code !== 'None'))
+          p.reject(ownCancellation(err, own));
+        else retry.push(p);
+      }
+      // No write held a reason (should not happen): each goes alone rather than round again.
+      if (retry.length === group.length) for (const p of retry) p.solo = true;
+    } else if (e?.name === 'ValidationException') {
+      for (const p of group) {
+        p.solo = true;
+        retry.push(p);
+      }
+    } else {
+      for (const p of group) p.reject(err);
+      return;
+    }
+    this.m?.retried.inc(retry.length);
+    this.queue.unshift(...retry);
+  }
+
+  private keyOf(item: TransactItem): string {
+    const op = item.Put ?? item.Update ?? item.Delete ?? item.ConditionCheck;
+    const table = op?.TableName ?? '';
+    const source = (item.Put?.Item ??
+      (op as { Key?: Record<string, unknown> })?.Key ??
+      {}) as Record<string, unknown>;
+    return JSON.stringify([table, ...this.o.keyAttributes(table).map((a) => source[a])]);
+  }
+}
+
+/** A cancellation as the write would have got it alone: its own reasons, from index 0. */
+function ownCancellation(err: unknown, reasons: Reason[]): Error {
+  const own = new Error(
+    `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code ?? 'None').join(', ')}]`,
+  ) as Error & { CancellationReasons: Reason[]; $metadata?: unknown };
+  own.name = 'TransactionCanceledException';
+  own.CancellationReasons = reasons;
+  own.$metadata = (err as { $metadata?: unknown }).$metadata;
+  return own;
+}
+
+function groupMetrics(registry: Registry) {
+  return {
+    size: getOrCreate(
+      registry,
+      'svc_dynamodb_group_commit_writes',
+      () =>
+        new Histogram({
+          name: 'svc_dynamodb_group_commit_writes',
+          help: 'Writes (commits of a change and its events) per TransactWriteItems request',
+          buckets: [1, 2, 4, 8, 16, 32],
+          registers: [registry],
+        }),
+    ),
+    retried: getOrCreate(
+      registry,
+      'svc_dynamodb_group_commit_retried_total',
+      () =>
+        new Counter({
+          name: 'svc_dynamodb_group_commit_retried_total',
+          help: 'Writes sent again because another write of their group was refused',
+          registers: [registry],
+        }),
+    ),
+  };
+}

@@ -1,0 +1,152 @@
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cancellationReasons } from '../../shared/storage/dynamo.js';
+import { GroupCommit, type TransactItem } from '../../shared/storage/group-commit.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { testRuntime } from '../helpers/stack.js';
+
+/**
+ * Group commit against DynamoDB Local: concurrent writes share TransactWriteItems requests,
+ * and a refused write gets its own reasons while the others of its group land.
+ */
+let rt: Runtime;
+
+beforeAll(async () => {
+  rt = await testRuntime('group-commit');
+});
+afterAll(async () => {
+  await rt.close();
+});
+
+const keyAttributes = () => ['pk', 'sk'];
+
+/** One write as the consent writer makes it: a new item, and a second one only if absent. */
+function write(id: string, claim = `claim#${id}`): TransactItem[] {
+  return [
+    {
+      Put: {
+        TableName: rt.tables.entities,
+        Item: { pk: `gc#${id}`, sk: 'v', n: 1 },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+    {
+      Put: {
+        TableName: rt.tables.entities,
+        Item: { pk: claim, sk: 'v', by: id },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+  ];
+}
+
+async function exists(pk: string) {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({ TableName: rt.tables.entities, Key: { pk, sk: 'v' }, ConsistentRead: true }),
+  );
+  return r.Item;
+}
+
+/** Counts the TransactWriteItems requests and their sizes, sending them for real. */
+function counting() {
+  const sizes: number[] = [];
+  const send = (items: TransactItem[]) => {
+    sizes.push(items.length);
+    return rt.dynamo.doc.send(
+      new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
+    );
+  };
+  return { sizes, send };
+}
+
+describe('group commit of TransactWriteItems', () => {
+  it('sends writes made while one is in flight together, and lands every one', async () => {
+    const c = counting();
+    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes });
+    const ids = Array.from({ length: 30 }, () => randomUUID());
+    await Promise.all(ids.map((id) => g.write(write(id))));
+    // The first leaves alone; the 29 queued behind it fit in one request of 58 items.
+    expect(c.sizes).toEqual([2, 58]);
+    for (const id of ids) {
+      expect(await exists(`gc#${id}`)).toMatchObject({ n: 1 });
+      expect(await exists(`claim#${id}`)).toMatchObject({ by: id });
+    }
+  });
+
+  it('never puts more than 100 items, or one item twice, in a request', async () => {
+    const c = counting();
+    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes });
+    const shared = `claim#shared-${randomUUID()}`;
+    const first = g.write(write(randomUUID()));
+    // 60 writes of 2 items: 50 fit in a request of 100. Two of them claim the same item: the
+    // second waits for a later request (where its condition then fails).
+    const rest = Array.from({ length: 60 }, (_, i) =>
+      g.write(write(randomUUID(), i === 3 || i === 40 ? shared : undefined)).then(
+        () => 'ok',
+        (err: unknown) => cancellationReasons(err),
+      ),
+    );
+    await first;
+    const outcomes = await Promise.all(rest);
+    expect(Math.max(...c.sizes)).toBeLessThanOrEqual(100);
+    expect(c.sizes.slice(1).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(120);
+    expect(outcomes[3]).toBe('ok');
+    // Refused alone, as if it had been sent by itself: its claim (index 1) failed.
+    expect(outcomes[40]).toEqual({ failed: new Set([1]), contention: false });
+    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(59);
+  });
+
+  it('refuses only the write whose condition failed; the rest of its group lands', async () => {
+    const c = counting();
+    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes });
+    const taken = `claim#taken-${randomUUID()}`;
+    await g.write(write(randomUUID(), taken));
+    const blocker = g.write(write(randomUUID()));
+    const ids = Array.from({ length: 10 }, () => randomUUID());
+    const results = ids.map((id, i) =>
+      g.write(write(id, i === 6 ? taken : undefined)).then(
+        () => 'ok' as const,
+        (err: unknown) => err as Error & { CancellationReasons: { Code: string }[] },
+      ),
+    );
+    await blocker;
+    const settled = await Promise.all(results);
+    const refused = settled[6];
+    expect(refused).not.toBe('ok');
+    if (refused === 'ok') return;
+    expect(refused.name).toBe('TransactionCanceledException');
+    expect(refused.CancellationReasons.map((r) => r.Code)).toEqual([
+      'None',
+      'ConditionalCheckFailed',
+    ]);
+    expect(settled.filter((s) => s === 'ok')).toHaveLength(9);
+    // Nothing of the refused write was applied; everything of the others was.
+    expect(await exists(`gc#${ids[6]}`)).toBeUndefined();
+    for (const [i, id] of ids.entries())
+      if (i !== 6) expect(await exists(`gc#${id}`)).toBeDefined();
+    // Its group was sent once with all ten, then the nine again.
+    expect(c.sizes.slice(2)).toEqual([20, 18]);
+  });
+
+  it('gives a request the store refuses as a whole to each write alone', async () => {
+    const c = counting();
+    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes });
+    const blocker = g.write(write(randomUUID()));
+    const good = randomUUID();
+    const bad: TransactItem[] = [
+      // An empty key attribute: DynamoDB Local refuses the request (ValidationException).
+      { Put: { TableName: rt.tables.entities, Item: { pk: '', sk: 'v' } } },
+    ];
+    const a = g.write(write(good));
+    const b = g.write(bad).then(
+      () => 'ok',
+      (err: unknown) => (err as Error).name,
+    );
+    await blocker;
+    await a;
+    expect(await b).toBe('ValidationException');
+    expect(await exists(`gc#${good}`)).toBeDefined();
+    expect(c.sizes).toEqual([2, 3, 2, 1]);
+  });
+});
