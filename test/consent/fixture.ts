@@ -274,3 +274,44 @@ export function usePublicApi(name: string) {
 }
 
 export const PUBLIC_TRANSACTIONS = '/api/public/consents/my-transactions';
+
+/**
+ * The record API tests' shared setup: a consent process with two apps, `a` with no notice (any
+ * purpose) and `n` with a `newsletter_signup` notice (analytics, marketing, essential
+ * required: only its purposes are allowed). `post`, `get`, `put` and `del` call
+ * `/api/v1/consents[/{userId}]` with the app's read-write key unless given another. Read
+ * `rec.f`, `rec.a` and `rec.n` inside tests (set in beforeAll).
+ */
+export function useRecordApi(name: string) {
+  const rec = {} as { f: ConsentFixture; a: TestApp; n: TestApp };
+  beforeAll(async () => {
+    rec.f = await startConsentProcess(name);
+    rec.a = await rec.f.createApp();
+    rec.n = await rec.f.createApp({
+      notice: {
+        triggerKey: 'newsletter_signup',
+        purposes: [
+          { name: 'analytics' },
+          { name: 'marketing' },
+          { name: 'essential', required: true },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await rec.f?.close();
+  });
+  const one = (userId: string) => `/api/v1/consents/${encodeURIComponent(userId)}`;
+  return {
+    rec,
+    uid: () => `user-${Math.random().toString(36).slice(2, 10)}@shop.example`,
+    post: (t: TestApp, body: unknown, key = t.key) =>
+      rec.f.call('POST', '/api/v1/consents', { headers: bearer(key), body }),
+    get: (t: TestApp, userId: string, key = t.key) =>
+      rec.f.call('GET', one(userId), { headers: bearer(key) }),
+    put: (t: TestApp, userId: string, body: unknown, key = t.key) =>
+      rec.f.call('PUT', one(userId), { headers: bearer(key), body }),
+    del: (t: TestApp, userId: string, key = t.key) =>
+      rec.f.call('DELETE', one(userId), { headers: bearer(key) }),
+  };
+}

@@ -1,41 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { captureConsent } from '../../shared/domain/consent/index.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
-import { bearer, startConsentProcess, type ConsentFixture, type TestApp } from './fixture.js';
+import { bearer, useRecordApi } from './fixture.js';
 
-let f: ConsentFixture;
-let a: TestApp;
-/** An app with a notice: only its purposes are allowed. */
-let n: TestApp;
-
-beforeAll(async () => {
-  f = await startConsentProcess('consent-record');
-  a = await f.createApp();
-  n = await f.createApp({
-    notice: {
-      triggerKey: 'newsletter_signup',
-      purposes: [
-        { name: 'analytics' },
-        { name: 'marketing' },
-        { name: 'essential', required: true },
-      ],
-    },
-  });
-});
-afterAll(async () => {
-  await f?.close();
-});
-
-const uid = () => `user-${Math.random().toString(36).slice(2, 10)}@shop.example`;
-const post = (t: TestApp, body: unknown, key = t.key) =>
-  f.call('POST', '/api/v1/consents', { headers: bearer(key), body });
-const get = (t: TestApp, userId: string, key = t.key) =>
-  f.call('GET', `/api/v1/consents/${encodeURIComponent(userId)}`, { headers: bearer(key) });
+const { rec, uid, post, get } = useRecordApi('consent-record');
 
 describe('POST /api/v1/consents', () => {
   it('creates the record: 201, Location, body, and consent.created + consent.granted on Kafka', async () => {
     const userId = uid();
-    const r = await post(a, {
+    const r = await post(rec.a, {
       userId,
       email: 'asha@shop.example',
       consents: { analytics: true, marketing: false },
@@ -54,12 +27,12 @@ describe('POST /api/v1/consents', () => {
       expiresAt: new Date(Date.parse(r.body.createdAt) + 365 * 86_400_000).toISOString(),
     });
 
-    const events = await f.waitForEvents(r.body.referenceId, 2);
+    const events = await rec.f.waitForEvents(r.body.referenceId, 2);
     expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
     const [created, granted] = events;
     expect(created).toMatchObject({
       apiVersion: 'v1',
-      appId: a.app.appId,
+      appId: rec.a.app.appId,
       environment: 'sandbox',
       data: {
         referenceId: r.body.referenceId,
@@ -79,7 +52,7 @@ describe('POST /api/v1/consents', () => {
 
     // The storage layout: principal, user pointer, transaction (with its history), 2 record
     // pointers.
-    const items = await f.itemsOf(a.app.appId);
+    const items = await rec.f.itemsOf(rec.a.app.appId);
     const mine = items.all.filter(
       (i) => i.referenceId === r.body.referenceId || i.userId === userId,
     );
@@ -89,42 +62,47 @@ describe('POST /api/v1/consents', () => {
     const hist = items.history().filter((h) => h.transactionId === r.body.transactionId);
     expect(hist).toHaveLength(2);
     expect(hist[0]).toMatchObject({
-      who: { source: 'api', credential: a.keyId },
+      who: { source: 'api', credential: rec.a.keyId },
       from: null,
       operation: 'create',
     });
   });
 
   it('status is withdrawn when nothing is granted', async () => {
-    const r = await post(a, {
+    const r = await post(rec.a, {
       userId: uid(),
       email: 'b@shop.example',
       consents: { analytics: false },
     });
     expect(r.status).toBe(201);
     expect(r.body.status).toBe('withdrawn');
-    const events = await f.waitForEvents(r.body.referenceId, 1);
+    const events = await rec.f.waitForEvents(r.body.referenceId, 1);
     expect(events.map((e) => e.type)).toEqual(['consent.created']);
   });
 
   it('a second POST for the user is 409 and writes nothing', async () => {
     const userId = uid();
     expect(
-      (await post(a, { userId, email: 'c@shop.example', consents: { analytics: true } })).status,
+      (await post(rec.a, { userId, email: 'c@shop.example', consents: { analytics: true } }))
+        .status,
     ).toBe(201);
-    const before = (await f.itemsOf(a.app.appId)).all.length;
-    const again = await post(a, { userId, email: 'c@shop.example', consents: { marketing: true } });
+    const before = (await rec.f.itemsOf(rec.a.app.appId)).all.length;
+    const again = await post(rec.a, {
+      userId,
+      email: 'c@shop.example',
+      consents: { marketing: true },
+    });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ code: 'SVC_CONFLICT', status: 409 });
-    expect((await f.itemsOf(a.app.appId)).all.length).toBe(before);
+    expect((await rec.f.itemsOf(rec.a.app.appId)).all.length).toBe(before);
   });
 
   it('two concurrent POSTs for one user: exactly one wins, the loser leaves nothing behind', async () => {
     const userId = uid();
     const body = { userId, email: 'race@shop.example', consents: { analytics: true } };
-    const results = await Promise.all([post(a, body), post(a, body), post(a, body)]);
+    const results = await Promise.all([post(rec.a, body), post(rec.a, body), post(rec.a, body)]);
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409]);
-    const items = await f.itemsOf(a.app.appId);
+    const items = await rec.f.itemsOf(rec.a.app.appId);
     const principals = items.kinds('principal').filter((i) => i.userId === userId);
     expect(principals).toHaveLength(1);
     const txns = items.kinds('transaction').filter((i) => i.userId === userId);
@@ -132,14 +110,14 @@ describe('POST /api/v1/consents', () => {
   });
 
   it('rejects bad input: malformed JSON 400, schema 422 with paths, bad purpose names', async () => {
-    const bad = await f.call('POST', '/api/v1/consents', {
-      headers: bearer(a.key),
+    const bad = await rec.f.call('POST', '/api/v1/consents', {
+      headers: bearer(rec.a.key),
       raw: '{"userId":',
     });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('SVC_BAD_JSON');
 
-    const r = await post(a, {
+    const r = await post(rec.a, {
       userId: 'has space',
       email: 'not-an-email',
       consents: { Bad: true, ok: 'yes' },
@@ -152,55 +130,55 @@ describe('POST /api/v1/consents', () => {
       ['/', '/consents/Bad', '/consents/ok', '/email', '/userId'].sort(),
     );
 
-    const empty = await post(a, { userId: uid(), email: 'e@shop.example', consents: {} });
+    const empty = await post(rec.a, { userId: uid(), email: 'e@shop.example', consents: {} });
     expect(empty.status).toBe(422);
     expect(empty.body.errors).toEqual([expect.objectContaining({ path: '/consents' })]);
 
-    const noBody = await f.call('POST', '/api/v1/consents', { headers: bearer(a.key) });
+    const noBody = await rec.f.call('POST', '/api/v1/consents', { headers: bearer(rec.a.key) });
     expect(noBody.status).toBe(422);
   });
 
   it('an undeclared purpose is 422 for an app with notices, and nothing is written', async () => {
-    const before = (await f.itemsOf(n.app.appId)).all.length;
-    const r = await post(n, {
+    const before = (await rec.f.itemsOf(rec.n.app.appId)).all.length;
+    const r = await post(rec.n, {
       userId: uid(),
       email: 'd@shop.example',
       consents: { analytics: true, tracking: true },
     });
     expect(r.status).toBe(422);
     expect(r.body.errors).toEqual([{ path: '/consents/tracking', message: expect.any(String) }]);
-    expect((await f.itemsOf(n.app.appId)).all.length).toBe(before);
+    expect((await rec.f.itemsOf(rec.n.app.appId)).all.length).toBe(before);
     // Declared purposes pass.
     expect(
-      (await post(n, { userId: uid(), email: 'd@shop.example', consents: { analytics: true } }))
+      (await post(rec.n, { userId: uid(), email: 'd@shop.example', consents: { analytics: true } }))
         .status,
     ).toBe(201);
   });
 
   it('credentials: missing or wrong 401, revoked 401, missing scope 403', async () => {
     const body = { userId: uid(), email: 'e@shop.example', consents: { analytics: true } };
-    const none = await f.call('POST', '/api/v1/consents', { body });
+    const none = await rec.f.call('POST', '/api/v1/consents', { body });
     expect(none.status).toBe(401);
     expect(none.body.code).toBe('SVC_UNAUTHORIZED');
-    expect((await post(a, body, `svc_ak_${'x'.repeat(40)}`)).status).toBe(401);
-    expect((await post(a, body, 'garbage')).status).toBe(401);
-    expect((await post(a, body, a.readOnlyKey)).status).toBe(403);
-    expect((await get(a, body.userId, a.writeOnlyKey)).status).toBe(403);
+    expect((await post(rec.a, body, `svc_ak_${'x'.repeat(40)}`)).status).toBe(401);
+    expect((await post(rec.a, body, 'garbage')).status).toBe(401);
+    expect((await post(rec.a, body, rec.a.readOnlyKey)).status).toBe(403);
+    expect((await get(rec.a, body.userId, rec.a.writeOnlyKey)).status).toBe(403);
 
-    const extra = await f.admin('POST', `/apps/${a.app.appId}/api-keys`, {
+    const extra = await rec.f.admin('POST', `/apps/${rec.a.app.appId}/api-keys`, {
       name: 'tmp',
       scopes: ['consents:write'],
     });
-    expect((await post(a, body, extra.key)).status).toBe(201);
-    await f.admin('DELETE', `/apps/${a.app.appId}/api-keys/${extra.id}`);
-    expect((await post(a, { ...body, userId: uid() }, extra.key)).status).toBe(401);
+    expect((await post(rec.a, body, extra.key)).status).toBe(201);
+    await rec.f.admin('DELETE', `/apps/${rec.a.app.appId}/api-keys/${extra.id}`);
+    expect((await post(rec.a, { ...body, userId: uid() }, extra.key)).status).toBe(401);
   });
 });
 
 describe('POST with consentId (link a widget capture)', () => {
   async function capture() {
-    const notice = (await getNoticeByTriggerKey(f.p.rt, n.app.appId, 'newsletter_signup'))!;
-    return captureConsent(f.p.rt, n.app, notice, {
+    const notice = (await getNoticeByTriggerKey(rec.f.p.rt, rec.n.app.appId, 'newsletter_signup'))!;
+    return captureConsent(rec.f.p.rt, rec.n.app, notice, {
       mode: 'granular',
       granted: ['essential', 'marketing'],
       language: 'en',
@@ -213,7 +191,7 @@ describe('POST with consentId (link a widget capture)', () => {
   it('links the capture and its principal to the user and applies consents on top', async () => {
     const c = await capture();
     const userId = uid();
-    const r = await post(n, {
+    const r = await post(rec.n, {
       userId,
       email: 'link@shop.example',
       consentId: c.transactionId,
@@ -228,14 +206,14 @@ describe('POST with consentId (link a widget capture)', () => {
       consents: { essential: true, marketing: false, analytics: true },
       status: 'active',
     });
-    expect((await get(n, userId)).body).toEqual(r.body);
+    expect((await get(rec.n, userId)).body).toEqual(r.body);
     // The public API shows the link too.
-    const pub = await f.call('GET', `/api/public/consents/my-transactions/${c.transactionId}`, {
-      headers: { 'x-secret-key': n.secretKey },
+    const pub = await rec.f.call('GET', `/api/public/consents/my-transactions/${c.transactionId}`, {
+      headers: { 'x-secret-key': rec.n.secretKey },
     });
     expect(pub.body).toMatchObject({ userId, source: 'widget', status: 'partially_revoked' });
 
-    const events = await f.waitForEvents(c.referenceId, 4);
+    const events = await rec.f.waitForEvents(c.referenceId, 4);
     expect(events.map((e) => e.type)).toEqual([
       'consent.created',
       'consent.granted',
@@ -246,10 +224,10 @@ describe('POST with consentId (link a widget capture)', () => {
     expect(events[3]!.data).toMatchObject({
       userId,
       purposes: { marketing: false },
-      noticeId: n.notice!.noticeId,
+      noticeId: rec.n.notice!.noticeId,
       noticeVersion: 1,
     });
-    const items = await f.itemsOf(n.app.appId);
+    const items = await rec.f.itemsOf(rec.n.app.appId);
     expect(items.kinds('principal').find((p) => p.referenceId === c.referenceId)).toMatchObject({
       userId,
       email: 'link@shop.example',
@@ -259,7 +237,7 @@ describe('POST with consentId (link a widget capture)', () => {
   it('unknown consentId 404; consentId of another user 409, nothing written', async () => {
     expect(
       (
-        await post(n, {
+        await post(rec.n, {
           userId: uid(),
           email: 'x@shop.example',
           consentId: '01890000-0000-7000-8000-000000000000',
@@ -269,7 +247,7 @@ describe('POST with consentId (link a widget capture)', () => {
     ).toBe(404);
     expect(
       (
-        await post(n, {
+        await post(rec.n, {
           userId: uid(),
           email: 'x@shop.example',
           consentId: 'nonsense',
@@ -282,7 +260,7 @@ describe('POST with consentId (link a widget capture)', () => {
     const first = uid();
     expect(
       (
-        await post(n, {
+        await post(rec.n, {
           userId: first,
           email: 'x@shop.example',
           consentId: c.transactionId,
@@ -290,16 +268,16 @@ describe('POST with consentId (link a widget capture)', () => {
         })
       ).status,
     ).toBe(201);
-    const before = await f.itemsOf(n.app.appId);
+    const before = await rec.f.itemsOf(rec.n.app.appId);
     const second = uid();
-    const r = await post(n, {
+    const r = await post(rec.n, {
       userId: second,
       email: 'y@shop.example',
       consentId: c.transactionId,
       consents: { analytics: true },
     });
     expect(r.status).toBe(409);
-    const after = await f.itemsOf(n.app.appId);
+    const after = await rec.f.itemsOf(rec.n.app.appId);
     expect(after.all.length).toBe(before.all.length);
     expect(after.kinds('user').some((u) => u.userId === second)).toBe(false);
     expect(after.kinds('transaction').find((t) => t.transactionId === c.transactionId)).toEqual(
