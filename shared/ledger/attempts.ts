@@ -1,7 +1,7 @@
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
 import {
@@ -126,6 +126,87 @@ export function firstAttemptRecord(
       ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
     ],
   };
+}
+
+/** Puts grouped by table, as one `BatchWriteItem` request carries them (`writeBatch`). */
+export type BatchPuts = Record<string, { PutRequest: { Item: Record<string, unknown> } }[]>;
+
+function batchPuts(items: readonly { table: string; item: Record<string, unknown> }[]): BatchPuts {
+  const request: BatchPuts = {};
+  for (const { table, item } of items) (request[table] ??= []).push({ PutRequest: { Item: item } });
+  return request;
+}
+
+/**
+ * Group commit of first-attempt records whose dispatches nobody else can be writing (the
+ * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in two phases, to be
+ * written in order: every record's timer items (the phase is left out when there are none),
+ * then their dispatch items, so a dispatch item in the ledger always has its due entries.
+ * Each phase goes to `writeBatch` until nothing is left unprocessed.
+ */
+export function firstAttemptPhases(rt: Runtime, recs: readonly FirstAttemptRecord[]): BatchPuts[] {
+  const children = recs.flatMap((r) => r.children);
+  return [
+    ...(children.length > 0 ? [batchPuts(children)] : []),
+    batchPuts(recs.map((r) => ({ table: rt.tables.ledger, item: r.head }))),
+  ];
+}
+
+/**
+ * One `BatchWriteItem` request (at most 25 puts). Resolves to the puts it left unprocessed
+ * (`{}` when all are in); a failed request throws as it came, for the caller to classify.
+ */
+export async function writeBatch(rt: Runtime, puts: BatchPuts): Promise<BatchPuts> {
+  const r = await rt.dynamo.doc.send(new BatchWriteCommand({ RequestItems: puts }));
+  return (r.UnprocessedItems ?? {}) as BatchPuts;
+}
+
+export type FirstAttemptsCommit =
+  /** Every record is written. */
+  | { committed: true }
+  /**
+   * Nothing is written: the dispatches of these records (indexes into `recs`) exist already,
+   * and their conditions cancelled the transaction. The others may go again without them.
+   */
+  | { committed: false; duplicates: Set<number> };
+
+/**
+ * Group commit of first-attempt records whose dispatches someone else might have written (the
+ * dispatcher's `safe` mode): one transaction putting every record's timer items and its
+ * dispatch item, each ledger item only if absent (at most 100 items). A cancellation by those
+ * conditions is answered (`committed: false`); every other failure, contention included, is
+ * thrown as it came, for the caller to classify (`cancellationReasons`).
+ */
+export async function commitFirstAttempts(
+  rt: Runtime,
+  recs: readonly FirstAttemptRecord[],
+): Promise<FirstAttemptsCommit> {
+  const items: TransactItem[] = [];
+  /** Which record each item belongs to. */
+  const owner: number[] = [];
+  recs.forEach((rec, i) => {
+    for (const { table, item } of [...rec.children, { table: rt.tables.ledger, item: rec.head }]) {
+      items.push({
+        Put: {
+          TableName: table,
+          Item: item,
+          ...(table === rt.tables.ledger
+            ? { ConditionExpression: 'attribute_not_exists(pk)' }
+            : {}),
+        },
+      });
+      owner.push(i);
+    }
+  });
+  try {
+    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+    return { committed: true };
+  } catch (err) {
+    const c = cancellationReasons(err);
+    if (c && c.failed.size > 0)
+      return { committed: false, duplicates: new Set([...c.failed].map((i) => owner[i]!)) };
+    throw err;
+  }
 }
 
 function attemptItems(

@@ -1,13 +1,20 @@
 import { createHash } from 'node:crypto';
-import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type BatchGetCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
+import { isConditionFailure } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
-import { duePutItem, type DueEntry } from '../timers/due.js';
+import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
 import { slaCheckEntry } from './flags.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 
@@ -265,6 +272,92 @@ export function newDispatchItems(
       ...(sla ? [duePutItem(rt, sla)] : []),
     ],
   };
+}
+
+/**
+ * Writes a new dispatch with its due entry (`newDispatchItems`) in one transaction, the
+ * dispatch item only if absent: `duplicate` (nothing written) when a condition fails, i.e. the
+ * dispatch exists already.
+ */
+export async function createDispatch(
+  rt: Runtime,
+  o: Parameters<typeof newDispatchItems>[1],
+): Promise<{ result: 'recorded' | 'duplicate'; state: DispatchState }> {
+  const created = newDispatchItems(rt, o);
+  try {
+    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
+    return { result: 'recorded', state: created.state };
+  } catch (err) {
+    if (isConditionFailure(err)) return { result: 'duplicate', state: created.state };
+    throw err;
+  }
+}
+
+/**
+ * Replaces the due entry `from` of a dispatch with `to` and points the dispatch item at it, in
+ * one transaction conditional on `from` still existing and being the dispatch's entry (and,
+ * when given, on the dispatch's attempt count). False (nothing written) when a condition did
+ * not hold.
+ */
+export async function moveDispatchDue(
+  rt: Runtime,
+  from: DueEntry,
+  to: DueEntry,
+  attempts?: number,
+): Promise<boolean> {
+  try {
+    await rt.dynamo.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          dueDeleteItem(rt, from, true),
+          duePutItem(rt, to),
+          {
+            Update: {
+              TableName: rt.tables.ledger,
+              Key: dispatchKey(from.dispatchId),
+              UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
+              ConditionExpression:
+                attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
+              ExpressionAttributeValues: {
+                ':pk': to.pk,
+                ':sk': to.sk,
+                ':old': from.sk,
+                ...(attempts === undefined ? {} : { ':n': attempts }),
+              },
+            },
+          },
+        ],
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Removes a dispatch item's reference to its due entry, if that is still `dueSk` (otherwise
+ * nothing changes). The entry itself is the caller's to delete (`deleteDue`).
+ */
+export async function detachDispatchDue(
+  rt: Runtime,
+  dispatchId: string,
+  dueSk: string,
+): Promise<void> {
+  try {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: dispatchKey(dispatchId),
+        UpdateExpression: 'REMOVE duePk, dueSk',
+        ConditionExpression: 'dueSk = :sk',
+        ExpressionAttributeValues: { ':sk': dueSk },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
 }
 
 /** Which of these dispatches exist in the ledger (consistent reads, 100 keys a request). */

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { POSTBACK_EVENTS, readGauges } from '../../shared/ledger/flags.js';
+import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { ComplianceMetrics } from './metrics.js';
-
-const LEASE_KEY = { pk: 'lease#compliance-gauges', sk: 'lease' };
 
 /**
  * Publishes the compliance gauges from the counters in the ledger every interval. The gauges
@@ -59,21 +56,7 @@ export class GaugeReporter {
 
   private async lease(): Promise<boolean> {
     const now = this.o.now();
-    try {
-      await this.rt.dynamo.doc.send(
-        new PutCommand({
-          TableName: this.rt.tables.timers,
-          Item: { ...LEASE_KEY, owner: this.owner, leaseUntil: now + 3 * this.o.intervalMs },
-          ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #o = :me',
-          ExpressionAttributeNames: { '#o': 'owner' },
-          ExpressionAttributeValues: { ':now': now, ':me': this.owner },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+    return takeGaugeLease(this.rt, this.owner, now, now + 3 * this.o.intervalMs);
   }
 
   /** Stops refreshing and hands the lease back so another copy reports at once. Idempotent. */
@@ -83,18 +66,8 @@ export class GaugeReporter {
     await this.running;
     if (!this.holding) return;
     this.holding = false;
-    await this.rt.dynamo.doc
-      .send(
-        new DeleteCommand({
-          TableName: this.rt.tables.timers,
-          Key: LEASE_KEY,
-          ConditionExpression: '#o = :me',
-          ExpressionAttributeNames: { '#o': 'owner' },
-          ExpressionAttributeValues: { ':me': this.owner },
-        }),
-      )
-      .catch((err: unknown) => {
-        if (!isConditionFailure(err)) this.rt.log.warn({ err }, 'gauge lease not released');
-      });
+    await releaseGaugeLease(this.rt, this.owner).catch((err: unknown) => {
+      this.rt.log.warn({ err }, 'gauge lease not released');
+    });
   }
 }

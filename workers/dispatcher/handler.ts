@@ -1,16 +1,14 @@
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { PipelineHandler, PipelineMessage } from '../../shared/bus/pipeline.js';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import { AppError } from '../../shared/errors.js';
 import {
+  createDispatch,
   dispatchIdFor,
   existingDispatches,
-  newDispatchItems,
   newDispatchState,
 } from '../../shared/ledger/dispatches.js';
 import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
 import { FRESH_MS, actionFor, isDoubtful, writeModeFor } from './classify.js';
 import type { Lanes } from './lanes.js';
@@ -185,7 +183,7 @@ export function consentEventHandler(
     traceparent: string | undefined,
     dueAtMs: number,
   ) {
-    const created = newDispatchItems(rt, {
+    return createDispatch(rt, {
       event,
       body,
       endpoint: endpointOf(event),
@@ -193,12 +191,5 @@ export function consentEventHandler(
       due: (id) => dueEntry(id, event.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
       traceparent,
     });
-    try {
-      await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
-      return { result: 'recorded' as const, state: created.state };
-    } catch (err) {
-      if (isConditionFailure(err)) return { result: 'duplicate' as const, state: created.state };
-      throw err;
-    }
   }
 }

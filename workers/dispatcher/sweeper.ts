@@ -1,16 +1,11 @@
-import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { getDispatchState, dispatchKey } from '../../shared/ledger/dispatches.js';
 import {
-  deleteDue,
-  dueDeleteItem,
-  dueEntry,
-  duePutItem,
-  listDue,
-  type DueEntry,
-} from '../../shared/timers/due.js';
+  detachDispatchDue,
+  getDispatchState,
+  moveDispatchDue,
+} from '../../shared/ledger/dispatches.js';
+import { deleteDue, dueEntry, listDue, type DueEntry } from '../../shared/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import type { AttemptJob } from './attempt.js';
 import type { Lane } from './lanes.js';
 
@@ -167,52 +162,12 @@ export class Sweeper {
   ): Promise<DueEntry | undefined> {
     const { rt } = this;
     const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.DISPATCH_TIMER_SHARDS);
-    try {
-      await rt.dynamo.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            dueDeleteItem(rt, e, true),
-            duePutItem(rt, next),
-            {
-              Update: {
-                TableName: rt.tables.ledger,
-                Key: dispatchKey(e.dispatchId),
-                UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
-                ConditionExpression:
-                  attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
-                ExpressionAttributeValues: {
-                  ':pk': next.pk,
-                  ':sk': next.sk,
-                  ':old': e.sk,
-                  ...(attempts === undefined ? {} : { ':n': attempts }),
-                },
-              },
-            },
-          ],
-        }),
-      );
-      return next;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+    return (await moveDispatchDue(rt, e, next, attempts)) ? next : undefined;
   }
 
   /** An automatic entry of a dispatch that is already settled: remove it and its reference. */
   private async retire(e: DueEntry): Promise<void> {
-    try {
-      await this.rt.dynamo.doc.send(
-        new UpdateCommand({
-          TableName: this.rt.tables.ledger,
-          Key: dispatchKey(e.dispatchId),
-          UpdateExpression: 'REMOVE duePk, dueSk',
-          ConditionExpression: 'dueSk = :sk',
-          ExpressionAttributeValues: { ':sk': e.sk },
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    await detachDispatchDue(this.rt, e.dispatchId, e.sk);
     await deleteDue(this.rt, e);
   }
 

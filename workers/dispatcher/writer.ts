@@ -1,10 +1,11 @@
-import {
-  BatchWriteCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-} from '@aws-sdk/lib-dynamodb';
 import { AppError, coerceError } from '../../shared/errors.js';
-import type { FirstAttemptRecord } from '../../shared/ledger/attempts.js';
+import {
+  commitFirstAttempts,
+  firstAttemptPhases,
+  writeBatch,
+  type BatchPuts,
+  type FirstAttemptRecord,
+} from '../../shared/ledger/attempts.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
@@ -95,9 +96,9 @@ export class FirstAttemptWriter {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      const children = batch.flatMap((p) => p.rec.children);
-      if (children.length > 0) await this.batchWrite(children);
-      await this.batchWrite(batch.map((p) => ({ table: this.rt.tables.ledger, item: p.rec.head })));
+      // The due entries first, then the dispatch items (see firstAttemptPhases).
+      const recs = batch.map((p) => p.rec);
+      for (const phase of firstAttemptPhases(this.rt, recs)) await this.batchWrite(phase);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
@@ -105,16 +106,13 @@ export class FirstAttemptWriter {
   }
 
   /** BatchWriteItem until every item is in, backing off on throttling and transient errors. */
-  private async batchWrite(items: { table: string; item: Record<string, unknown> }[]) {
-    let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> = {};
-    for (const { table, item } of items)
-      (request[table] ??= []).push({ PutRequest: { Item: item } });
+  private async batchWrite(puts: BatchPuts) {
+    let request = puts;
     for (let round = 0; Object.keys(request).length > 0; round++) {
       if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
       if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
       try {
-        const r = await this.rt.dynamo.doc.send(new BatchWriteCommand({ RequestItems: request }));
-        request = (r.UnprocessedItems ?? {}) as typeof request;
+        request = await writeBatch(this.rt, request);
       } catch (err) {
         if (!coerceError(err).retriable) throw err;
         this.o.log.warn({ err, round }, 'ledger batch write failed; retrying');
@@ -156,20 +154,21 @@ export class FirstAttemptWriter {
   private async transact(batch: Pending[]): Promise<void> {
     let left = batch;
     for (let tries = 0; left.length > 0;) {
-      const { items, owner } = this.transactItems(left);
       try {
         if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
-        await this.rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
-        for (const p of left) p.resolve('recorded');
-        return;
+        const r = await commitFirstAttempts(
+          this.rt,
+          left.map((p) => p.rec),
+        );
+        if (r.committed) {
+          for (const p of left) p.resolve('recorded');
+          return;
+        }
+        const dup = new Set([...r.duplicates].map((i) => left[i]!));
+        for (const p of dup) p.resolve('duplicate');
+        left = left.filter((p) => !dup.has(p));
       } catch (err) {
         const c = cancellationReasons(err);
-        if (c && c.failed.size > 0) {
-          const dup = new Set([...c.failed].map((i) => owner[i]!));
-          for (const p of dup) p.resolve('duplicate');
-          left = left.filter((p) => !dup.has(p));
-          continue;
-        }
         const retriable = (c?.contention ?? false) || coerceError(err).retriable;
         if (!retriable || ++tries >= 6 || this.closed) {
           for (const p of left) p.reject(err);
@@ -178,31 +177,6 @@ export class FirstAttemptWriter {
         await sleep(backoffMs(tries - 1, { baseMs: 100 }));
       }
     }
-  }
-
-  /** The batch's puts, each ledger item conditional on its absence, and which record owns each. */
-  private transactItems(batch: Pending[]) {
-    const { rt } = this;
-    const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
-    const owner: Pending[] = [];
-    for (const p of batch) {
-      for (const { table, item } of [
-        ...p.rec.children,
-        { table: rt.tables.ledger, item: p.rec.head },
-      ]) {
-        items.push({
-          Put: {
-            TableName: table,
-            Item: item,
-            ...(table === rt.tables.ledger
-              ? { ConditionExpression: 'attribute_not_exists(pk)' }
-              : {}),
-          },
-        });
-        owner.push(p);
-      }
-    }
-    return { items, owner };
   }
 }
 
