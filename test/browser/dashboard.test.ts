@@ -13,6 +13,7 @@ import {
   dialogOf,
   poll,
   focused,
+  isGated as isGatedOn,
   startWorld,
   storedState,
   widgetReady,
@@ -84,14 +85,7 @@ const eventsOf = (type: string) =>
   events.messages
     .map((m) => m.value as Json)
     .filter((v) => v?.type === type && v.data?.consentId === consentId);
-const isGated = (selector: string) =>
-  page.evaluate(
-    (s) =>
-      (
-        window as unknown as { SvcConsent: { isGated(el: Element | null): boolean } }
-      ).SvcConsent.isGated(document.querySelector(s)),
-    selector,
-  );
+const isGated = (selector: string) => isGatedOn(page, selector);
 
 describe('embeddable dashboard', () => {
   it('a capture on the account page first (the principal gets a referenceId)', async () => {

@@ -4,14 +4,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetAssetsService } from '../../services/widget-assets/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import type { RunningProcess, ServiceModule, WorkerModule } from '../../shared/process.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { testProcess } from '../helpers/stack.js';
 
 /**
@@ -23,21 +24,6 @@ import { testProcess } from '../helpers/stack.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 export const SCREENSHOTS = path.join(root, 'test-results', 'screenshots');
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field
 export type Json = any;
@@ -119,6 +105,17 @@ const VENDOR: Record<string, string> = {
   '/vendor/react-dom.js': 'node_modules/react-dom/umd/react-dom.production.min.js',
 };
 
+/** plain.html without the widget's script tag: the same page as it is with no widget. */
+const NOSCRIPT = 'noscript.html';
+
+function withoutWidget(html: string): string {
+  const tag = /\n\s*<script [^>]*src="\{\{WIDGET_URL\}\}\/svc-consent\.v1\.js"[^>]*><\/script>/;
+  if (!tag.test(html)) throw new Error('plain.html no longer loads the widget script');
+  return html
+    .replace(tag, '')
+    .replace('<title>Shop: plain HTML</title>', '<title>Shop: no widget script</title>');
+}
+
 /** A strict policy: no inline script or style, scripts only from the page and the widget. */
 export function strictCsp(widgetOrigin: string): string {
   return [
@@ -148,9 +145,10 @@ export async function startPageServer(widgetUrl: string): Promise<PageServer> {
         return;
       }
       const vendor = VENDOR[u.pathname];
+      const name = path.basename(u.pathname);
       const file = vendor
         ? path.join(root, vendor)
-        : path.join(pagesDir, path.basename(u.pathname));
+        : path.join(pagesDir, name === NOSCRIPT ? 'plain.html' : name);
       const type = TYPES[path.extname(file)];
       let body: string;
       try {
@@ -160,6 +158,8 @@ export async function startPageServer(widgetUrl: string): Promise<PageServer> {
         res.writeHead(404).end();
         return;
       }
+      // Thrown, not a 404: the run reports it as an unhandled error with its message.
+      if (name === NOSCRIPT) body = withoutWidget(body);
       const headers: Record<string, string> = { 'content-type': type, 'cache-control': 'no-store' };
       if (path.extname(file) === '.html') {
         const key = u.searchParams.get('key') ?? '';
@@ -317,6 +317,31 @@ export async function startWorld(
 
 export type World = Awaited<ReturnType<typeof startWorld>>;
 
+/**
+ * A widget test file's shared setup, registered as its hooks: a world (`startWorld`) with one
+ * sandbox app that has a notice per trigger key, and one Chromium page whose uncaught errors
+ * are collected in `pageErrors`. Read `ui.world`, `ui.app` and `ui.page` inside tests (set in
+ * beforeAll); the file's own beforeAll runs after this one, with them set.
+ */
+export function useBrowserPage(name: string, triggerKeys: string[]) {
+  const ui = { pageErrors: [] as Error[] } as {
+    world: World;
+    app: BrowserApp;
+    page: Page;
+    pageErrors: Error[];
+  };
+  beforeAll(async () => {
+    ui.world = await startWorld(name);
+    ui.app = await ui.world.createApp(triggerKeys.map((triggerKey) => ({ triggerKey })));
+    ui.page = await ui.world.browser.newPage();
+    ui.page.on('pageerror', (e) => ui.pageErrors.push(e));
+  });
+  afterAll(async () => {
+    await ui.world?.close();
+  });
+  return ui;
+}
+
 /* ---- page helpers ---- */
 
 /**
@@ -341,6 +366,17 @@ export function focused(page: Page): Promise<string> {
       (a.id || `${a.tagName.toLowerCase()}:${(a.textContent ?? '').trim()}`)
     );
   });
+}
+
+/** Whether the widget holds back the element's action until consent (SvcConsent.isGated). */
+export function isGated(page: Page, selector: string): Promise<boolean> {
+  return page.evaluate(
+    (s) =>
+      (
+        window as unknown as { SvcConsent: { isGated(el: Element | null): boolean } }
+      ).SvcConsent.isGated(document.querySelector(s)),
+    selector,
+  );
 }
 
 /** Everything the page's own script recorded (window.__log). */

@@ -1,14 +1,5 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  dialogOf,
-  pageLog,
-  poll,
-  startWorld,
-  widgetReady,
-  type BrowserApp,
-  type World,
-} from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { dialogOf, pageLog, poll, useBrowserPage, widgetReady } from './harness.js';
 
 /**
  * The widget (docs/api.md, The browser widget and dashboard) in a React 18 single-page app (UMD
@@ -17,69 +8,61 @@ import {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-let world: World;
-let app: BrowserApp;
-let page: Page;
-const pageErrors: Error[] = [];
+const ui = useBrowserPage('react', ['terms_ack', 'newsletter_signup', 'checkout_terms']);
 
 beforeAll(async () => {
-  world = await startWorld('react');
-  app = await world.createApp(
-    ['terms_ack', 'newsletter_signup', 'checkout_terms'].map((triggerKey) => ({ triggerKey })),
-  );
-  page = await world.browser.newPage();
-  page.on('pageerror', (e) => pageErrors.push(e));
-  await page.goto(world.pages.url('react.html', app.siteKey));
-  await widgetReady(page);
-  await page.locator('#r-subscribe').waitFor();
-});
-afterAll(async () => {
-  await world?.close();
+  await ui.page.goto(ui.world.pages.url('react.html', ui.app.siteKey));
+  await widgetReady(ui.page);
+  await ui.page.locator('#r-subscribe').waitFor();
 });
 
-const dialog = () => dialogOf(page);
+const dialog = () => dialogOf(ui.page);
 const waitForEvents = (n: number) =>
-  page.waitForFunction(
+  ui.page.waitForFunction(
     (count) => (window as unknown as { __log: { events: unknown[] } }).__log.events.length >= count,
     n,
   );
 
 describe('a React app', () => {
   it('a controlled checkbox in silent mode: React state changes only after the capture', async () => {
-    await page.click('#r-agree');
+    await ui.page.click('#r-agree');
     await waitForEvents(1);
     // React's onChange ran from the let-through click, and re-rendered.
-    await poll(() => page.locator('#r-agreed').textContent()).toBe('agreed');
-    expect(await page.locator('#r-agree').isChecked()).toBe(true);
+    await poll(() => ui.page.locator('#r-agreed').textContent()).toBe('agreed');
+    expect(await ui.page.locator('#r-agree').isChecked()).toBe(true);
     expect(await dialog().count()).toBe(0);
-    const consentId = (await pageLog(page)).events[0].consentId;
+    const consentId = (await pageLog(ui.page)).events[0].consentId;
     expect(consentId).toMatch(UUID);
 
-    await page.click('#r-register');
-    await poll(async () => (await pageLog(page)).submits.length).toBe(1);
-    expect((await pageLog(page)).submits[0]).toEqual({ form: 'signup', agreed: true, consentId });
+    await ui.page.click('#r-register');
+    await poll(async () => (await pageLog(ui.page)).submits.length).toBe(1);
+    expect((await pageLog(ui.page)).submits[0]).toEqual({
+      form: 'signup',
+      agreed: true,
+      consentId,
+    });
 
     // Consented: unticking goes straight to React.
-    await page.click('#r-agree');
-    await poll(() => page.locator('#r-agreed').textContent()).toBe('not agreed');
-    expect((await pageLog(page)).events).toHaveLength(1);
+    await ui.page.click('#r-agree');
+    await poll(() => ui.page.locator('#r-agreed').textContent()).toBe('not agreed');
+    expect((await pageLog(ui.page)).events).toHaveLength(1);
   });
 
   it('a submit button in granular mode: onClick and onSubmit run once, after consent', async () => {
-    await page.fill('#r-email', 'changed@example.com');
-    await page.click('#r-subscribe');
+    await ui.page.fill('#r-email', 'changed@example.com');
+    await ui.page.click('#r-subscribe');
     await dialog().waitFor({ state: 'visible' });
-    expect((await pageLog(page)).clicks).toEqual([]);
+    expect((await pageLog(ui.page)).clicks).toEqual([]);
 
     // Now a referenceId is known: the app's portal link (data-portal-url) is offered.
     const withdraw = dialog().getByRole('link', { name: 'Withdraw consent' });
-    const ref = (await pageLog(page)).events[0].referenceId as string;
+    const ref = (await pageLog(ui.page)).events[0].referenceId as string;
     expect(await withdraw.getAttribute('href')).toBe(`https://shop.example/privacy/${ref}`);
     expect(await dialog().getByRole('link', { name: 'Exercise your rights' }).count()).toBe(1);
 
     await dialog().getByRole('button', { name: 'Accept all' }).click();
-    await poll(async () => (await pageLog(page)).submits.length).toBe(2);
-    const log = await pageLog(page);
+    await poll(async () => (await pageLog(ui.page)).submits.length).toBe(2);
+    const log = await pageLog(ui.page);
     expect(log.clicks).toEqual(['subscribe']);
     expect(log.submits[1]).toEqual({
       form: 'newsletter',
@@ -90,15 +73,15 @@ describe('a React app', () => {
   });
 
   it('a trigger rendered by a route change is gated without re-binding', async () => {
-    await page.click('#r-nav');
-    await page.click('#r-pay');
+    await ui.page.click('#r-nav');
+    await ui.page.click('#r-pay');
     await dialog().waitFor({ state: 'visible' });
-    expect((await pageLog(page)).submits).toHaveLength(2);
+    expect((await pageLog(ui.page)).submits).toHaveLength(2);
     await dialog().getByRole('button', { name: 'Reject optional' }).click();
-    await poll(async () => (await pageLog(page)).submits.length).toBe(3);
-    const log = await pageLog(page);
+    await poll(async () => (await pageLog(ui.page)).submits.length).toBe(3);
+    const log = await pageLog(ui.page);
     expect(log.submits[2]).toEqual({ form: 'checkout', consentId: log.events[2].consentId });
-    const tx = await world.transaction(app, log.events[2].consentId);
+    const tx = await ui.world.transaction(ui.app, log.events[2].consentId);
     expect(tx).toMatchObject({ processId: 'checkout_terms', source: 'widget' });
     expect(
       tx.records
@@ -108,6 +91,6 @@ describe('a React app', () => {
   });
 
   it('the page never saw an error', () => {
-    expect(pageErrors).toEqual([]);
+    expect(ui.pageErrors).toEqual([]);
   });
 });

@@ -1,17 +1,16 @@
 import path from 'node:path';
-import type { Page, Request } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Request } from 'playwright-core';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   SCREENSHOTS,
   dialogOf,
   focused,
+  isGated as isGatedOn,
   pageLog,
   poll,
-  startWorld,
+  useBrowserPage,
   storedState,
   widgetReady,
-  type BrowserApp,
-  type World,
 } from './harness.js';
 
 /**
@@ -32,42 +31,25 @@ const KEYS = [
   'later_trigger',
 ];
 
-let world: World;
-let app: BrowserApp;
-let page: Page;
+const ui = useBrowserPage('widget', KEYS);
 let url: string;
-const pageErrors: Error[] = [];
 const configRequests: string[] = [];
 
 beforeAll(async () => {
-  world = await startWorld('widget');
-  app = await world.createApp(KEYS.map((triggerKey) => ({ triggerKey })));
-  page = await world.browser.newPage();
-  page.on('pageerror', (e) => pageErrors.push(e));
-  page.on('request', (r: Request) => {
+  ui.page.on('request', (r: Request) => {
     if (r.url().includes('/api/v1/widget/config/') && r.method() === 'GET')
       configRequests.push(new URL(r.url()).pathname);
   });
-  url = world.pages.url('plain.html', app.siteKey);
-  await page.goto(url);
-  await widgetReady(page);
-});
-afterAll(async () => {
-  await world?.close();
+  url = ui.world.pages.url('plain.html', ui.app.siteKey);
+  await ui.page.goto(url);
+  await widgetReady(ui.page);
 });
 
-const dialog = () => dialogOf(page);
+const dialog = () => dialogOf(ui.page);
 const button = (name: string) => dialog().getByRole('button', { name, exact: true });
-const isGated = (selector: string) =>
-  page.evaluate(
-    (s) =>
-      (
-        window as unknown as { SvcConsent: { isGated(el: Element | null): boolean } }
-      ).SvcConsent.isGated(document.querySelector(s)),
-    selector,
-  );
+const isGated = (selector: string) => isGatedOn(ui.page, selector);
 const hiddenInputs = (container: string) =>
-  page.evaluate(
+  ui.page.evaluate(
     (c) =>
       [...document.querySelectorAll(`${c} input[name="svc-transaction-id"]`)].map((i) => ({
         type: (i as HTMLInputElement).type,
@@ -77,7 +59,7 @@ const hiddenInputs = (container: string) =>
     container,
   );
 const waitForEvents = (n: number) =>
-  page.waitForFunction(
+  ui.page.waitForFunction(
     (count) => (window as unknown as { __log: { events: unknown[] } }).__log.events.length >= count,
     n,
   );
@@ -86,11 +68,13 @@ describe('binding (SPEC F rules 3, 5)', () => {
   it('binds a gate on every svc-trigger within 50 ms of the script executing', async () => {
     // The median of three loads, so one load starved of CPU on a busy machine does not decide.
     const gate = () =>
-      page.evaluate(() => performance.getEntriesByName('svc:gate', 'measure')[0]?.duration ?? -1);
+      ui.page.evaluate(
+        () => performance.getEntriesByName('svc:gate', 'measure')[0]?.duration ?? -1,
+      );
     const samples = [await gate()];
     for (let i = 0; i < 2; i++) {
-      await page.reload();
-      await widgetReady(page);
+      await ui.page.reload();
+      await widgetReady(ui.page);
       samples.push(await gate());
     }
     samples.sort((a, b) => a - b);
@@ -105,10 +89,10 @@ describe('binding (SPEC F rules 3, 5)', () => {
 
 describe('granular dialog', () => {
   it('holds the first click and opens an accessible notice with purposes, data and rights', async () => {
-    await page.click('#signup');
+    await ui.page.click('#signup');
     await dialog().waitFor({ state: 'visible' });
     // The page saw neither the click nor a submission.
-    expect(await pageLog(page)).toMatchObject({ clicks: [], submits: [] });
+    expect(await pageLog(ui.page)).toMatchObject({ clicks: [], submits: [] });
 
     await poll(() => dialog().getAttribute('aria-busy')).not.toBe('true');
     expect(await dialog().getAttribute('role')).toBe('dialog');
@@ -118,7 +102,7 @@ describe('granular dialog', () => {
       'We need your consent (newsletter_signup)',
     );
     expect(await dialog().getAttribute('id')).toBe('svc-attr-newsletter_signup');
-    expect(await page.getByRole('dialog', { name: /We need your consent/ }).count()).toBe(1);
+    expect(await ui.page.getByRole('dialog', { name: /We need your consent/ }).count()).toBe(1);
 
     // Purposes: label, description, itemised data; required ticked and fixed, optional unticked.
     const boxes = await dialog()
@@ -171,20 +155,20 @@ describe('granular dialog', () => {
     expect(accept.size).toBe('15px');
     expect(accept.bg).toBe('rgb(26, 79, 214)');
     // ... and the widget did not restyle the page.
-    expect(await page.locator('#heading').evaluate((e) => getComputedStyle(e).color)).toBe(
+    expect(await ui.page.locator('#heading').evaluate((e) => getComputedStyle(e).color)).toBe(
       'rgb(128, 0, 128)',
     );
 
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dialog-en.png') });
-    await page.keyboard.press('Escape');
+    await ui.page.screenshot({ path: path.join(SCREENSHOTS, 'dialog-en.png') });
+    await ui.page.keyboard.press('Escape');
     await dialog().waitFor({ state: 'detached' });
   });
 
   it('works by keyboard alone: Tab is trapped, Esc keeps the gate, Enter accepts (rules 6–8)', async () => {
-    await page.locator('#signup').focus();
-    await page.keyboard.press('Enter');
+    await ui.page.locator('#signup').focus();
+    await ui.page.keyboard.press('Enter');
     await dialog().waitFor({ state: 'visible' });
-    await poll(() => focused(page)).toBe('svc-t'); // the title, neutral ground
+    await poll(() => focused(ui.page)).toBe('svc-t'); // the title, neutral ground
 
     const order = await dialog()
       .locator('button,input:not([disabled]),select,a[href]')
@@ -206,23 +190,23 @@ describe('granular dialog', () => {
     ]);
     const seen: string[] = [];
     for (let i = 0; i < order.length + 1; i++) {
-      await page.keyboard.press('Tab');
-      seen.push(await focused(page));
+      await ui.page.keyboard.press('Tab');
+      seen.push(await focused(ui.page));
     }
     // Forward through every control, then wrapped from the last back to the first.
     expect(seen[0]).toBe('Language');
     expect(seen[order.length]).toBe('Language');
     expect(seen[order.length - 1]).toMatch(/Data Protection Board/);
-    await page.keyboard.press('Shift+Tab');
-    expect(await focused(page)).toMatch(/Data Protection Board/);
-    await page.keyboard.press('Tab');
-    expect(await focused(page)).toBe('Language');
+    await ui.page.keyboard.press('Shift+Tab');
+    expect(await focused(ui.page)).toMatch(/Data Protection Board/);
+    await ui.page.keyboard.press('Tab');
+    expect(await focused(ui.page)).toBe('Language');
 
     // Space ticks an optional purpose; the focus ring is visible.
-    await page.keyboard.press('Tab');
-    await page.keyboard.press('Tab');
-    expect(await focused(page)).toBe('svc-p-marketing');
-    await page.keyboard.press('Space');
+    await ui.page.keyboard.press('Tab');
+    await ui.page.keyboard.press('Tab');
+    expect(await focused(ui.page)).toBe('svc-p-marketing');
+    await ui.page.keyboard.press('Space');
     expect(await dialog().locator('#svc-p-marketing').isChecked()).toBe(true);
     const ring = await dialog()
       .locator('#svc-p-marketing')
@@ -233,24 +217,24 @@ describe('granular dialog', () => {
     expect(ring).toBe('solid 3px');
 
     // Esc: closed without consent, focus back on the trigger, the click still held.
-    await page.keyboard.press('Escape');
+    await ui.page.keyboard.press('Escape');
     await dialog().waitFor({ state: 'detached' });
-    expect(await focused(page)).toBe('signup');
-    expect(await pageLog(page)).toMatchObject({ clicks: [], submits: [], events: [] });
+    expect(await focused(ui.page)).toBe('signup');
+    expect(await pageLog(ui.page)).toMatchObject({ clicks: [], submits: [], events: [] });
     expect(await isGated('#signup')).toBe(true);
 
     // Again: a fresh dialog (nothing remembered, nothing pre-ticked); Enter on "Accept all".
-    await page.keyboard.press('Enter');
+    await ui.page.keyboard.press('Enter');
     await dialog().waitFor({ state: 'visible' });
-    await poll(() => focused(page)).toBe('svc-t');
+    await poll(() => focused(ui.page)).toBe('svc-t');
     expect(await dialog().locator('#svc-p-marketing').isChecked()).toBe(false);
-    for (let i = 0; i < 6; i++) await page.keyboard.press('Tab');
-    expect(await focused(page)).toBe('accept');
-    await page.keyboard.press('Enter');
+    for (let i = 0; i < 6; i++) await ui.page.keyboard.press('Tab');
+    expect(await focused(ui.page)).toBe('accept');
+    await ui.page.keyboard.press('Enter');
     await dialog().waitFor({ state: 'detached' });
     await waitForEvents(1);
 
-    const log = await pageLog(page);
+    const log = await pageLog(ui.page);
     const consentId = log.events[0].detail.consentId as string;
     expect(consentId).toMatch(UUID);
     // The custom event: on the trigger, bubbling, with the synthetic trigger id.
@@ -271,10 +255,10 @@ describe('granular dialog', () => {
     expect(await hiddenInputs('#f-signup')).toEqual([
       { type: 'hidden', value: consentId, parent: 'f-signup' },
     ]);
-    expect(await focused(page)).toBe('signup');
+    expect(await focused(ui.page)).toBe('signup');
 
     // State per site key and process, in localStorage and a cookie of the same name.
-    const stored = await storedState(page, app.siteKey, 'newsletter_signup');
+    const stored = await storedState(ui.page, ui.app.siteKey, 'newsletter_signup');
     expect(JSON.parse(stored.local!)).toMatchObject({ consentId, decision: 'accept' });
     expect(JSON.parse(stored.cookie!)).toMatchObject({ consentId });
     // The capture's principal token stays in localStorage: never in the cookie, which the
@@ -283,7 +267,7 @@ describe('granular dialog', () => {
     expect(stored.cookie).not.toContain('svc_pt_');
 
     // What the service stored.
-    const tx = await world.transaction(app, consentId);
+    const tx = await ui.world.transaction(ui.app, consentId);
     expect(tx).toMatchObject({
       processId: 'newsletter_signup',
       source: 'widget',
@@ -300,21 +284,21 @@ describe('granular dialog', () => {
     ]);
 
     // Consented: the next click goes straight through with the same id.
-    await page.click('#signup');
-    await poll(async () => (await pageLog(page)).submits.length).toBe(2);
-    expect((await pageLog(page)).submits[1]).toEqual({ form: 'signup', consentId });
+    await ui.page.click('#signup');
+    await poll(async () => (await pageLog(ui.page)).submits.length).toBe(2);
+    expect((await pageLog(ui.page)).submits[1]).toEqual({ form: 'signup', consentId });
     expect(await dialog().count()).toBe(0);
   });
 
   it('reject: only required purposes are granted, the action proceeds, the gate opens', async () => {
-    await page.click('#divt');
+    await ui.page.click('#divt');
     await button('Reject optional').click();
     await dialog().waitFor({ state: 'detached' });
-    await poll(async () => (await pageLog(page)).clicks).toEqual(['signup', 'signup', 'div']);
-    const log = await pageLog(page);
+    await poll(async () => (await pageLog(ui.page)).clicks).toEqual(['signup', 'signup', 'div']);
+    const log = await pageLog(ui.page);
     const ev = log.events.find((e: { target: string }) => e.target === 'divt');
     expect(ev.detail).toMatchObject({ decision: 'reject', processId: 'div_action' });
-    const tx = await world.transaction(app, ev.detail.consentId);
+    const tx = await ui.world.transaction(ui.app, ev.detail.consentId);
     expect(
       Object.fromEntries(
         tx.records.map((r: { purpose: string; state: string }) => [r.purpose, r.state]),
@@ -323,92 +307,92 @@ describe('granular dialog', () => {
     expect(await hiddenInputs('#f-div')).toEqual([
       { type: 'hidden', value: ev.detail.consentId, parent: 'f-div' },
     ]);
-    await page.click('#divt');
-    await poll(async () => (await pageLog(page)).clicks.length).toBe(4);
+    await ui.page.click('#divt');
+    await poll(async () => (await pageLog(ui.page)).clicks.length).toBe(4);
     expect(await dialog().count()).toBe(0);
   });
 
   it('a checkbox is ticked only after consent, with one change event ("Save my choices")', async () => {
-    await page.click('#pref');
+    await ui.page.click('#pref');
     await dialog().waitFor({ state: 'visible' });
-    expect(await page.locator('#pref').isChecked()).toBe(false);
+    expect(await ui.page.locator('#pref').isChecked()).toBe(false);
     await dialog().getByRole('checkbox', { name: 'Offers by e-mail' }).check();
     await button('Save my choices').click();
     await dialog().waitFor({ state: 'detached' });
-    await poll(() => page.locator('#pref').isChecked()).toBe(true);
-    const log = await pageLog(page);
+    await poll(() => ui.page.locator('#pref').isChecked()).toBe(true);
+    const log = await pageLog(ui.page);
     expect(log.changes).toEqual([{ id: 'pref', checked: true }]);
     const ev = log.events.find((e: { target: string }) => e.target === 'pref');
     expect(ev.detail.decision).toBe('custom');
-    const tx = await world.transaction(app, ev.detail.consentId);
+    const tx = await ui.world.transaction(ui.app, ev.detail.consentId);
     expect(
       Object.fromEntries(
         tx.records.map((r: { purpose: string; state: string }) => [r.purpose, r.state]),
       ),
     ).toEqual({ essential: 'granted', marketing: 'granted', analytics: 'denied' });
     // No longer gated: unticking is immediate.
-    await page.click('#pref');
-    expect(await page.locator('#pref').isChecked()).toBe(false);
-    expect((await pageLog(page)).changes).toEqual([
+    await ui.page.click('#pref');
+    expect(await ui.page.locator('#pref').isChecked()).toBe(false);
+    expect((await pageLog(ui.page)).changes).toEqual([
       { id: 'pref', checked: true },
       { id: 'pref', checked: false },
     ]);
   });
 
   it('a link navigates only after consent', async () => {
-    await page.click('#offers');
+    await ui.page.click('#offers');
     await dialog().waitFor({ state: 'visible' });
-    expect(await page.evaluate(() => location.hash)).toBe('');
+    expect(await ui.page.evaluate(() => location.hash)).toBe('');
     await button('Accept all').click();
-    await poll(() => page.evaluate(() => location.hash)).toBe('#offers-shown');
+    await poll(() => ui.page.evaluate(() => location.hash)).toBe('#offers-shown');
   });
 
   it('a natively submitted form sends svc-transaction-id as an ordinary field; state survives reloads', async () => {
-    await page.click('#native');
+    await ui.page.click('#native');
     await button('Accept all').click();
-    await page.waitForURL(/\/echo\?/);
-    const first = JSON.parse((await page.locator('#echo').textContent()) ?? '{}');
+    await ui.page.waitForURL(/\/echo\?/);
+    const first = JSON.parse((await ui.page.locator('#echo').textContent()) ?? '{}');
     expect(first).toMatchObject({ email: 'native@example.com' });
     expect(first['svc-transaction-id']).toMatch(UUID);
 
     // A new page load: the stored consent keeps the gate open, and the id is still sent.
-    await page.goto(url);
-    await widgetReady(page);
+    await ui.page.goto(url);
+    await widgetReady(ui.page);
     expect(await isGated('#native')).toBe(false);
     expect(await isGated('#signup')).toBe(false);
-    await page.click('#native');
-    await page.waitForURL(/\/echo\?/);
-    const again = JSON.parse((await page.locator('#echo').textContent()) ?? '{}');
+    await ui.page.click('#native');
+    await ui.page.waitForURL(/\/echo\?/);
+    const again = JSON.parse((await ui.page.locator('#echo').textContent()) ?? '{}');
     expect(again['svc-transaction-id']).toBe(first['svc-transaction-id']);
-    await page.goto(url);
-    await widgetReady(page);
+    await ui.page.goto(url);
+    await widgetReady(ui.page);
   });
 });
 
 describe('silent mode (SPEC F rules 6, 9)', () => {
   it('ticking a checkbox in a form accepts every purpose without a dialog', async () => {
-    await page.click('#terms');
+    await ui.page.click('#terms');
     await waitForEvents(1);
-    const log = await pageLog(page);
+    const log = await pageLog(ui.page);
     expect(log.events[0]).toMatchObject({
       target: 'terms',
       detail: { processId: 'terms_ack', decision: 'accept' },
     });
-    expect(await page.locator('#terms').isChecked()).toBe(true);
+    expect(await ui.page.locator('#terms').isChecked()).toBe(true);
     expect(log.changes).toEqual([{ id: 'terms', checked: true }]);
     expect(await dialog().count()).toBe(0);
     const id = log.events[0].detail.consentId;
     expect(await hiddenInputs('#f-terms')).toEqual([
       { type: 'hidden', value: id, parent: 'f-terms' },
     ]);
-    const tx = await world.transaction(app, id);
+    const tx = await ui.world.transaction(ui.app, id);
     expect(tx.records.every((r: { state: string }) => r.state === 'granted')).toBe(true);
   });
 
   it('without a form, the hidden input goes into the parent element', async () => {
-    await page.click('#nf');
+    await ui.page.click('#nf');
     await waitForEvents(2);
-    const log = await pageLog(page);
+    const log = await pageLog(ui.page);
     expect(log.clicks).toEqual(['nf']);
     expect(await hiddenInputs('#nf-parent')).toEqual([
       { type: 'hidden', value: log.events[1].detail.consentId, parent: 'nf-parent' },
@@ -419,66 +403,68 @@ describe('silent mode (SPEC F rules 6, 9)', () => {
 
 describe('the DOM changing after load (SPEC F rule 4)', () => {
   it('gates a trigger rendered by a route change', async () => {
-    await page.click('#nav-checkout');
-    await page.click('#pay');
+    await ui.page.click('#nav-checkout');
+    await ui.page.click('#pay');
     await dialog().waitFor({ state: 'visible' });
-    expect((await pageLog(page)).submits).toEqual([]);
+    expect((await pageLog(ui.page)).submits).toEqual([]);
     await button('Accept all').click();
-    await poll(async () => (await pageLog(page)).submits.length).toBe(1);
-    const log = await pageLog(page);
+    await poll(async () => (await pageLog(ui.page)).submits.length).toBe(1);
+    const log = await pageLog(ui.page);
     const ev = log.events.find((e: { target: string }) => e.target === 'pay');
     expect(log.submits[0]).toEqual({ form: 'checkout', consentId: ev.detail.consentId });
   });
 
   it('follows svc-trigger being added to and removed from an element', async () => {
-    await page.evaluate(() =>
+    await ui.page.evaluate(() =>
       document.getElementById('attr-btn')!.setAttribute('svc-trigger', 'later_trigger'),
     );
     await poll(() => isGated('#attr-btn')).toBe(true);
-    await page.click('#attr-btn');
+    await ui.page.click('#attr-btn');
     await dialog().waitFor({ state: 'visible' });
-    await page.keyboard.press('Escape');
+    await ui.page.keyboard.press('Escape');
     await dialog().waitFor({ state: 'detached' });
-    expect((await pageLog(page)).clicks).toEqual(['nf']);
+    expect((await pageLog(ui.page)).clicks).toEqual(['nf']);
 
-    await page.evaluate(() => document.getElementById('attr-btn')!.removeAttribute('svc-trigger'));
+    await ui.page.evaluate(() =>
+      document.getElementById('attr-btn')!.removeAttribute('svc-trigger'),
+    );
     await poll(() => isGated('#attr-btn')).toBe(false);
-    await page.click('#attr-btn');
-    expect((await pageLog(page)).clicks).toEqual(['nf', 'attr']);
+    await ui.page.click('#attr-btn');
+    expect((await pageLog(ui.page)).clicks).toEqual(['nf', 'attr']);
     expect(await dialog().count()).toBe(0);
   });
 });
 
 describe('validity window (SPEC trigger behaviour 2, 3)', () => {
   const expire = (pid: string) =>
-    page.evaluate(
+    ui.page.evaluate(
       ([key]) => {
         const s = JSON.parse(localStorage.getItem(key!)!);
         s.expiresAt = new Date(Date.now() - 1000).toISOString();
         localStorage.setItem(key!, JSON.stringify(s));
       },
-      [`svc_${app.siteKey}_${pid}`],
+      [`svc_${ui.app.siteKey}_${pid}`],
     );
 
   it('gates again once the stored consent has expired, and drops it on load', async () => {
     expect(await isGated('#signup')).toBe(false);
     await expire('newsletter_signup');
     expect(await isGated('#signup')).toBe(true);
-    await page.click('#signup');
+    await ui.page.click('#signup');
     await dialog().waitFor({ state: 'visible' });
-    await page.keyboard.press('Escape');
+    await ui.page.keyboard.press('Escape');
     await dialog().waitFor({ state: 'detached' });
     // Expired state (local and cookie) is cleared; on the next load too.
-    expect(await storedState(page, app.siteKey, 'newsletter_signup')).toEqual({
+    expect(await storedState(ui.page, ui.app.siteKey, 'newsletter_signup')).toEqual({
       local: null,
       cookie: null,
     });
     await expire('terms_ack');
-    await page.goto(url);
-    await widgetReady(page);
+    await ui.page.goto(url);
+    await widgetReady(ui.page);
     await vi.waitFor(
       async () =>
-        expect(await storedState(page, app.siteKey, 'terms_ack')).toEqual({
+        expect(await storedState(ui.page, ui.app.siteKey, 'terms_ack')).toEqual({
           local: null,
           cookie: null,
         }),
@@ -490,7 +476,7 @@ describe('validity window (SPEC trigger behaviour 2, 3)', () => {
 
 describe('languages', () => {
   it('switches the notice and the UI to Hindi', async () => {
-    await page.click('#signup');
+    await ui.page.click('#signup');
     await dialog().waitFor({ state: 'visible' });
     const select = dialog().getByRole('combobox', { name: 'Language' });
     await select.waitFor();
@@ -505,16 +491,16 @@ describe('languages', () => {
     expect(text).toContain('भारतीय डेटा संरक्षण बोर्ड');
     expect(await button('सभी स्वीकार करें').count()).toBe(1);
     expect(await button('वैकल्पिक अस्वीकार करें').count()).toBe(1);
-    expect(await focused(page)).toBe('भाषा'); // the switcher keeps focus, relabelled
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dialog-hi.png') });
+    expect(await focused(ui.page)).toBe('भाषा'); // the switcher keeps focus, relabelled
+    await ui.page.screenshot({ path: path.join(SCREENSHOTS, 'dialog-hi.png') });
     await button('सभी स्वीकार करें').click();
     await dialog().waitFor({ state: 'detached' });
-    const log = await pageLog(page);
-    const tx = await world.transaction(app, log.events.at(-1).detail.consentId);
+    const log = await pageLog(ui.page);
+    const tx = await ui.world.transaction(ui.app, log.events.at(-1).detail.consentId);
     expect(tx.language).toBe('hi');
   });
 
   it('the page never saw an error', () => {
-    expect(pageErrors).toEqual([]);
+    expect(ui.pageErrors).toEqual([]);
   });
 });

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getTransaction } from '../../shared/domain/consent/index.js';
 import { portalLink } from '../../shared/portal/index.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { startPortalStack, type PortalApp, type PortalStack, type Principal } from './fixture.js';
 
 /** The hosted portal in real Chromium (Debian's /usr/bin/chromium), against the real stack. */
@@ -23,17 +24,7 @@ beforeAll(async () => {
   s = await startPortalStack('portal-browser');
   shop = await s.createApp();
   alice = await s.createPrincipal(shop);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
