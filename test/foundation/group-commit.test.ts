@@ -112,7 +112,7 @@ describe('group commit of TransactWriteItems', () => {
     );
     await blocker;
     const settled = await Promise.all(results);
-    const refused = settled[6];
+    const refused = settled[6]!;
     expect(refused).not.toBe('ok');
     if (refused === 'ok') return;
     expect(refused.name).toBe('TransactionCanceledException');
