@@ -8,7 +8,7 @@ import { newEventId, newReferenceId } from '../../shared/domain/ids.js';
 import type { App } from '../../shared/domain/types.js';
 import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
 import { getDispatch, type DispatchWithAttempts } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { testProcess } from '../helpers/stack.js';
@@ -175,14 +175,19 @@ export const dispatchIdOf = (appId: string, eventId: string) =>
 
 /**
  * The dispatch tests' shared setup, registered as this file's hooks: a loopback receiver and a
- * process running the dispatcher worker with `env` on the shared stack; afterwards every held
- * request is released and both are closed. Read `p` and `rcv` inside tests (set in beforeAll).
+ * process running the dispatcher worker (and `services`, if any) with `env` on the shared stack;
+ * afterwards every held request is released and both are closed. Read `p` and `rcv` inside
+ * tests (set in beforeAll).
  */
-export function useDispatcher(name: string, env: Record<string, string>) {
+export function useDispatcher(
+  name: string,
+  env: Record<string, string>,
+  services: ServiceModule[] = [],
+) {
   const f = {} as { p: RunningProcess; rcv: Receiver };
   beforeAll(async () => {
     f.rcv = await startReceiver();
-    f.p = await testProcess(name, [], [dispatcherWorker], env);
+    f.p = await testProcess(name, services, [dispatcherWorker], env);
   });
   afterAll(async () => {
     f.rcv?.releaseAll();

@@ -1,11 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
-import { createLogger } from '../../shared/logger.js';
 import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
 import { startProcess, type RunningProcess } from '../../shared/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
+import { stackEnv, testLogger } from '../helpers/stack.js';
 import {
   consentEvent,
   publish,
@@ -21,31 +19,20 @@ import {
  * (one developer's machine) or when configured, never merely because the app is a sandbox.
  */
 
-/** The environment a user running on their own Kafka and DynamoDB would give. */
-function userEnv(name: string, extra: Record<string, string> = {}) {
-  const id = `${name}-${randomBytes(3).toString('hex')}`;
-  return {
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    KAFKA_BROKERS: inject('kafkaBrokers'),
-    DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
-    TOPIC_PREFIX: `t.${id}.`,
-    TABLE_PREFIX: `t_${id.replace(/-/g, '_')}_`,
-    KAFKA_CLIENT_ID: `test-${id}`,
-    PORT: '0',
+/** A dispatcher on the environment a user running on their own Kafka and DynamoDB would give. */
+async function dispatcher(name: string, extra: Record<string, string> = {}) {
+  const config = loadConfig({
+    ...stackEnv(name),
     WEBHOOK_TIMEOUT_MS: '1000',
     DISPATCH_SAFETY_NET_MS: '5000',
     ...extra,
-  };
-}
-
-async function dispatcher(name: string, extra: Record<string, string> = {}) {
-  const config = loadConfig(userEnv(name, extra));
+  });
   return startProcess({
     name,
     services: [],
     workers: [dispatcherWorker],
     config,
-    log: createLogger({ level: config.LOG_LEVEL }),
+    log: testLogger(config),
   });
 }
 

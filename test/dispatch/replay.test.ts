@@ -1,38 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
-import type { RunningProcess } from '../../shared/process.js';
 import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
-import { dispatcherWorker } from '../../workers/dispatcher/index.js';
-import { testProcess } from '../helpers/stack.js';
-import {
-  consentEvent,
-  publish,
-  sandboxApp,
-  startReceiver,
-  waitForDispatch,
-  type Receiver,
-} from './helpers.js';
+import { consentEvent, publish, sandboxApp, useDispatcher, waitForDispatch } from './helpers.js';
 
 const TOKEN = 'test-admin-token-0123456789';
-let p: RunningProcess;
-let rcv: Receiver;
-beforeAll(async () => {
-  rcv = await startReceiver();
-  p = await testProcess('dispatch-replay', [dispatchAdminService], [dispatcherWorker], {
+const f = useDispatcher(
+  'dispatch-replay',
+  {
     SVC_ADMIN_TOKEN: TOKEN,
     WEBHOOK_TIMEOUT_MS: '1000',
     DISPATCH_SAFETY_NET_MS: '5000',
     DISPATCH_SWEEP_INTERVAL_MS: '200',
-  });
-});
-afterAll(async () => {
-  await p.close();
-  await rcv.close();
-});
+  },
+  [dispatchAdminService],
+);
 
 const admin = (path: string, body?: unknown, token = TOKEN) =>
-  fetch(`${p.url}/api/v1/admin${path}`, {
+  fetch(`${f.p.url}/api/v1/admin${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(body ?? {}),
@@ -41,8 +26,8 @@ const admin = (path: string, body?: unknown, token = TOKEN) =>
 /** An app whose endpoint fails until `fixed` is set; its dispatches fail fast (100 000×). */
 async function failingApp(path: string) {
   let fixed = false;
-  rcv.on(path, (_r, res) => res.writeHead(fixed ? 200 : 500).end());
-  const { app } = await sandboxApp(p.rt, rcv.url(path), 100_000);
+  f.rcv.on(path, (_r, res) => res.writeHead(fixed ? 200 : 500).end());
+  const { app } = await sandboxApp(f.p.rt, f.rcv.url(path), 100_000);
   return { app, fix: () => (fixed = true) };
 }
 
@@ -51,9 +36,9 @@ async function failedDispatch(
   createdAt?: string,
 ) {
   const e = consentEvent(app, createdAt ? { createdAt } : {});
-  await publish(p.rt, [e]);
+  await publish(f.p.rt, [e]);
   const id = dispatchIdFor(e.id, `${app.appId}:webhook`);
-  await waitForDispatch(p.rt, id, (d) => expect(d.deliveryStatus).toBe('failed'));
+  await waitForDispatch(f.p.rt, id, (d) => expect(d.deliveryStatus).toBe('failed'));
   return id;
 }
 
@@ -65,7 +50,7 @@ describe('dispatch replay (admin API)', () => {
     const res = await admin(`/apps/${app.appId}/dispatches/${id}/resend`);
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ dispatchId: id, deliveryStatus: 'failed' });
-    const d = await waitForDispatch(p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    const d = await waitForDispatch(f.p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
     expect(d.attemptCount).toBe(9);
     expect(d.attempts.at(-1)).toMatchObject({
       attempt: 9,
@@ -73,36 +58,36 @@ describe('dispatch replay (admin API)', () => {
       statusCode: 200,
       outcome: 'delivered',
     });
-    const last = rcv.at('/resend').at(-1)!;
+    const last = f.rcv.at('/resend').at(-1)!;
     expect(last.headers['webhook-id']).toBe(id);
     expect(last.headers['x-svc-attempt']).toBe('9');
   });
 
   it('resends to a disabled endpoint, and its success enables the endpoint again', async () => {
     let fixed = false;
-    rcv.on('/revived', (_r, res) => res.writeHead(fixed ? 200 : 410).end());
-    const { app } = await sandboxApp(p.rt, rcv.url('/revived'));
+    f.rcv.on('/revived', (_r, res) => res.writeHead(fixed ? 200 : 410).end());
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/revived'));
     const id = await failedDispatch(app);
     await vi.waitFor(async () =>
-      expect((await getEndpointState(p.rt, app.appId))?.disabledReason).toBe('gone'),
+      expect((await getEndpointState(f.p.rt, app.appId))?.disabledReason).toBe('gone'),
     );
     fixed = true;
     expect((await admin(`/apps/${app.appId}/dispatches/${id}/resend`)).status).toBe(202);
-    const d = await waitForDispatch(p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    const d = await waitForDispatch(f.p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
     expect(d.attempts.map((a) => [a.statusCode, a.trigger])).toEqual([
       [410, 'first'],
       [200, 'manual'],
     ]);
     // Endpoint health is written just after the attempt's ledger entry.
     await vi.waitFor(async () => {
-      const state = await getEndpointState(p.rt, app.appId);
+      const state = await getEndpointState(f.p.rt, app.appId);
       expect(state?.disabledAt).toBeUndefined();
       expect(state?.lastSuccessAt).toBeDefined();
     });
     // New events flow again.
     const e = consentEvent(app);
-    await publish(p.rt, [e]);
-    await waitForDispatch(p.rt, dispatchIdFor(e.id, `${app.appId}:webhook`), (x) =>
+    await publish(f.p.rt, [e]);
+    await waitForDispatch(f.p.rt, dispatchIdFor(e.id, `${app.appId}:webhook`), (x) =>
       expect(x.deliveryStatus).toBe('delivered'),
     );
   });
@@ -118,13 +103,15 @@ describe('dispatch replay (admin API)', () => {
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ requeued: 2 });
     for (const id of [a, b])
-      await waitForDispatch(p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
-    const before = await waitForDispatch(p.rt, old, (x) => expect(x.deliveryStatus).toBe('failed'));
+      await waitForDispatch(f.p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    const before = await waitForDispatch(f.p.rt, old, (x) =>
+      expect(x.deliveryStatus).toBe('failed'),
+    );
     expect(before.attemptCount).toBe(8); // older than `since`: left alone
   });
 
   it('refuses without the admin token, for unknown ids, and with a bad body', async () => {
-    const { app } = await sandboxApp(p.rt, rcv.url('/other'));
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/other'));
     expect(
       (
         await admin(
@@ -151,11 +138,11 @@ describe('dispatch replay (admin API)', () => {
     const { app: other, fix } = await failingApp('/foreign');
     fix();
     const e = consentEvent(other);
-    await publish(p.rt, [e]);
+    await publish(f.p.rt, [e]);
     const id = dispatchIdFor(e.id, `${other.appId}:webhook`);
-    await waitForDispatch(p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
+    await waitForDispatch(f.p.rt, id, (x) => expect(x.deliveryStatus).toBe('delivered'));
     expect((await admin(`/apps/${app.appId}/dispatches/${id}/resend`)).status).toBe(404);
-    const doc = (await (await fetch(`${p.url}/openapi.json`)).json()) as {
+    const doc = (await (await fetch(`${f.p.url}/openapi.json`)).json()) as {
       paths: Record<string, unknown>;
     };
     expect(Object.keys(doc.paths)).toEqual(

@@ -10,10 +10,13 @@ import {
   type WorkerModule,
 } from '../../shared/process.js';
 
-/** Config for one test file: the shared real stack, with topic and table names of its own. */
-export function testConfig(name: string, extra: Record<string, string> = {}): BaseConfig {
+/**
+ * The environment that puts a process on the shared real stack with topic and table names of
+ * its own, and nothing else: what a user running on their own Kafka and DynamoDB would give.
+ */
+export function stackEnv(name: string): Record<string, string> {
   const id = `${name}-${randomBytes(3).toString('hex')}`;
-  return loadConfig({
+  return {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     KAFKA_BROKERS: inject('kafkaBrokers'),
     DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
@@ -21,6 +24,13 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
     TABLE_PREFIX: `t_${id.replace(/-/g, '_')}_`,
     KAFKA_CLIENT_ID: `test-${id}`,
     PORT: '0',
+  };
+}
+
+/** Config for one test file: the shared real stack, with topic and table names of its own. */
+export function testConfig(name: string, extra: Record<string, string> = {}): BaseConfig {
+  return loadConfig({
+    ...stackEnv(name),
     OUTBOX_RELAY_INTERVAL_MS: '200',
     OUTBOX_RELAY_MIN_AGE_MS: '500',
     // Test receivers listen on loopback; outside the embedded default that must be configured.
