@@ -1,3 +1,6 @@
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -320,6 +323,9 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     );
   } finally {
     await app.stop();
+    await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`).catch((err: unknown) =>
+      console.error(`store floor not measured: ${String(err)}`),
+    );
     await stack.stop();
   }
 }
@@ -374,5 +380,76 @@ export async function run(): Promise<void> {
     }
   } finally {
     await receiver.stop();
+  }
+}
+
+/**
+ * The store's own floor for ingress, in the same run and on the same DynamoDB Local: raw
+ * TransactWriteItems of a consent's shape (7 items: principal, transaction with its history,
+ * user pointer, 2 record pointers, reminder timer, one gzip outbox item; sizes as the service
+ * writes them, roughly), for `seconds` each, 4 requests in flight: one consent per request (what
+ * ingress sent before group commit), then 12 per request (84 items, as group commit sends them
+ * under load). A breakdown, not the headline: no HTTP, no Kafka, no service.
+ */
+async function storeFloor(endpoint: string, seconds = 5): Promise<void> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const doc = DynamoDBDocumentClient.from(client);
+  const table = `floor${Date.now().toString(36)}`;
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+      }),
+    );
+    const sizes = [300, 1_400, 150, 150, 150, 200, 700];
+    const consent = () => {
+      const id = randomUUID();
+      return sizes.map((n, i) => ({
+        Put: {
+          TableName: table,
+          Item: { pk: `${id}#${i}`, sk: 'v', d: 'x'.repeat(n) },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      }));
+    };
+    console.log(
+      '\nstore floor (same DynamoDB Local, raw TransactWriteItems of a consent’s 7 items, 4 in flight):',
+    );
+    for (const perRequest of [1, 12]) {
+      let done = 0;
+      const end = Date.now() + seconds * 1000;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (Date.now() < end) {
+            await doc.send(
+              new TransactWriteCommand({
+                TransactItems: Array.from({ length: perRequest }, consent).flat(),
+                ClientRequestToken: randomUUID(),
+              }),
+            );
+            done += perRequest;
+          }
+        }),
+      );
+      console.log(
+        `  ${String(perRequest).padStart(2)} consent(s) per request: ${f0(done / seconds)} consents/s`,
+      );
+    }
+  } finally {
+    await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+    client.destroy();
   }
 }
