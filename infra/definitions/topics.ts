@@ -19,7 +19,7 @@ export const topicDefs = {
     partitions: 6,
     retentionMs: 14 * day,
     description:
-      'Every consent event (DESIGN §5), keyed by appId + referenceId so one principal stays in order',
+      'Every consent event (docs/webhooks.md, Events), keyed by appId + referenceId so one principal stays in order',
   },
   postbacks: {
     name: 'postbacks',

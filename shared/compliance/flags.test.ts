@@ -38,7 +38,7 @@ function facts(
   };
 }
 
-describe('content flag (SPEC flag table, DESIGN §6: first match wins)', () => {
+describe('content flag (docs/api.md, Compliance flags: first match wins)', () => {
   // Every status × risk, written out: the expected column is the table, not the code.
   const table: [PostbackStatus, PostbackRisk, ComplianceFlag][] = [
     ['processed', 'none', 'ok'],
@@ -85,7 +85,7 @@ describe('severity order ok < at_risk < breach < unconfirmed_erasure < critical'
   });
 });
 
-describe('missed postbacks (SPEC transition table)', () => {
+describe('missed postbacks (docs/api.md, Compliance flags: timeliness)', () => {
   // [event, instant, flag]: walks each row through its stages with the default grace (= W).
   const rows: [EventType, number, ComplianceFlag | null][] = [
     ['consent.withdrawn', 0, null],

@@ -10,7 +10,7 @@ import {
 } from './ids.js';
 
 describe('identifiers', () => {
-  it('match their formats (DESIGN §2)', () => {
+  it('match their documented formats (docs/api.md)', () => {
     for (let i = 0; i < 200; i++) {
       expect(newAppId()).toMatch(patterns.appId);
       expect(newSiteKey()).toMatch(patterns.siteKey);

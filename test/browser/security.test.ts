@@ -42,7 +42,7 @@ async function wireStatuses(p: Page) {
   };
 }
 
-describe('without the script (SPEC F rule 1)', () => {
+describe('without the script (svc-trigger does nothing)', () => {
   it('svc-trigger has no effect', async () => {
     await ui.page.goto(ui.world.pages.url('noscript.html', ui.app.siteKey));
     await ui.page.click('#signup');

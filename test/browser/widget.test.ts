@@ -64,7 +64,7 @@ const waitForEvents = (n: number) =>
     n,
   );
 
-describe('binding (SPEC F rules 3, 5)', () => {
+describe('binding (every svc-trigger, one synthetic trigger per process)', () => {
   it('binds a gate on every svc-trigger within 50 ms of the script executing', async () => {
     // The median of three loads, so one load starved of CPU on a busy machine does not decide.
     const gate = () =>
@@ -369,7 +369,7 @@ describe('granular dialog', () => {
   });
 });
 
-describe('silent mode (SPEC F rules 6, 9)', () => {
+describe('silent mode (one tick accepts all purposes)', () => {
   it('ticking a checkbox in a form accepts every purpose without a dialog', async () => {
     await ui.page.click('#terms');
     await waitForEvents(1);
@@ -401,7 +401,7 @@ describe('silent mode (SPEC F rules 6, 9)', () => {
   });
 });
 
-describe('the DOM changing after load (SPEC F rule 4)', () => {
+describe('the DOM changing after load (observed, no re-binding)', () => {
   it('gates a trigger rendered by a route change', async () => {
     await ui.page.click('#nav-checkout');
     await ui.page.click('#pay');
@@ -435,7 +435,7 @@ describe('the DOM changing after load (SPEC F rule 4)', () => {
   });
 });
 
-describe('validity window (SPEC trigger behaviour 2, 3)', () => {
+describe('validity window (ungated while valid, gated again after)', () => {
   const expire = (pid: string) =>
     ui.page.evaluate(
       ([key]) => {
