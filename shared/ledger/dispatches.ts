@@ -15,7 +15,7 @@ import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
 import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
-import { slaCheckEntry } from './flags.js';
+import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 
 /**

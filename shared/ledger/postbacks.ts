@@ -15,7 +15,7 @@ import {
   type FlagChange,
   type FlagEntry,
   type GaugeDeltas,
-} from './flags.js';
+} from './flag-entries.js';
 import { factOf, worstOf, type PostbackFact } from './summary.js';
 
 /**

@@ -13,7 +13,7 @@ import {
   DISPATCH_SK,
 } from './dispatches.js';
 import { checkChain } from './evidence.js';
-import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flags.js';
+import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flag-entries.js';
 import { toPostback, type PostbackEntry } from './postbacks.js';
 
 export type DispatchWithAttempts = Dispatch & {

@@ -13,7 +13,7 @@ import {
   type DispatchState,
 } from '../../shared/ledger/dispatches.js';
 import { dueEntry } from '../../shared/timers/due.js';
-import { readGauges, slaCheckEntry } from '../../shared/ledger/flags.js';
+import { readGauges, slaCheckEntry } from '../../shared/ledger/flag-entries.js';
 import { postbackSk } from '../../shared/ledger/postbacks.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';

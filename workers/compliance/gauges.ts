@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { POSTBACK_EVENTS, readGauges } from '../../shared/ledger/flags.js';
+import { POSTBACK_EVENTS, readGauges } from '../../shared/ledger/flag-entries.js';
 import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';

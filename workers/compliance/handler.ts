@@ -3,7 +3,7 @@ import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js
 import type { PostbackMessage } from '../../shared/compliance/postback.js';
 import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
-import { slaCheckEntry } from '../../shared/ledger/flags.js';
+import { slaCheckEntry } from '../../shared/ledger/flag-entries.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
 import { readComplianceState } from '../../shared/ledger/summary.js';
 import { backoffMs } from '../../shared/backoff.js';

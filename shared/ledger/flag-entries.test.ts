@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GENESIS, chainHash } from './hash.js';
-import { chainAfter, flagSk, nearDeadlineAt, POSTBACK_EVENTS } from './flags.js';
+import { chainAfter, flagSk, nearDeadlineAt, POSTBACK_EVENTS } from './flag-entries.js';
 import { gaugeDeltas, postbackSk, type ComplianceWrite } from './postbacks.js';
 
 describe('flag and postback entry keys', () => {
