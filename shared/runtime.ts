@@ -18,6 +18,7 @@ import { Processed } from './outbox/idempotency.js';
 import { Outbox } from './outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { instrumentDynamo } from './storage/instrument.js';
+import { StoreOutages } from './storage/outages.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -33,6 +34,8 @@ export interface Runtime {
   topics: TopicNames;
   outbox: Outbox;
   processed: Processed;
+  /** Outages of the store as this process's requests saw them (shared/storage/outages.ts). */
+  storeOutages: StoreOutages;
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
@@ -49,6 +52,8 @@ export function createRuntime(
   const producer = new Producer(kafka, log);
   const dynamo = createDynamo(config);
   instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX);
+  const storeOutages = new StoreOutages();
+  storeOutages.watch(dynamo.client);
   const tables = tableNames(config.TABLE_PREFIX);
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
@@ -87,6 +92,7 @@ export function createRuntime(
     topics,
     outbox,
     processed,
+    storeOutages,
     docs: new ApiDocs(),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),

@@ -566,6 +566,21 @@ export async function ledgerBalance(
     await delay(2_000);
     await recheck(baseUrl, state);
   }
+  if (!state.ok) {
+    // Name what did not balance, to find it in the service's log and the store.
+    for (const [ref, a] of state.unbalanced) {
+      const found = await listGranted(baseUrl, a.tenant, ref).catch(() => []);
+      o.log(
+        `  unbalanced ${ref}: ${found.length} consent.granted dispatch(es) ${found.map((d) => d.dispatchId).join(' ')}`,
+      );
+    }
+    for (const id of state.unrecorded.keys()) {
+      const seen = receiver.deliveries.filter((d) => d.webhookId === id);
+      o.log(
+        `  unrecorded ${id}: received ${seen.length} time(s) [${seen.map((d) => d.status).join(',')}] for ${seen[0]?.referenceId ?? '?'}`,
+      );
+    }
+  }
   return {
     ok: state.ok,
     unbalanced: state.unbalanced.size,

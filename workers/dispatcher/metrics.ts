@@ -72,6 +72,16 @@ export function dispatcherMetrics(registry: Registry) {
       [],
       [1, 2, 5, 10, 15, 20, 25],
     ),
+    ledgerRechecks: counter(
+      'svc_webhook_ledger_rechecks_total',
+      'Checks, after a store outage, of the first attempts the store acknowledged just before it',
+      [],
+    ),
+    ledgerRestored: counter(
+      'svc_webhook_ledger_restored_total',
+      'First attempts written again after a store outage because the store no longer had them',
+      [],
+    ),
   };
 }
 

@@ -2,6 +2,7 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import {
   commitFirstAttempts,
   firstAttemptPhases,
+  missingFirstAttempts,
   writeBatch,
   type BatchPuts,
   type FirstAttemptRecord,
@@ -29,8 +30,16 @@ export type WriteMode = 'fast' | 'safe';
 export type FirstWriteResult = 'recorded' | 'duplicate';
 
 const BATCH = 25;
+/**
+ * How far before an outage a recorded first attempt is checked again when the store answers
+ * again, and the most such records kept (the oldest go first).
+ */
+const RECHECK_WINDOW_MS = 10_000;
+const RECHECK_MAX = 20_000;
 /** Items in one group-committed safe transaction (DynamoDB allows 100). */
 const SAFE_ITEMS = 90;
+/** Records written again at once by a recheck (each goes through the safe path). */
+const SAFE_BATCH_RECORDS = 200;
 
 interface Pending {
   rec: FirstAttemptRecord;
@@ -44,6 +53,10 @@ export class FirstAttemptWriter {
   private readonly safeQueue: Pending[] = [];
   private safeActive = 0;
   private closed = false;
+  /** Records the store acknowledged lately, oldest first, with when (see `recheck`). */
+  private recent: { atMs: number; rec: FirstAttemptRecord }[] = [];
+  private readonly unwatch: () => void;
+  private rechecking: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly rt: Runtime,
@@ -53,7 +66,13 @@ export class FirstAttemptWriter {
       /** BatchWriteItem requests in flight at once. */
       maxFlushes: number;
     },
-  ) {}
+  ) {
+    this.unwatch = rt.storeOutages.onRecovered((since) => {
+      this.rechecking = this.rechecking.then(async () => {
+        await this.recheck(since);
+      });
+    });
+  }
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
     return new Promise((resolve, reject) => {
@@ -67,8 +86,69 @@ export class FirstAttemptWriter {
     });
   }
 
+  /**
+   * After a store outage: the records it acknowledged from `RECHECK_WINDOW_MS` before the
+   * outage began are read back, and any that are gone are written again (conditionally, as a
+   * safe record: one that is there is a duplicate). A store killed with SIGKILL can lose the
+   * last writes it acknowledged; their events are committed in Kafka by then, so nothing else
+   * would ever write them, and a webhook the app answered would have no record in the ledger.
+   * Resolves to how many were written again. Never throws: a failure is logged and the next
+   * recovery checks again.
+   */
+  async recheck(outageSinceMs: number): Promise<number> {
+    const from = outageSinceMs - RECHECK_WINDOW_MS;
+    // One record per dispatch (one written again is remembered again): a key read twice in
+    // one request is refused.
+    const byDispatch = new Map<string, FirstAttemptRecord>();
+    for (const r of this.recent) if (r.atMs >= from) byDispatch.set(String(r.rec.head.pk), r.rec);
+    const recs = [...byDispatch.values()];
+    if (this.closed) return 0;
+    this.o.metrics.ledgerRechecks.inc();
+    if (recs.length === 0) return 0;
+    try {
+      const gone = await missingFirstAttempts(this.rt, recs);
+      let restored = 0;
+      for (let i = 0; i < gone.length; i += SAFE_BATCH_RECORDS) {
+        const batch = gone.slice(i, i + SAFE_BATCH_RECORDS);
+        const results = await Promise.all(batch.map((rec) => this.write(rec, 'safe')));
+        restored += results.filter((r) => r === 'recorded').length;
+      }
+      this.o.metrics.ledgerRestored.inc(restored);
+      if (gone.length > 0)
+        this.o.log.warn(
+          { checked: recs.length, gone: gone.length, restored },
+          'ledger records the store acknowledged before its outage were gone; written again',
+        );
+      return restored;
+    } catch (err) {
+      this.o.log.warn({ err, checked: recs.length }, 'ledger recheck after an outage failed');
+      // The store failed again: the outage goes on, and its end brings the next recheck.
+      if (coerceError(err).retriable) this.rt.storeOutages.failed(outageSinceMs);
+      return 0;
+    }
+  }
+
+  /** Waits for the recheck after the last outage (tests). */
+  settledRecheck(): Promise<void> {
+    return this.rechecking;
+  }
+
+  private remember(recs: readonly FirstAttemptRecord[]): void {
+    const now = Date.now();
+    for (const rec of recs) this.recent.push({ atMs: now, rec });
+    const keepFrom = now - 3 * RECHECK_WINDOW_MS;
+    let drop = 0;
+    while (
+      drop < this.recent.length &&
+      (this.recent[drop]!.atMs < keepFrom || this.recent.length - drop > RECHECK_MAX)
+    )
+      drop++;
+    if (drop > 0) this.recent = this.recent.slice(drop);
+  }
+
   /** Gives up on waiting writes (they are redone from Kafka). */
   close(): void {
+    this.unwatch();
     this.closed = true;
     for (const p of [...this.queue.splice(0), ...this.safeQueue.splice(0)])
       p.reject(new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping'));
@@ -99,6 +179,7 @@ export class FirstAttemptWriter {
       // The due entries first, then the dispatch items (see firstAttemptPhases).
       const recs = batch.map((p) => p.rec);
       for (const phase of firstAttemptPhases(this.rt, recs)) await this.batchWrite(phase);
+      this.remember(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
@@ -161,6 +242,7 @@ export class FirstAttemptWriter {
           left.map((p) => p.rec),
         );
         if (r.committed) {
+          this.remember(left.map((p) => p.rec));
           for (const p of left) p.resolve('recorded');
           return;
         }
