@@ -14,8 +14,11 @@ import { noticeBody, noticeQuery, noticeSchema } from './schemas.js';
 const errors = {
   401: { description: 'Missing or wrong admin token' },
   404: { description: 'Unknown app or notice' },
-  409: { description: 'The trigger key is used by another notice of this app' },
-  422: { description: 'Invalid body' },
+  409: {
+    description:
+      'Another notice of this app with the same trigger key already covers one of the regions (or is the one without regions)',
+  },
+  422: { description: 'Invalid body (including an unknown or repeated region code)' },
 };
 
 export function mountNoticeRoutes(router: Router, rt: Runtime): void {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { noticeRuleErrors } from '../../shared/domain/notices.js';
+import { REGIONS } from '../../shared/domain/regions.js';
 import { LANGUAGES } from '../../shared/domain/types.js';
 
 /** Request bodies of the admin API (the single source for validation and OpenAPI). */
@@ -109,6 +110,11 @@ export const noticeBody = z
     translations: z.record(z.string(), translation),
     validityDays: z.number().int().min(1).max(3650).default(365),
     reminderDaysBefore: z.number().int().min(0).max(3649).optional(),
+    /**
+     * ISO 3166-2:IN codes of the states and union territories where this notice is shown;
+     * absent: everywhere no other notice of the trigger key covers (docs/api.md, Regions).
+     */
+    regions: z.array(z.string().max(8)).max(REGIONS.length).optional(),
   })
   // A default of 30 days cannot hold for a window of 30 days or less: use the day before.
   .transform((n) => ({
@@ -169,6 +175,7 @@ export const noticeSchema = z.object({
   ),
   validityDays: z.number(),
   reminderDaysBefore: z.number(),
+  regions: z.array(z.string()).optional(),
   textHash: z.string(),
   createdAt: z.string(),
 });

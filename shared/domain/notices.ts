@@ -6,15 +6,20 @@ import { queryAll } from '../storage/query.js';
 import { cached, invalidateCache } from './cache.js';
 import { sha256hex } from './crypto.js';
 import { newNoticeId, patterns } from './ids.js';
+import { REGION_FORMAT, canonicalRegion } from './regions.js';
 import { LANGUAGES, type NoticeVersion } from './types.js';
 
 /**
  * Notices in the `entities` table, all under pk `APP#{appId}`:
  * - `NOTICE#{noticeId}`: the head, a copy of the latest version (listing reads only heads);
  * - `NOTICEV#{noticeId}#{version:06}`: every version, immutable;
- * - `TRIGGER#{triggerKey}` → noticeId: makes trigger keys unique per app.
- * A change writes the new version and the head in one transaction, conditional on the head's
- * version, so concurrent changes never lose a version.
+ * - trigger claims → noticeId, which keep a trigger key unique per app and region
+ *   (docs/api.md, Regions): `TRIGGER#{triggerKey}` for the notice without regions (at most
+ *   one), `TRIGGER#{triggerKey}#{region}` for each region of a notice with regions (so no
+ *   region has two notices of one trigger key).
+ * A change writes the new version, the head and the claims it takes or gives up in one
+ * transaction, conditional on the head's version and on each claim being free, so concurrent
+ * changes never lose a version and never share a region.
  */
 export type NoticeInput = Omit<
   NoticeVersion,
@@ -28,7 +33,65 @@ const pk = (appId: string) => `APP#${appId}`;
 const headSk = (noticeId: string) => `NOTICE#${noticeId}`;
 const versionSk = (noticeId: string, v: number) =>
   `NOTICEV#${noticeId}#${String(v).padStart(6, '0')}`;
-const triggerSk = (triggerKey: string) => `TRIGGER#${triggerKey}`;
+const triggerSk = (triggerKey: string, region?: string) =>
+  region === undefined ? `TRIGGER#${triggerKey}` : `TRIGGER#${triggerKey}#${region}`;
+
+/** The trigger claims a notice holds: one per region, or the region-less one. */
+export function claimsOf(n: Pick<NoticeVersion, 'triggerKey' | 'regions'>): string[] {
+  return n.regions?.length
+    ? n.regions.map((r) => triggerSk(n.triggerKey, r))
+    : [triggerSk(n.triggerKey)];
+}
+
+/** One notice of a trigger key as the selection sees it: its regions, none for everywhere. */
+export interface RegionCandidate {
+  regions?: readonly string[] | undefined;
+}
+
+/**
+ * Which of the notices of one trigger key serves a visitor in `region` (docs/api.md, Regions):
+ * the notice whose regions include it, else the one without regions, else none. Without a
+ * region, only the one without regions. The store keeps regions from overlapping, so at most
+ * one notice matches each rule.
+ */
+export function selectNotice<T extends RegionCandidate>(
+  candidates: readonly T[],
+  region: string | undefined,
+): T | undefined {
+  const regional =
+    region === undefined ? undefined : candidates.find((c) => c.regions?.includes(region));
+  return regional ?? candidates.find((c) => !c.regions?.length);
+}
+
+/**
+ * What keeps a notice with `regions` (none: everywhere else) from sharing its trigger key with
+ * `others` (the other notices of that key): each region another notice already covers, with
+ * that notice (`region` null: another notice is already the one without regions).
+ */
+export function regionConflicts<T extends RegionCandidate & { noticeId: string }>(
+  others: readonly T[],
+  regions: readonly string[] | undefined,
+): { region: string | null; noticeId: string }[] {
+  if (!regions?.length) {
+    const other = others.find((o) => !o.regions?.length);
+    return other ? [{ region: null, noticeId: other.noticeId }] : [];
+  }
+  return regions.flatMap((region) => {
+    const other = others.find((o) => o.regions?.includes(region));
+    return other ? [{ region, noticeId: other.noticeId }] : [];
+  });
+}
+
+/**
+ * A notice's regions as stored: current codes (a retired code becomes its successor), sorted,
+ * each once; undefined (everywhere) stays undefined. Codes that name no region are left as
+ * they are, for `regionErrors` to report.
+ */
+export function normalizeRegions(regions: readonly string[] | undefined): string[] | undefined {
+  if (regions === undefined) return undefined;
+  const codes = [...new Set(regions.map((r) => canonicalRegion(r) ?? r))];
+  return codes.sort();
+}
 
 /** JSON with object keys sorted at every level: equal content, equal text. */
 export function canonicalJson(v: unknown): string {
@@ -82,6 +145,34 @@ export function noticeRuleErrors(n: NoticeInput): FieldError[] {
   }
   if (n.reminderDaysBefore >= n.validityDays)
     errors.push({ path: '/reminderDaysBefore', message: 'must be less than validityDays' });
+  errors.push(...regionErrors(n.regions));
+  return errors;
+}
+
+/**
+ * `regions` must name states or union territories of India, each once (a retired code counts
+ * as its successor), and at least one: a notice for everywhere has no `regions` at all.
+ */
+export function regionErrors(regions: readonly string[] | undefined): FieldError[] {
+  if (regions === undefined) return [];
+  if (regions.length === 0)
+    return [{ path: '/regions', message: 'must name a region; leave it out for everywhere' }];
+  const errors: FieldError[] = [];
+  const seen = new Map<string, number>();
+  regions.forEach((code, i) => {
+    const region = canonicalRegion(code);
+    if (region === undefined) {
+      errors.push({ path: `/regions/${i}`, message: `must be ${REGION_FORMAT}` });
+      return;
+    }
+    const first = seen.get(region);
+    if (first !== undefined)
+      errors.push({
+        path: `/regions/${i}`,
+        message: `${code} is already listed at /regions/${first}${code === region ? '' : ` (as ${region})`}`,
+      });
+    else seen.set(region, i);
+  });
   return errors;
 }
 
@@ -96,20 +187,79 @@ function failedConditions(err: unknown): Set<number> | undefined {
   return failed?.size ? failed : undefined;
 }
 
-const triggerTaken = (key: string) =>
-  new AppError(
+/** Cancelled only because another transaction touched one of its items at that moment. */
+const contended = (err: unknown) => {
+  const c = cancellationReasons(err);
+  return c !== undefined && c.failed.size === 0 && c.contention;
+};
+
+const concurrent = () =>
+  new AppError('SVC_CONFLICT', 'The notice is being changed concurrently; retry');
+
+/**
+ * The 409 for a trigger claim that was taken: which regions (or the region-less place) of the
+ * trigger key another notice holds, read after the refused write.
+ */
+async function claimTaken(
+  rt: Runtime,
+  appId: string,
+  notice: Pick<NoticeVersion, 'noticeId' | 'triggerKey' | 'regions'>,
+): Promise<AppError> {
+  const others = (await triggerCandidates(rt, appId, notice.triggerKey)).filter(
+    (c) => c.noticeId !== notice.noticeId,
+  );
+  const conflicts = regionConflicts(others, notice.regions);
+  const key = notice.triggerKey;
+  if (!notice.regions?.length) {
+    const holder = conflicts[0]?.noticeId;
+    return new AppError(
+      'SVC_CONFLICT',
+      `Trigger key "${key}" is already used by another notice of this app without regions${holder ? ` (${holder})` : ''}; give one of them regions`,
+      { errors: [{ path: '/triggerKey', message: 'already in use by a notice without regions' }] },
+    );
+  }
+  const listed = conflicts.map((c) => c.region).join(', ');
+  return new AppError(
     'SVC_CONFLICT',
-    `Trigger key "${key}" is already used by another notice of this app`,
+    conflicts.length
+      ? `Trigger key "${key}" already has a notice for ${listed}; a region has at most one notice per trigger key`
+      : `Trigger key "${key}" already has a notice for one of these regions; a region has at most one notice per trigger key`,
     {
-      errors: [{ path: '/triggerKey', message: 'already in use' }],
+      errors: conflicts.length
+        ? conflicts.map((c) => ({
+            path: '/regions',
+            message: `${c.region} is already covered by notice ${c.noticeId}`,
+          }))
+        : [{ path: '/regions', message: 'overlaps another notice of this trigger key' }],
     },
   );
+}
+
+/** The puts that take trigger claims, each only if free. */
+const claimPuts = (TableName: string, appId: string, noticeId: string, sks: string[]) =>
+  sks.map((sk) => ({
+    Put: {
+      TableName,
+      Item: { pk: pk(appId), sk, noticeId },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  }));
+
+/** Without the fields the service sets; `regions` only when there are some, normalized. */
+function withRegions<T extends NoticeInput>(input: T): T {
+  const { regions: raw, ...rest } = input;
+  const regions = normalizeRegions(raw);
+  const errors = regionErrors(regions);
+  if (errors.length) throw new AppError('SVC_VALIDATION_FAILED', 'Invalid regions', { errors });
+  return (regions?.length ? { ...rest, regions } : rest) as T;
+}
 
 export async function createNotice(
   rt: Runtime,
   appId: string,
-  input: NoticeInput,
+  body: NoticeInput,
 ): Promise<NoticeVersion> {
+  const input = withRegions(body);
   const notice: NoticeVersion = {
     appId,
     noticeId: newNoticeId(),
@@ -119,50 +269,49 @@ export async function createNotice(
     createdAt: new Date().toISOString(),
   };
   const TableName = rt.tables.entities;
-  try {
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            ConditionCheck: {
-              TableName,
-              Key: { pk: pk(appId), sk: 'APP' },
-              ConditionExpression: 'attribute_exists(pk)',
-            },
+  // A new command for each attempt: a sent command is not sent again.
+  const write = () =>
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          ConditionCheck: {
+            TableName,
+            Key: { pk: pk(appId), sk: 'APP' },
+            ConditionExpression: 'attribute_exists(pk)',
           },
-          {
-            Put: {
-              TableName,
-              Item: { pk: pk(appId), sk: triggerSk(input.triggerKey), noticeId: notice.noticeId },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
+        },
+        {
+          Put: {
+            TableName,
+            Item: { ...notice, pk: pk(appId), sk: headSk(notice.noticeId) },
+            ConditionExpression: 'attribute_not_exists(pk)',
           },
-          {
-            Put: {
-              TableName,
-              Item: { ...notice, pk: pk(appId), sk: headSk(notice.noticeId) },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
+        },
+        {
+          Put: {
+            TableName,
+            Item: { ...notice, pk: pk(appId), sk: versionSk(notice.noticeId, 1) },
+            ConditionExpression: 'attribute_not_exists(pk)',
           },
-          {
-            Put: {
-              TableName,
-              Item: { ...notice, pk: pk(appId), sk: versionSk(notice.noticeId, 1) },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
-        ],
-      }),
-    );
-  } catch (err) {
-    const failed = failedConditions(err);
-    if (failed?.has(0)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-    if (failed?.has(1)) throw triggerTaken(input.triggerKey);
-    throw err;
-  } finally {
-    invalidateCache();
+        },
+        ...claimPuts(TableName, appId, notice.noticeId, claimsOf(notice)),
+      ],
+    });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await rt.dynamo.doc.send(write());
+      return notice;
+    } catch (err) {
+      const failed = failedConditions(err);
+      if (failed?.has(0)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+      if (failed && [...failed].some((i) => i >= 3)) throw await claimTaken(rt, appId, notice);
+      // Another notice's write held a claim at that moment: try again, it decides.
+      if (!contended(err)) throw err;
+      if (attempt >= 2) throw concurrent();
+    } finally {
+      invalidateCache();
+    }
   }
-  return notice;
 }
 
 /** Content equality, ignoring the fields the service sets. */
@@ -177,6 +326,7 @@ function contentOf(n: NoticeInput): NoticeInput {
     translations,
     validityDays,
     reminderDaysBefore,
+    regions,
   } = n;
   return {
     kind,
@@ -186,20 +336,23 @@ function contentOf(n: NoticeInput): NoticeInput {
     translations,
     validityDays,
     reminderDaysBefore,
+    ...(regions?.length ? { regions } : {}),
   };
 }
 
 /**
  * Replaces a notice's content with a new version. A body equal to the latest version changes
- * nothing and returns it (PUT is idempotent). A trigger key change moves the trigger item in
- * the same transaction. A concurrent change is retried on the new head (the body is complete).
+ * nothing and returns it (PUT is idempotent). A change of trigger key or regions takes the new
+ * trigger claims and gives up the old ones in the same transaction. A concurrent change is
+ * retried on the new head (the body is complete).
  */
 export async function updateNotice(
   rt: Runtime,
   appId: string,
   noticeId: string,
-  input: NoticeInput,
+  body: NoticeInput,
 ): Promise<NoticeVersion> {
+  const input = withRegions(body);
   const TableName = rt.tables.entities;
   for (let attempt = 0; ; attempt++) {
     const head = await getNotice(rt, appId, noticeId);
@@ -213,7 +366,10 @@ export async function updateNotice(
       textHash: noticeTextHash(input),
       createdAt: new Date().toISOString(),
     };
-    const moves = head.triggerKey !== input.triggerKey;
+    const held = claimsOf(head);
+    const wanted = claimsOf(next);
+    const taken = wanted.filter((sk) => !held.includes(sk));
+    const given = held.filter((sk) => !wanted.includes(sk));
     try {
       await rt.dynamo.doc.send(
         new TransactWriteCommand({
@@ -233,37 +389,26 @@ export async function updateNotice(
                 ConditionExpression: 'attribute_not_exists(pk)',
               },
             },
-            ...(moves
-              ? [
-                  {
-                    Put: {
-                      TableName,
-                      Item: { pk: pk(appId), sk: triggerSk(input.triggerKey), noticeId },
-                      ConditionExpression: 'attribute_not_exists(pk)',
-                    },
-                  },
-                  {
-                    Delete: {
-                      TableName,
-                      Key: { pk: pk(appId), sk: triggerSk(head.triggerKey) },
-                      ConditionExpression: 'noticeId = :id',
-                      ExpressionAttributeValues: { ':id': noticeId },
-                    },
-                  },
-                ]
-              : []),
+            ...claimPuts(TableName, appId, noticeId, taken),
+            ...given.map((sk) => ({
+              Delete: {
+                TableName,
+                Key: { pk: pk(appId), sk },
+                ConditionExpression: 'noticeId = :id',
+                ExpressionAttributeValues: { ':id': noticeId },
+              },
+            })),
           ],
         }),
       );
       return next;
     } catch (err) {
       const failed = failedConditions(err);
-      if (failed?.has(2)) throw triggerTaken(input.triggerKey);
-      if (!failed || attempt >= 2) {
-        if (failed)
-          throw new AppError('SVC_CONFLICT', 'The notice is being changed concurrently; retry');
-        throw err;
-      }
+      // The head moved: read it again. Otherwise a claim another notice holds is a conflict.
+      if (failed && !failed.has(0) && [...failed].some((i) => i >= 2 && i < 2 + taken.length))
+        throw await claimTaken(rt, appId, next);
+      if (!failed && !contended(err)) throw err;
+      if (attempt >= 2) throw concurrent();
     } finally {
       invalidateCache();
     }
@@ -302,28 +447,56 @@ export async function listNotices(rt: Runtime, appId: string): Promise<NoticeVer
   return items.map(toNotice);
 }
 
-/** The latest version of the notice with this trigger key (cached; treat it as read-only). */
+/** The notices holding claims of one trigger key, with the regions each holds. */
+async function triggerCandidates(
+  rt: Runtime,
+  appId: string,
+  triggerKey: string,
+): Promise<{ noticeId: string; regions?: string[] }[]> {
+  const base = triggerSk(triggerKey);
+  // Every claim of this key and no other: trigger keys hold only [a-z0-9_], all after '#',
+  // and region codes only characters before '~'.
+  const items = await queryAll(rt.dynamo.doc, {
+    TableName: rt.tables.entities,
+    KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+    ExpressionAttributeValues: { ':pk': pk(appId), ':lo': base, ':hi': `${base}#~` },
+    ConsistentRead: true,
+  });
+  const byNotice = new Map<string, string[]>();
+  for (const item of items) {
+    const sk = item.sk as string;
+    const id = item.noticeId as string;
+    const regions = byNotice.get(id) ?? [];
+    if (sk.startsWith(`${base}#`)) regions.push(sk.slice(base.length + 1));
+    byNotice.set(id, regions);
+  }
+  return [...byNotice].map(([noticeId, regions]) =>
+    regions.length ? { noticeId, regions } : { noticeId },
+  );
+}
+
+/**
+ * The latest version of the notice with this trigger key for a visitor in `region` (a current
+ * or retired ISO 3166-2:IN code; none: the notice without regions), by `selectNotice`. Cached;
+ * treat it as read-only. Undefined when no notice serves the region, or the region is unknown.
+ */
 export function getNoticeByTriggerKey(
   rt: Runtime,
   appId: string,
   triggerKey: string,
+  region?: string,
 ): Promise<NoticeVersion | undefined> {
+  const where = region === undefined ? undefined : canonicalRegion(region);
   if (
     !patterns.appId.test(appId) ||
     !patterns.triggerKey.test(triggerKey) ||
-    triggerKey.length > 200
+    triggerKey.length > 200 ||
+    (region !== undefined && where === undefined)
   )
     return Promise.resolve(undefined);
-  return cached(rt, `trigger:${appId}:${triggerKey}`, async () => {
-    const r = await rt.dynamo.doc.send(
-      new GetCommand({
-        TableName: rt.tables.entities,
-        Key: { pk: pk(appId), sk: triggerSk(triggerKey) },
-        ConsistentRead: true,
-      }),
-    );
-    const noticeId = r.Item?.noticeId as string | undefined;
-    return noticeId === undefined ? undefined : getNotice(rt, appId, noticeId);
+  return cached(rt, `trigger:${appId}:${triggerKey}:${where ?? ''}`, async () => {
+    const chosen = selectNotice(await triggerCandidates(rt, appId, triggerKey), where);
+    return chosen === undefined ? undefined : getNotice(rt, appId, chosen.noticeId);
   });
 }
 

@@ -69,6 +69,11 @@ export interface NoticeVersion {
   translations: Record<string, NoticeTranslation>;
   validityDays: number;
   reminderDaysBefore: number;
+  /**
+   * ISO 3166-2:IN codes where this notice is shown (current codes, sorted); absent: everywhere
+   * no other notice of its trigger key covers (docs/api.md, Regions).
+   */
+  regions?: string[];
   /** SHA-256 (hex) of the canonical JSON of translations + purposes: proof of the text shown. */
   textHash: string;
   createdAt: string;
