@@ -2,7 +2,8 @@
 /*! svc-consent.v1.js: the consent widget (docs/api.md, The browser widget and dashboard).
  * ES2019, no dependencies, no build step.
  * <script async src="{widget_url}/svc-consent.v1.js" data-site-key="APP_…"></script>
- * Optional: data-lang, data-portal-url (may hold {referenceId}), data-complaint-url.
+ * Optional: data-lang, data-region (e.g. IN-MH), data-portal-url (may hold {referenceId}),
+ * data-complaint-url.
  * Dashboard: <div id="consent-detail-root" data-reference-id="SVC-REF-…" data-token="svc_pt_…">,
  * the principal token minted by the app's server; without data-token, the token this widget got
  * from its own capture for that referenceId, if any. */
@@ -28,8 +29,10 @@
 
   const attr = (el, n) => el.getAttribute(n);
   const SITE = attr(me, 'data-site-key') || '';
+  const REGION = (attr(me, 'data-region') || '').toUpperCase();
   const BASE = new URL('.', me.src).href.replace(/\/$/, ''); // the API is where the script is
-  const NS = `svc_${SITE}_`; // localStorage keys and cookie names: svc_<siteKey>_<processId>
+  const NS = `svc_${SITE}_`; // localStorage keys and cookie names: svc_<siteKey>_<slot>
+  const slot = (pid) => (REGION ? `${pid}.${REGION}` : pid);
   const LANG_KEY = `svc_${SITE}.lang`;
   const PID = /^[a-z0-9]+(_[a-z0-9]+)*$/;
   const ROOT = 'consent-detail-root';
@@ -160,7 +163,10 @@
     const k = `${pid}|${lang}`;
     return (cfgs[k] =
       cfgs[k] ||
-      api('GET', `/api/v1/widget/config/${pid}?lang=${lang}`).catch((e) => {
+      api(
+        'GET',
+        `/api/v1/widget/config/${pid}?lang=${lang}${REGION ? `&region=${encodeURIComponent(REGION)}` : ''}`,
+      ).catch((e) => {
         delete cfgs[k]; // not cached: the next click retries
         throw e;
       }));
@@ -214,6 +220,7 @@
     safe(() => Object.keys(LS()), [])
       .filter((k) => k.indexOf(NS) === 0)
       .map((k) => k.slice(NS.length));
+  const state = (pid) => read(slot(pid));
   /** The principal token this widget got for `ref` from a capture, if it still holds one. */
   const tokenFor = (ref) => {
     for (const pid of storedPids().concat(Object.keys(mem).map((k) => k.slice(NS.length)))) {
@@ -261,7 +268,7 @@
     const el = triggerOf(e);
     if (!el) return;
     const pid = bound.get(el);
-    const s = read(pid);
+    const s = state(pid);
     if (s && !pending[pid]) return attach(el, pid, s.consentId); // consented: let it through
     e.preventDefault();
     e.stopImmediatePropagation();
@@ -286,7 +293,7 @@
   /** Hover or focus: fetch the notice before the click. */
   const onIntent = (e) => {
     const el = triggerOf(e);
-    if (el && !isSilent(el) && !read(bound.get(el)))
+    if (el && !isSilent(el) && !state(bound.get(el)))
       config(bound.get(el), prefLang()).catch(() => {});
   };
   const attach = (el, pid, id) => {
@@ -309,6 +316,7 @@
       purposes,
       language: go.lang,
       pageUrl: location.href.slice(0, 2048),
+      region: REGION || undefined,
     });
     if (go.body !== body) go.key = uuid(); // the same body sent again is the same capture
     go.body = body;
@@ -317,7 +325,7 @@
   const finish = (go, r, decision) => {
     const { el, pid } = go;
     const { consentId, referenceId, expiresAt } = r;
-    save(pid, {
+    save(slot(pid), {
       consentId,
       referenceId,
       expiresAt,
@@ -617,7 +625,7 @@
           auth: { siteKey: SITE, token },
           lang: prefLang(),
           onChange: (tx, op) =>
-            op !== 'grant' && tx.processId && forget(tx.processId, tx.transactionId),
+            op !== 'grant' && tx.processId && forget(slot(tx.processId), tx.transactionId),
         });
       },
       () => {
@@ -674,10 +682,11 @@
   w.SvcConsent = {
     version: '1',
     siteKey: SITE,
+    region: REGION || null,
     baseUrl: BASE,
-    state: read,
-    forget,
-    isGated: (el) => !!el && bound.has(el) && !read(bound.get(el)),
+    state,
+    forget: (pid, consentId) => forget(slot(pid), consentId),
+    isGated: (el) => !!el && bound.has(el) && !state(bound.get(el)),
   };
   if (w.requestIdleCallback) w.requestIdleCallback(sweep);
   else setTimeout(sweep, 1);

@@ -155,11 +155,14 @@
   const forgetLocal = (siteKey, tx) => {
     if (w.SvcConsent && w.SvcConsent.siteKey === siteKey)
       return w.SvcConsent.forget(tx.processId, tx.transactionId);
-    const k = `svc_${siteKey}_${tx.processId}`;
-    const s = safe(() => JSON.parse(w.localStorage.getItem(k)), null);
-    if (!s || s.consentId !== tx.transactionId) return;
-    safe(() => w.localStorage.removeItem(k));
-    d.cookie = `${k}=; max-age=0; path=/`;
+    // A capture on a page with data-region is kept under svc_<siteKey>_<processId>.<region>.
+    const base = `svc_${siteKey}_${tx.processId}`;
+    for (const k of tx.region ? [base, `${base}.${tx.region}`] : [base]) {
+      const s = safe(() => JSON.parse(w.localStorage.getItem(k)), null);
+      if (!s || s.consentId !== tx.transactionId) continue;
+      safe(() => w.localStorage.removeItem(k));
+      d.cookie = `${k}=; max-age=0; path=/`;
+    }
   };
 
   function mount(el, o) {

@@ -6,6 +6,8 @@ interface Window {
   SvcConsent?: {
     version: string;
     siteKey: string;
+    /** The script tag's data-region (e.g. IN-MH), or null. */
+    region: string | null;
     forget(processId: string, transactionId?: string): void;
     [member: string]: unknown;
   };

@@ -6,6 +6,7 @@ import { markWidgetVerified } from '../../shared/domain/apps.js';
 import { keyedHash } from '../../shared/domain/crypto.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { patterns } from '../../shared/domain/ids.js';
+import { REGION_FORMAT, canonicalRegion } from '../../shared/domain/regions.js';
 import { LANGUAGES, type NoticeVersion } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { corsPreflight, requireSiteKey } from '../../shared/http/auth.js';
@@ -22,12 +23,27 @@ const processId = z
   .string()
   .regex(patterns.triggerKey, 'a trigger key: lower-case words joined by _');
 
-export const configQuery = z.object({ lang: z.string().max(8).optional() });
+/** A state or union territory of India (a retired code reads as its successor). */
+const region = z
+  .string()
+  .max(8)
+  .refine((r) => canonicalRegion(r) !== undefined, `must be ${REGION_FORMAT}`)
+  .transform((r) => canonicalRegion(r)!);
+
+export const configQuery = z.object({
+  lang: z.string().max(8).optional(),
+  /** The visitor's state or union territory: picks among notices with regions. */
+  region: region.optional(),
+});
 
 export const configResponse = z.object({
   processId: z.string(),
+  /** The region asked for (current code), or null. */
+  region: z.string().nullable(),
   noticeId: z.string(),
   noticeVersion: z.number().int(),
+  /** The regions of the notice chosen; null for the notice without regions. */
+  noticeRegions: z.array(z.string()).nullable(),
   kind: z.enum(['data_collection', 'cookie']),
   language: z.string(),
   languages: z.array(z.string()),
@@ -56,6 +72,8 @@ export const captureBody = z.object({
     .default([]),
   language: z.enum(LANGUAGES).default('en'),
   pageUrl: z.string().url().max(2048),
+  /** The region the config was asked for (the page's data-region); stored in the proof. */
+  region: region.optional(),
 });
 
 export const captureResponse = z.object({
@@ -75,15 +93,17 @@ export const captureResponse = z.object({
  * The notice text in `lang`, falling back to English, then to the notice's default language.
  * Lookups are by own property only: `?lang=valueOf` is an unknown language, not a function.
  */
-export function renderConfig(n: NoticeVersion, lang: string | undefined) {
+export function renderConfig(n: NoticeVersion, lang: string | undefined, region?: string) {
   const has = (l: string) => Object.hasOwn(n.translations, l);
   const language = lang && has(lang) ? lang : has('en') ? 'en' : n.defaultLanguage;
   const t = n.translations[language]!;
   const label = (name: string) => (Object.hasOwn(t.purposes, name) ? t.purposes[name] : undefined);
   return {
     processId: n.triggerKey,
+    region: region ?? null,
     noticeId: n.noticeId,
     noticeVersion: n.version,
+    noticeRegions: n.regions?.length ? n.regions : null,
     kind: n.kind,
     language,
     languages: Object.keys(n.translations),
@@ -101,9 +121,24 @@ export function renderConfig(n: NoticeVersion, lang: string | undefined) {
   };
 }
 
-async function noticeOr404(rt: Runtime, appId: string, triggerKey: string): Promise<NoticeVersion> {
-  const n = await getNoticeByTriggerKey(rt, appId, triggerKey);
-  if (!n) throw new AppError('SVC_NOT_FOUND', `No notice with trigger key ${triggerKey}`);
+/**
+ * The notice of `triggerKey` for `region` (docs/api.md, Regions): the one whose regions include
+ * it, else the one without regions, else 404.
+ */
+async function noticeOr404(
+  rt: Runtime,
+  appId: string,
+  triggerKey: string,
+  region: string | undefined,
+): Promise<NoticeVersion> {
+  const n = await getNoticeByTriggerKey(rt, appId, triggerKey, region);
+  if (!n)
+    throw new AppError(
+      'SVC_NOT_FOUND',
+      region === undefined
+        ? `No notice with trigger key ${triggerKey}`
+        : `No notice with trigger key ${triggerKey} for ${region} or without regions`,
+    );
   return n;
 }
 
@@ -120,11 +155,11 @@ export const widgetService: ServiceModule = {
     r.get('/config/:processId', requireSiteKey(rt), rateLimit(rt), async (req, res) => {
       const a = appOf(res);
       const pid = parseBody(processId, req.params.processId, 'processId');
-      const { lang } = parseBody(configQuery, req.query, 'query');
-      const notice = await noticeOr404(rt, a.appId, pid);
+      const { lang, region } = parseBody(configQuery, req.query, 'query');
+      const notice = await noticeOr404(rt, a.appId, pid, region);
       // requireSiteKey has checked the Origin against the allowlist: the script is installed there.
       await markWidgetVerified(rt, a.appId, req.get('origin') ?? '', new Date());
-      res.json(renderConfig(notice, lang));
+      res.json(renderConfig(notice, lang, region));
     });
 
     // Anyone can send a capture: it is also limited per client IP (keyed hash) within the app.
@@ -151,7 +186,7 @@ export const widgetService: ServiceModule = {
     r.post('/capture', requireSiteKey(rt), captureLimit, captureIdempotency, async (req, res) => {
       const a = appOf(res);
       const body = parseBody(captureBody, req.body);
-      const notice = await noticeOr404(rt, a.appId, body.processId);
+      const notice = await noticeOr404(rt, a.appId, body.processId, body.region);
       const names = new Set(notice.purposes.map((p) => p.name));
       const asked = Array.isArray(body.purposes)
         ? body.purposes
@@ -174,6 +209,7 @@ export const widgetService: ServiceModule = {
         pageUrl: body.pageUrl,
         userAgent: (req.get('user-agent') ?? '').slice(0, 512),
         ipHash: keyedHash(rt.config, 'ip', req.ip ?? ''),
+        region: body.region,
       });
       // The capture just created this principal, so the browser that made it may act for it.
       const { token } = issuePrincipalToken(rt.config, a, result.referenceId, {
@@ -192,13 +228,17 @@ export const widgetService: ServiceModule = {
     rt.docs.add({
       method: 'get',
       path: '/api/v1/widget/config/{processId}',
-      summary: 'Notice configuration for the widget (language falls back to English)',
+      summary:
+        'Notice configuration for the widget (language falls back to English; the notice for the region, else the one without regions)',
       tag: 'Widget',
       security: ['siteKey'],
       query: configQuery,
       responses: {
         200: { description: 'Configuration', schema: configResponse },
-        404: { description: 'Unknown trigger key' },
+        404: {
+          description: 'Unknown trigger key, or no notice for the region nor without regions',
+        },
+        422: { description: 'Malformed trigger key or unknown region code' },
       },
     });
     rt.docs.add({
@@ -211,7 +251,10 @@ export const widgetService: ServiceModule = {
       responses: {
         201: { description: 'Captured', schema: captureResponse },
         403: { description: 'Origin not on the allowlist' },
-        422: { description: 'Invalid body or unknown purpose' },
+        404: {
+          description: 'Unknown trigger key, or no notice for the region nor without regions',
+        },
+        422: { description: 'Invalid body, unknown region code or unknown purpose' },
       },
     });
   },

@@ -16,6 +16,11 @@ export interface CaptureInput {
   /** Keyed hash of the client IP (never the raw IP). */
   ipHash: string;
   /**
+   * The visitor's state or union territory the page named (current ISO 3166-2:IN code), which
+   * chose `notice` among those of its trigger key (docs/api.md, Regions).
+   */
+  region?: string | undefined;
+  /**
    * Capture for a known principal (a returning visitor) instead of a new one: the transaction
    * is added to that principal (404 when it does not exist). Pass only a referenceId the
    * caller trusts (e.g. remembered by the widget for this site), never one a page could choose
@@ -97,6 +102,7 @@ export async function captureConsent(
       userAgent: input.userAgent,
       ipHash: input.ipHash,
       mode: input.mode,
+      ...(input.region !== undefined ? { region: input.region } : {}),
     },
   });
   const ctx = { rt, app, actor: { source: 'widget' as const, credential: 'siteKey' } };

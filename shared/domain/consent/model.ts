@@ -53,6 +53,8 @@ export const transactionSchema = z.object({
   status: z.enum(TRANSACTION_STATUSES),
   createdAt: z.string(),
   expiresAt: z.string(),
+  /** The region the widget capture was made for (ISO 3166-2:IN), when the page named one. */
+  region: z.string().optional(),
   records: z.array(recordSchema),
 });
 export type TransactionView = z.infer<typeof transactionSchema>;
@@ -67,6 +69,8 @@ export interface CaptureProof {
   userAgent: string;
   ipHash: string;
   mode: 'silent' | 'granular';
+  /** The region the page named, which chose the notice (docs/api.md, Regions); absent: none. */
+  region?: string;
 }
 
 /** The transaction item in `entities`; records inline, `version` for optimistic locking. */
@@ -158,6 +162,7 @@ export function toView(t: StoredTransaction): TransactionView {
     status: deriveStatus(t.records.map((r) => r.state)),
     createdAt: t.createdAt,
     expiresAt: t.expiresAt,
+    ...(t.proof?.region !== undefined ? { region: t.proof.region } : {}),
     records: t.records.map((r) => ({
       recordId: r.recordId,
       purpose: r.purpose,
