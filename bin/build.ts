@@ -9,7 +9,7 @@ import { projectRoot } from '../infra/local/paths.js';
  * services, workers, infra; not tests, benchmarks or browser scripts) is transpiled to
  * JavaScript one for one, keeping the folder layout, so `node dist/bin/serve.js` (the
  * production entry, `npm run start:prod`) runs without tsx; the files the services read at run
- * time (the widget scripts, the portal's assets, the embedded stack's Java launcher and Maven
+ * time (the widget scripts, the portal's and the console's assets, the embedded stack's Java launcher and Maven
  * file, which the built `bin/start.js` still uses) are copied beside them. No bundling: module
  * paths and `import.meta.url` lookups stay as they are in the sources.
  *
@@ -22,12 +22,20 @@ const { values } = parseArgs({
 });
 const outdir = path.resolve(projectRoot, values.outdir);
 const SOURCES = ['bin', 'shared', 'services', 'workers', 'infra'];
-const ASSETS = ['widget', 'services/portal/assets', 'infra/local/java', 'infra/local/pom.xml'];
+const ASSETS = [
+  'widget',
+  'services/portal/assets',
+  'services/console/assets',
+  'infra/local/java',
+  'infra/local/pom.xml',
+];
+/** Asset folders hold browser TypeScript the services transpile when they mount. */
+const ASSET_DIRS = ASSETS.map((a) => path.join(projectRoot, a));
 
 function tsFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) return p.endsWith(path.join('portal', 'assets')) ? [] : tsFiles(p);
+    if (e.isDirectory()) return ASSET_DIRS.includes(p) ? [] : tsFiles(p);
     return e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts')
       ? [p]
       : [];

@@ -1,6 +1,7 @@
 import type { ServiceModule, WorkerModule } from '../shared/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
+import { consoleService } from '../services/console/index.js';
 import { dispatchAdminService } from '../services/dispatch-admin/index.js';
 import { keysService } from '../services/keys/index.js';
 import { ledgerService } from '../services/ledger/index.js';
@@ -26,6 +27,7 @@ export const allServices: ServiceModule[] = [
   widgetAssetsService,
   postbackService,
   portalService,
+  consoleService,
   ledgerService,
   keysService,
 ];

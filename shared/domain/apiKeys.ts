@@ -17,6 +17,7 @@ export const API_KEY_SCOPES = [
   'consents:read',
   'consents:write',
   'ledger:read',
+  'console',
 ] as const satisfies readonly ApiKeyScope[];
 
 const listPk = (appId: string) => `APP#${appId}#APIKEYS`;

@@ -32,7 +32,7 @@ export interface App {
   updatedAt: string;
 }
 
-export type ApiKeyScope = 'consents:read' | 'consents:write' | 'ledger:read';
+export type ApiKeyScope = 'consents:read' | 'consents:write' | 'ledger:read' | 'console';
 
 export interface ApiKey {
   id: string;
