@@ -72,6 +72,7 @@ export function createRuntime(
       log,
       registry,
       keyAttributes: (table) => keyAttributes.get(table) ?? [],
+      storeOutages,
     },
     {
       publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS,

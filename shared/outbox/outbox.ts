@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { backoffMs } from '../backoff.js';
 import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
+import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 
@@ -55,6 +56,8 @@ export interface OutboxDeps {
   registry: Registry;
   /** The key attribute names of a table, by full name (group commit keeps items distinct). */
   keyAttributes?: (table: string) => readonly string[];
+  /** The store's outages: committed writes are checked again after one (group commit). */
+  storeOutages?: StoreOutages;
 }
 
 function outboxMetrics(registry: Registry) {
@@ -136,7 +139,7 @@ export class Outbox {
   private closed = false;
 
   /** Concurrent commits share TransactWriteItems requests (group commit). */
-  private readonly group: GroupCommit;
+  readonly group: GroupCommit;
 
   constructor(
     private readonly d: OutboxDeps,
@@ -152,6 +155,8 @@ export class Outbox {
         maxInFlight: o.transactionsInFlight ?? 4,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
         registry: d.registry,
+        log: d.log,
+        ...(d.storeOutages ? { outages: d.storeOutages } : {}),
       },
     );
   }

@@ -1,6 +1,9 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
+import type { StoreOutages } from './outages.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -15,7 +18,19 @@ export interface GroupCommitOptions {
   /** The key attribute names of a table (by its full name), to keep one item per transaction. */
   keyAttributes: (table: string) => readonly string[];
   registry?: Registry;
+  /**
+   * The process's store outages: when one ends, the writes committed from `RECHECK_WINDOW_MS`
+   * before it began are sent again, alone (see `recheck`).
+   */
+  outages?: StoreOutages;
+  /** Where a recheck reports what it wrote again. */
+  log?: Logger;
 }
+
+/** How far before an outage a committed write is sent again when the store answers again. */
+const RECHECK_WINDOW_MS = 10_000;
+/** Committed writes kept for that, at most (the oldest go first). */
+const RECHECK_MAX = 20_000;
 
 interface Pending {
   items: TransactItem[];
@@ -55,6 +70,9 @@ export class GroupCommit {
   private readonly maxItems: number;
   private readonly maxInFlight: number;
   private readonly m;
+  /** Writes committed lately, oldest first, with when (see `recheck`). */
+  private recent: { atMs: number; items: TransactItem[] }[] = [];
+  private rechecking: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly send: SendTransaction,
@@ -63,6 +81,67 @@ export class GroupCommit {
     this.maxItems = o.maxItems ?? 100;
     this.maxInFlight = o.maxInFlight ?? 4;
     this.m = o.registry ? groupMetrics(o.registry) : undefined;
+    // Only a store that went away can have lost what it acknowledged; a stalled one cannot.
+    o.outages?.onRecovered((since, lost) => {
+      if (lost) this.rechecking = this.rechecking.then(() => this.recheck(since));
+    });
+  }
+
+  /**
+   * After a store outage, every write committed from `RECHECK_WINDOW_MS` before it began is
+   * sent again, alone, with a new request token: a store killed with SIGKILL can lose writes it
+   * acknowledged (DynamoDB Local does), and their callers were answered already. A write's own
+   * conditions decide: one that is still there (a put under `attribute_not_exists`, an update
+   * under a version) is refused and changes nothing; one that was lost is applied again, events
+   * and all (consumers deduplicate them). Only writes guarded that way are sent: one with no
+   * condition but on its outbox item could overwrite a newer change, and is left alone.
+   * Resolves to how many writes were applied again.
+   */
+  async recheck(outageSinceMs: number): Promise<number> {
+    const from = outageSinceMs - RECHECK_WINDOW_MS;
+    const writes = this.recent.filter((w) => w.atMs >= from);
+    let restored = 0;
+    for (const w of writes) {
+      if (!guarded(w.items)) continue;
+      try {
+        await this.send(w.items);
+        restored++;
+      } catch (err) {
+        const e = err as { name?: string; CancellationReasons?: Reason[] };
+        if (e?.name === 'TransactionCanceledException') continue; // still there, or moved on
+        this.o.log?.warn({ err }, 'write recheck after a store outage failed');
+        // The store failed again: its next recovery checks again.
+        if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
+        break;
+      }
+    }
+    this.m?.rechecks.inc();
+    this.m?.restored.inc(restored);
+    if (restored > 0)
+      this.o.log?.warn(
+        { checked: writes.length, restored },
+        'writes the store acknowledged before its outage were gone; applied again',
+      );
+    return restored;
+  }
+
+  /** Waits for the recheck after the last outage (tests). */
+  settledRecheck(): Promise<unknown> {
+    return this.rechecking;
+  }
+
+  private remember(group: Pending[]): void {
+    if (!this.o.outages) return;
+    const now = Date.now();
+    for (const p of group) this.recent.push({ atMs: now, items: p.items });
+    const keepFrom = now - 3 * RECHECK_WINDOW_MS;
+    let drop = 0;
+    while (
+      drop < this.recent.length &&
+      (this.recent[drop]!.atMs < keepFrom || this.recent.length - drop > RECHECK_MAX)
+    )
+      drop++;
+    if (drop > 0) this.recent = this.recent.slice(drop);
   }
 
   /** Commits `items` atomically, possibly in one transaction with other writes' items. */
@@ -123,6 +202,7 @@ export class GroupCommit {
       failure = { err };
     }
     this.inFlight--;
+    if (!failure) this.remember(group);
     if (!failure) for (const p of group) p.resolve();
     else if (group.length === 1) group[0]!.reject(failure.err);
     else this.split(group, failure.err);
@@ -167,6 +247,19 @@ export class GroupCommit {
   }
 }
 
+/**
+ * Whether sending `items` again can only restore them: some item other than an outbox put
+ * carries a condition that the write, once applied, makes false (`attribute_not_exists` on
+ * an item it puts, a version it moves on). An outbox item's own condition does not count: the
+ * item is deleted once published.
+ */
+function guarded(items: TransactItem[]): boolean {
+  return items.some((i) => {
+    if (i.Put) return i.Put.ConditionExpression !== undefined && !('packed' in (i.Put.Item ?? {}));
+    return (i.Update ?? i.Delete)?.ConditionExpression !== undefined;
+  });
+}
+
 /** A cancellation as the write would have got it alone: its own reasons, from index 0. */
 function ownCancellation(err: unknown, reasons: Reason[]): Error {
   const own = new Error(
@@ -188,6 +281,26 @@ function groupMetrics(registry: Registry) {
           name: 'svc_dynamodb_group_commit_writes',
           help: 'Writes (commits of a change and its events) per TransactWriteItems request',
           buckets: [1, 2, 4, 8, 16, 32],
+          registers: [registry],
+        }),
+    ),
+    rechecks: getOrCreate(
+      registry,
+      'svc_dynamodb_group_commit_rechecks_total',
+      () =>
+        new Counter({
+          name: 'svc_dynamodb_group_commit_rechecks_total',
+          help: 'Rechecks, after a store outage, of the writes committed just before it',
+          registers: [registry],
+        }),
+    ),
+    restored: getOrCreate(
+      registry,
+      'svc_dynamodb_group_commit_restored_total',
+      () =>
+        new Counter({
+          name: 'svc_dynamodb_group_commit_restored_total',
+          help: 'Committed writes the store no longer had after an outage, applied again',
           registers: [registry],
         }),
     ),

@@ -1,8 +1,22 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { isTransient } from '../errors.js';
 
-/** Called once the store answers again, with the time its first failed request was sent. */
-export type RecoveryListener = (failedSinceMs: number) => void;
+/**
+ * Called once the store answers again, with the time its first failed request was sent and
+ * whether any connection to it was refused or cut meanwhile (it went away, as a killed process
+ * does, rather than only answering slowly, as a stalled one does).
+ */
+export type RecoveryListener = (failedSinceMs: number, connectionLost: boolean) => void;
+
+/** Socket errors of a store that went away. */
+const LOST = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
+
+function connectionLost(err: unknown, depth = 0): boolean {
+  const e = err as { code?: string; message?: string; cause?: unknown } | undefined;
+  if (!e || typeof e !== 'object' || depth > 5) return false;
+  if (LOST.has(e.code ?? '') || /socket hang up/i.test(e.message ?? '')) return true;
+  return connectionLost(e.cause, depth + 1);
+}
 
 /**
  * Watches the process's DynamoDB requests for outages: a transient failure (refused or reset
@@ -14,6 +28,7 @@ export type RecoveryListener = (failedSinceMs: number) => void;
  */
 export class StoreOutages {
   private failedSince: number | undefined;
+  private lost = false;
   private readonly listeners = new Set<RecoveryListener>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -28,7 +43,7 @@ export class StoreOutages {
           this.succeeded();
           return result;
         } catch (err) {
-          if (isTransient(err)) this.failed(sentAt);
+          if (isTransient(err)) this.failed(sentAt, connectionLost(err));
           throw err;
         }
       },
@@ -36,17 +51,23 @@ export class StoreOutages {
     );
   }
 
-  /** A request sent at `sentAtMs` failed transiently: an outage is open since then at least. */
-  failed(sentAtMs: number): void {
+  /**
+   * A request sent at `sentAtMs` failed transiently: an outage is open since then at least;
+   * `lost`: its connection was refused or cut.
+   */
+  failed(sentAtMs: number, lost = true): void {
     this.failedSince = Math.min(this.failedSince ?? sentAtMs, sentAtMs);
+    this.lost ||= lost;
   }
 
   /** A request succeeded: an open outage is over. */
   succeeded(): void {
     const since = this.failedSince;
     if (since === undefined) return;
+    const lost = this.lost;
     this.failedSince = undefined;
-    for (const l of this.listeners) l(since);
+    this.lost = false;
+    for (const l of this.listeners) l(since, lost);
   }
 
   get open(): boolean {

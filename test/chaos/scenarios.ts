@@ -12,6 +12,7 @@ import {
   postConsents,
   tally,
   waitDelivered,
+  type Accepted,
   type Balance,
   type LoadResult,
   type Log,
@@ -62,6 +63,8 @@ export interface ScenarioResult {
   scenario: string;
   tally: Tally;
   balance: Balance;
+  /** Accepted consents the service no longer has a record of (GET answered 404). */
+  unstored: number;
   load: LoadResult;
   /** Seconds from the end of the fault until the last accepted consent was delivered. */
   drainS: number;
@@ -206,6 +209,37 @@ async function probeReadiness(url: string): Promise<Readiness> {
   }
 }
 
+/**
+ * Accepted consents whose record the service no longer has: each answered 201 is read back
+ * over REST (`GET /api/v1/consents/{userId}`, 16 at a time); a 404 is a consent the store lost
+ * after acknowledging it. Other answers are retried for a while (the store may still be busy).
+ */
+async function unstoredConsents(baseUrl: string, accepted: Accepted[], log: Log): Promise<number> {
+  const queue = [...accepted];
+  const missing: Accepted[] = [];
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let a = queue.pop(); a !== undefined; a = queue.pop()) {
+        for (let tries = 0; ; tries++) {
+          const r = await fetch(`${baseUrl}/api/v1/consents/${encodeURIComponent(a.userId)}`, {
+            headers: { authorization: `Bearer ${a.tenant.apiKey}` },
+            signal: AbortSignal.timeout(5_000),
+          }).catch(() => undefined);
+          if (r?.status === 200) break;
+          if (r?.status === 404) {
+            missing.push(a);
+            break;
+          }
+          if (tries >= 20) throw new Error(`GET consent ${a.userId}: ${r?.status ?? 'no answer'}`);
+          await delay(500);
+        }
+      }
+    }),
+  );
+  for (const a of missing.slice(0, 20)) log(`  unstored: ${a.userId} (${a.referenceId})`);
+  return missing.length;
+}
+
 async function judge(
   name: string,
   w: World,
@@ -221,6 +255,7 @@ async function judge(
     log: o.log,
     tenants: w.tenants,
   });
+  const unstored = await unstoredConsents(w.ingress()[0]!, load.accepted, o.log);
   const final = tally(load.accepted, w.receiver);
   if (final.lost > 0)
     for (const line of await describeUndelivered(w.ingress()[0]!, load.accepted, w.receiver))
@@ -230,6 +265,7 @@ async function judge(
   if (final.lost > 0) failures.push(`${final.lost} accepted consents never delivered`);
   if (final.multipleIds > 0) failures.push(`${final.multipleIds} consents under >1 webhook-id`);
   if (final.badSignatures > 0) failures.push(`${final.badSignatures} bad signatures`);
+  if (unstored > 0) failures.push(`${unstored} accepted consents not readable (GET 404)`);
   if (!balance.ok)
     failures.push(
       `ledger does not balance: ${balance.unbalanced} consents, ${balance.unrecorded} deliveries`,
@@ -238,6 +274,7 @@ async function judge(
     scenario: name,
     tally: final,
     balance,
+    unstored,
     load,
     drainS,
     passed: failures.length === 0,
@@ -378,6 +415,7 @@ export function report(r: ScenarioResult): string {
       `copies ${t.copies}`,
       `>1 webhook-id ${t.multipleIds}`,
       `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
+      `unstored ${r.unstored}`,
       `answers ${JSON.stringify(r.load.answers)}`,
       `slow(>2s) ${r.load.slow}`,
       `drained ${r.drainS.toFixed(0)} s after the fault`,

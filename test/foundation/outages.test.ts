@@ -12,9 +12,13 @@ import { StoreOutages } from '../../shared/storage/outages.js';
 const target = new URL(inject('dynamoEndpoint'));
 let server: net.Server | undefined;
 const sockets = new Set<net.Socket>();
+/** While set, new connections are held open and never forwarded. */
+let stalled = false;
 
 function openRelay(port = 0): Promise<number> {
   server = net.createServer((c) => {
+    sockets.add(c);
+    if (stalled) return;
     const up = net.connect(Number(target.port), target.hostname);
     sockets.add(c).add(up);
     c.pipe(up).pipe(c);
@@ -49,7 +53,11 @@ describe('store outage watch', () => {
     const outages = new StoreOutages();
     outages.watch(dynamo.client);
     const heard: number[] = [];
-    outages.onRecovered((since) => heard.push(since));
+    const lost: boolean[] = [];
+    outages.onRecovered((since, l) => {
+      heard.push(since);
+      lost.push(l);
+    });
     try {
       await dynamo.client.send(new ListTablesCommand({ Limit: 1 }));
       expect(outages.open).toBe(false);
@@ -66,6 +74,20 @@ describe('store outage watch', () => {
       expect(heard).toHaveLength(1);
       expect(heard[0]).toBeGreaterThanOrEqual(before);
       expect(heard[0]).toBeLessThanOrEqual(Date.now());
+      // Refused connections: the store went away (and may have lost what it acknowledged).
+      expect(lost).toEqual([true]);
+
+      // A store that takes the connection but does not answer (stalled): an outage, not lost.
+      stalled = true;
+      for (const sock of sockets) sock.destroy();
+      sockets.clear();
+      // The client notices its pooled connections closed before it sends again.
+      await new Promise((r) => setImmediate(r));
+      await expect(dynamo.client.send(new ListTablesCommand({ Limit: 1 }))).rejects.toThrow();
+      expect(outages.open).toBe(true);
+      stalled = false;
+      await dynamo.client.send(new ListTablesCommand({ Limit: 1 }));
+      expect(lost).toEqual([true, false]);
     } finally {
       dynamo.close();
     }

@@ -67,7 +67,9 @@ export class FirstAttemptWriter {
       maxFlushes: number;
     },
   ) {
-    this.unwatch = rt.storeOutages.onRecovered((since) => {
+    // Only a store that went away can have lost what it acknowledged; a stalled one cannot.
+    this.unwatch = rt.storeOutages.onRecovered((since, lost) => {
+      if (!lost) return;
       this.rechecking = this.rechecking.then(async () => {
         await this.recheck(since);
       });
