@@ -198,6 +198,28 @@ describe('CSRF', () => {
     expect((await getApp(p.rt, shop.appId))!.secretVersion).toBe(before + 1);
   });
 
+  it('refuses an API key without a name or scope (422), and creates none', async () => {
+    const c = await signedIn();
+    const page = await c.get(`/console/apps/${other.appId}`);
+    const csrf = csrfOf(page.text);
+    const before = (await admin('GET', `/apps/${other.appId}/api-keys`)).body.items.length;
+    const forms: Record<string, string>[] = [
+      { _csrf: csrf, name: 'k' },
+      { _csrf: csrf, name: ' ', scopes: 'console' },
+      { _csrf: csrf, name: 'k', scopes: 'admin' },
+    ];
+    for (const form of forms) {
+      const r = await c.post(`/console/apps/${other.appId}/api-keys`, form);
+      expect(r.status, JSON.stringify(form)).toBe(422);
+      expect(r.text).toContain('The form is not valid');
+    }
+    expect((await admin('GET', `/apps/${other.appId}/api-keys`)).body.items).toHaveLength(before);
+    // The operator opens an app by its id.
+    const open = await c.get(`/console/open?appId=${other.appId}`);
+    expect(open.status).toBe(303);
+    expect(open.location).toBe(`/console/apps/${other.appId}`);
+  });
+
   it('refuses a change without a session: 401', async () => {
     const r = await consoleClient(p.url).post(`/console/apps/${shop.appId}/secret/rotate`, {
       _csrf: 'x',

@@ -10,6 +10,7 @@ import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
 import { postbackService } from '../../services/postback/index.js';
 import { getApp } from '../../shared/domain/apps.js';
+import { disableEndpoint, markFailure } from '../../shared/webhooks/endpoints.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import {
   SCREENSHOTS,
@@ -245,6 +246,37 @@ describe('the console in Chromium', () => {
       path: path.join(SCREENSHOTS, 'console-dispatch-1280.png'),
       fullPage: true,
     });
+  });
+
+  it('shows a disabled endpoint and re-enables it: the newest dispatch is resent and succeeds', async () => {
+    // The dispatcher's own record of a disable (as after a 410 Gone), through its store.
+    const app = (await getApp(world.p.rt, shop.appId))!;
+    const at = new Date().toISOString();
+    await markFailure(world.p.rt, app.appId, app.webhookUrl, at);
+    expect(await disableEndpoint(world.p.rt, app, 'gone', at)).toBe(true);
+    await page.goto(consoleUrl(`/apps/${shop.appId}`));
+    const health = page.locator('#endpoint-health');
+    expect(await health.textContent()).toContain('Disabled');
+    expect(await health.textContent()).toContain('it answered 410 Gone');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'console-disabled-1280.png'),
+      fullPage: true,
+    });
+
+    const before = hooks.length;
+    await page.getByRole('button', { name: 'Re-enable: resend the newest dispatch' }).click();
+    await page.getByText('The newest dispatch is queued again').waitFor();
+    // A resend goes out to the disabled endpoint; its success enables the endpoint again.
+    await vi.waitFor(() => expect(hooks.length).toBeGreaterThan(before), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    expect(hooks.at(-1)!.headers['x-svc-attempt']).toBe('2');
+    await poll(async () => {
+      await page.reload();
+      return health.textContent();
+    }).toContain('Enabled');
+    expect(await page.getByRole('button', { name: /^Re-enable/ }).count()).toBe(0);
   });
 
   it('creates an API key (shown once, it works) and revokes it (it stops working)', async () => {
