@@ -60,7 +60,7 @@ export function actionForm(
 /** A block of text to copy: the script reveals its button. */
 export function copyBlock(id: string, label: string, text: string): string {
   return `<div class="copy">
-<div class="copy-head"><span id="${esc(id)}-label">${esc(label)}</span><button type="button" class="small" data-copy="${esc(id)}" aria-describedby="${esc(id)}-label" hidden>Copy</button></div>
+<div class="copy-head"><span id="${esc(id)}-label">${esc(label)}</span><button type="button" class="small" data-copy="${esc(id)}" aria-label="Copy: ${esc(label)}" hidden>Copy</button></div>
 <pre id="${esc(id)}" tabindex="0" aria-labelledby="${esc(id)}-label"><code>${esc(text)}</code></pre>
 </div>`;
 }

@@ -256,7 +256,7 @@ ${o.notice ? `<p class="notice" role="status">${esc(o.notice)}</p>` : ''}
 <section aria-labelledby="h-credentials">
 <h2 id="h-credentials">Keys</h2>
 <dl class="facts">
-<dt>Site key</dt><dd><code id="site-key">${esc(app.siteKey)}</code> <button type="button" class="small" data-copy="site-key" hidden>Copy</button></dd>
+<dt>Site key</dt><dd><code id="site-key">${esc(app.siteKey)}</code> <button type="button" class="small" data-copy="site-key" aria-label="Copy the site key" hidden>Copy</button></dd>
 <dt>Secret key</dt><dd><code id="secret-masked">${esc(p.maskedSecret)}</code> (shown once, when created or rotated)</dd>
 </dl>
 ${actionForm(s, `${base}/secret/rotate`, 'Rotate the secret key', {

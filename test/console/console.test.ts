@@ -10,7 +10,7 @@ import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
 import { postbackService } from '../../services/postback/index.js';
 import { getApp } from '../../shared/domain/apps.js';
-import { disableEndpoint, markFailure } from '../../shared/webhooks/endpoints.js';
+import { getEndpointState } from '../../shared/webhooks/endpoints.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import {
   SCREENSHOTS,
@@ -40,10 +40,16 @@ let page: Page;
 const problems: string[] = [];
 /** Webhooks the app's server received (a real receiver on loopback), raw for verification. */
 const hooks: { headers: http.IncomingHttpHeaders; body: string; at: number }[] = [];
+/** While set, the receiver answers 410 Gone (which makes the dispatcher disable it). */
+let gone = false;
 const receiver = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    if (gone) {
+      res.statusCode = 410;
+      return res.end();
+    }
     hooks.push({
       headers: req.headers,
       body: Buffer.concat(chunks).toString('utf8'),
@@ -143,6 +149,13 @@ describe('the console in Chromium', () => {
     await page.getByRole('link', { name: 'Shop & Co' }).click();
     await page.getByRole('heading', { name: /Shop & Co/, level: 1 }).waitFor();
     expect(await page.locator('#site-key').textContent()).toBe(shop.siteKey);
+    // console.js reveals the copy buttons; one copies the site key.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: world.p.url,
+    });
+    await page.getByRole('button', { name: 'Copy the site key' }).click();
+    await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(shop.siteKey);
+    await poll(() => page.locator('#live').textContent()).toBe('Copied to the clipboard.');
     expect(await page.locator('#secret-masked').textContent()).toBe(
       `svc_sk_test_…${shop.secretKey.slice(-4)}`,
     );
@@ -249,15 +262,19 @@ describe('the console in Chromium', () => {
   });
 
   it('shows a disabled endpoint and re-enables it: the newest dispatch is resent and succeeds', async () => {
-    // The dispatcher's own record of a disable (as after a 410 Gone), through its store.
-    const app = (await getApp(world.p.rt, shop.appId))!;
-    const at = new Date().toISOString();
-    await markFailure(world.p.rt, app.appId, app.webhookUrl, at);
-    expect(await disableEndpoint(world.p.rt, app, 'gone', at)).toBe(true);
+    // The receiver answers 410 Gone: the dispatcher disables the endpoint itself.
+    gone = true;
+    await capture(shop);
+    await vi.waitFor(
+      async () => expect((await getEndpointState(world.p.rt, shop.appId))?.disabledAt).toBeTruthy(),
+      { timeout: 20_000, interval: 100 },
+    );
+    gone = false;
     await page.goto(consoleUrl(`/apps/${shop.appId}`));
     const health = page.locator('#endpoint-health');
     expect(await health.textContent()).toContain('Disabled');
     expect(await health.textContent()).toContain('it answered 410 Gone');
+    expect(await health.textContent()).toMatch(/Last error.*HTTP 410/s);
     await page.screenshot({
       path: path.join(SCREENSHOTS, 'console-disabled-1280.png'),
       fullPage: true,
