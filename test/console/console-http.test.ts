@@ -220,6 +220,32 @@ describe('CSRF', () => {
     expect(open.location).toBe(`/console/apps/${other.appId}`);
   });
 
+  it('names the checklist and sandbox routes only when this process serves them', async () => {
+    const c = await signedIn();
+    const page = await c.get(`/console/apps/${shop.appId}`);
+    expect(page.text).toContain('id="tools"');
+    const served = Object.keys(
+      ((await (await fetch(`${p.url}/openapi.json`)).json()) as { paths: object }).paths,
+    ).filter((x) => /^\/api\/v1\/admin\/apps\/\{appId\}\/(checklist|go-live|sandbox)/.test(x));
+    for (const route of served) expect(page.text).toContain(route.replace('{appId}', shop.appId));
+    if (served.length === 0) expect(page.text).toContain('Not available on this service yet.');
+    // A process without the admin API serves none: the section says so, and names nothing.
+    const alone = await testProcess('console-alone', [consoleService], [], {
+      SVC_ADMIN_TOKEN: token,
+      TABLE_PREFIX: p.rt.config.TABLE_PREFIX,
+    });
+    try {
+      const c2 = consoleClient(alone.url);
+      expect((await c2.post('/console/sign-in', { credential: token })).status).toBe(303);
+      const bare = await c2.get(`/console/apps/${shop.appId}`);
+      expect(bare.status).toBe(200);
+      expect(bare.text).toContain('Not available on this service yet.');
+      expect(bare.text).not.toContain('/checklist');
+    } finally {
+      await alone.close();
+    }
+  });
+
   it('refuses a change without a session: 401', async () => {
     const r = await consoleClient(p.url).post(`/console/apps/${shop.appId}/secret/rotate`, {
       _csrf: 'x',
