@@ -237,6 +237,9 @@ export function signIn(rt: Runtime): RequestHandler {
         who = { kind: 'apiKey', appId: key.appId, apiKeyId: key.id, name: key.name };
     }
     if (!who) return next(refused);
+    // A new sign-in replaces the browser's earlier session rather than leaving it open.
+    const previous = sessionIdOf(req);
+    if (previous !== undefined) await deleteSession(rt, previous);
     const s = await createSession(rt, who);
     setSessionCookie(req, res, s);
     rt.log.info(

@@ -97,6 +97,13 @@ describe('console sign-in', () => {
     expect(list.text).toContain(`/console/apps/${shop.appId}`);
     expect(list.text).toContain(`/console/apps/${other.appId}`);
 
+    // Signing in again replaces the browser's session: the first id is gone.
+    const first = c.session!;
+    expect((await c.post('/console/sign-in', { credential: token })).status).toBe(303);
+    expect(c.session).not.toBe(first);
+    expect(await readSession(p.rt, first)).toBeUndefined();
+    expect((await c.get('/console/')).status).toBe(200);
+
     // Behind a proxy on loopback that says the client came over https: Secure.
     const tls = await consoleClient(p.url).post(
       '/console/sign-in',
