@@ -1,50 +1,21 @@
 import { Router } from 'express';
-import { ulid } from 'ulid';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
-import {
-  postbackBody,
-  type PostbackMessage,
-  type PostbackReceipt,
-  postbackReceipt,
-} from '../../shared/compliance/postback.js';
-import { AppError } from '../../shared/errors.js';
-import { acceptPostbackItem } from '../../shared/ledger/summary.js';
-import { cancellationReasons, isConditionFailure } from '../../shared/storage/dynamo.js';
+import { postbackBody, postbackReceipt } from '../../shared/compliance/postback.js';
 import { requireSecretKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
-import { backoffMs } from '../../shared/backoff.js';
-import { findDispatch } from './dispatch.js';
+import { acceptPostback } from './accept.js';
+
+export { COMPLETED_AT_MAX_SKEW_MS } from './accept.js';
 
 /**
  * The postback API (docs/api.md, Postbacks): the app confirms what it did about a webhook. The
  * service only checks and records the postback on its way (outbox → Kafka); the compliance worker
- * matches it to the dispatch and computes the flag.
+ * matches it to the dispatch and computes the flag. The checks and the write: accept.ts.
  */
-
-/** How far `completedAt` may run ahead of our clock: app clocks drift, the future does not happen. */
-export const COMPLETED_AT_MAX_SKEW_MS = 5 * 60_000;
-
-const invalid = (path: string, message: string, detail = 'The body is not valid') =>
-  new AppError('SVC_VALIDATION_FAILED', detail, { errors: [{ path, message }] });
-
-/**
- * Past POSTBACK_MAX_PER_DISPATCH the dispatch takes no more postbacks, ever: no Retry-After,
- * since waiting does not help (the ones accepted are all kept in the ledger).
- */
-const capped = (max: number) =>
-  new AppError(
-    'SVC_RATE_LIMITED',
-    `This dispatch has had its ${max} postbacks; no more are accepted for it`,
-  );
-
-/** True when a transaction was cancelled only because another one held the same item. */
-function lostToContention(err: unknown): boolean {
-  return cancellationReasons(err)?.contention === true;
-}
 
 export function createPostbackService(o: { now?: () => Date } = {}): ServiceModule {
   const now = o.now ?? (() => new Date());
@@ -80,71 +51,7 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
         async (req, res) => {
           const app = appOf(res);
           const body = parseBody(postbackBody, req.body);
-          const receivedAt = now();
-          if (Date.parse(body.completedAt) > receivedAt.getTime() + COMPLETED_AT_MAX_SKEW_MS)
-            throw invalid('/completedAt', 'is in the future');
-          const dispatch = await findDispatch(rt, body.dispatchId);
-          // Another app's dispatch answers exactly like an unknown one: ids never leak.
-          if (!dispatch || dispatch.appId !== app.appId)
-            throw new AppError('SVC_NOT_FOUND', 'No such dispatch');
-          if (!dispatch.postbackRequired)
-            throw new AppError('SVC_CONFLICT', `A ${dispatch.event} webhook needs no postback`);
-          if (dispatch.referenceId !== body.referenceId)
-            throw invalid(
-              '/referenceId',
-              'does not match the dispatch',
-              'The referenceId is not the one this dispatch was sent for',
-            );
-          const max = rt.config.POSTBACK_MAX_PER_DISPATCH;
-          if (dispatch.postbacksAccepted >= max) throw capped(max);
-
-          const postbackId = `pb_${ulid(receivedAt.getTime())}`;
-          const message: PostbackMessage = {
-            type: 'postback',
-            ...body,
-            appId: app.appId,
-            postbackId,
-            receivedAt: receivedAt.toISOString(),
-          };
-          // Through the outbox: once we answer 202 the postback survives a Kafka outage. The
-          // dispatch's count of accepted postbacks moves in the same transaction, so concurrent
-          // postbacks can never pass the cap.
-          const commit = () =>
-            rt.outbox.commit(
-              [acceptPostbackItem(rt, dispatch.dispatchId, max)],
-              [
-                {
-                  id: postbackId,
-                  topic: rt.topics.postbacks,
-                  key: dispatch.dispatchId,
-                  value: JSON.stringify(message),
-                  createdAtMs: receivedAt.getTime(),
-                },
-              ],
-            );
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await commit();
-              break;
-            } catch (err) {
-              if (isConditionFailure(err)) throw capped(max);
-              // Another transaction (the worker's, or a concurrent postback) held the item.
-              if (!lostToContention(err)) throw err;
-              if (attempt === 5)
-                throw new AppError('SVC_UNAVAILABLE', 'The dispatch is busy; retry', {
-                  retryAfterS: 1,
-                  cause: err,
-                });
-              await new Promise((r) =>
-                setTimeout(r, backoffMs(attempt, { baseMs: 20, jitter: 'full' })),
-              );
-            }
-          }
-          const receipt: PostbackReceipt = {
-            dispatchId: dispatch.dispatchId,
-            receivedAt: message.receivedAt,
-            postbackId,
-          };
+          const receipt = await acceptPostback(rt, app, body, now());
           res.status(202).json(receipt);
         },
       );
