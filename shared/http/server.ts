@@ -7,6 +7,7 @@ import { getOrCreate } from '../metrics.js';
 import { safeEqual } from '../domain/crypto.js';
 import { AppError, errorCodes } from '../errors.js';
 import { notFoundHandler, problemHandler, sendProblem } from './problem.js';
+import { keepRawBody } from './raw-body.js';
 import { traceRequests } from '../telemetry.js';
 
 export type ReadinessCheck = () => Promise<void>;
@@ -190,7 +191,11 @@ export function createHttpApp(o: HttpAppOptions): Express {
   app.use('/api', admission(o.maxInFlight ?? 64, o.registry, o.deadlineMs ?? 1_800));
   app.use('/api', deadline(o.deadlineMs ?? 1_800));
   app.use(
-    express.json({ limit: o.bodyLimitBytes, type: ['application/json', 'application/*+json'] }),
+    express.json({
+      limit: o.bodyLimitBytes,
+      type: ['application/json', 'application/*+json'],
+      verify: keepRawBody,
+    }),
   );
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
