@@ -9,6 +9,11 @@ export const errorCodes = {
   SVC_FORBIDDEN: { status: 403, title: 'Forbidden', retriable: false },
   SVC_NOT_FOUND: { status: 404, title: 'Not found', retriable: false },
   SVC_CONFLICT: { status: 409, title: 'Conflict', retriable: false },
+  SVC_CHECKLIST_INCOMPLETE: {
+    status: 409,
+    title: 'Compliance checklist incomplete',
+    retriable: false,
+  },
   SVC_PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', retriable: false },
   SVC_HEADERS_TOO_LARGE: {
     status: 431,

@@ -289,6 +289,38 @@ export async function rotateSecret(
   }
 }
 
+/**
+ * Records a go-live on an app (docs/api.md, Compliance checklist and go-live): when and by whom,
+ * and the twin it is linked to (`liveAppId` on the sandbox app, `sandboxAppId` on the live
+ * one). Names only these attributes, so it never undoes a concurrent change.
+ */
+export async function recordGoLive(
+  rt: Runtime,
+  appId: string,
+  g: { at: string; by: string; twin: { liveAppId: string } | { sandboxAppId: string } },
+): Promise<App> {
+  const [twinAttr, twinId] = Object.entries(g.twin)[0] as [string, string];
+  try {
+    const r = await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.entities,
+        Key: { pk: appPk(appId), sk: 'APP' },
+        UpdateExpression: 'SET goLiveAt = :at, goLiveBy = :by, #twin = :twin, updatedAt = :at',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#twin': twinAttr },
+        ExpressionAttributeValues: { ':at': g.at, ':by': g.by, ':twin': twinId },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return toApp(r.Attributes as AppItem);
+  } catch (err) {
+    if (isConditionFailure(err)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+    throw err;
+  } finally {
+    invalidateCache();
+  }
+}
+
 /** The widget calls this on every config request; the time is kept to the minute. */
 export const VERIFY_RESOLUTION_MS = 60_000;
 /** (app, origin) pairs remembered per process; origins are allowlisted, so few per app. */

@@ -1,0 +1,394 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type Request, type Router } from 'express';
+import { z } from 'zod';
+import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
+import { postbackBody, postbackReceipt } from '../../shared/compliance/postback.js';
+import { getApp, getAppSecretKey } from '../../shared/domain/apps.js';
+import { EVENT_TYPES, type ConsentEvent } from '../../shared/domain/consent/events.js';
+import { safeEqual } from '../../shared/domain/crypto.js';
+import {
+  newDispatchId,
+  newEventId,
+  newReferenceId,
+  newSecretKey,
+  patterns,
+} from '../../shared/domain/ids.js';
+import {
+  INBOX_HEADERS,
+  INBOX_MAX_BODY_BYTES,
+  INBOX_SLOTS,
+  listInbox,
+  recordTestEvent,
+  storeInboxDelivery,
+} from '../../shared/domain/observations.js';
+import type { App } from '../../shared/domain/types.js';
+import { AppError } from '../../shared/errors.js';
+import { requireAdmin } from '../../shared/http/auth.js';
+import { idempotency } from '../../shared/http/idempotency.js';
+import { rateLimit } from '../../shared/http/ratelimit.js';
+import { rawBodyOf } from '../../shared/http/raw-body.js';
+import { parseBody } from '../../shared/http/validate.js';
+import { getDispatch } from '../../shared/ledger/queries.js';
+import type { Runtime } from '../../shared/runtime.js';
+import { WebhookClient } from '../../shared/webhooks/client.js';
+import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';
+import { parseCidrList } from '../../shared/webhooks/ip.js';
+import { sign, webhookHeaders } from '../../shared/webhooks/signer.js';
+import { acceptPostback } from '../postback/accept.js';
+import { findDispatch } from '../postback/dispatch.js';
+import { loadApp } from './apps.js';
+import { ADMIN_PREFIX } from './prefix.js';
+
+/**
+ * Sandbox tools (docs/api.md, Sandbox tools), for sandbox apps only (a live app: 409):
+ *
+ * - test events: one event of any type, signed by the dispatcher's signing code
+ *   (shared/webhooks/signer.ts) and sent through its HTTP client and SSRF guard to the app's
+ *   webhook URL, synchronously; the outcome is kept for the checklist;
+ * - the webhook inbox: `POST /sandbox/inbox/{appId}` takes deliveries (an app may use it as its
+ *   webhook URL) and keeps the newest, each with its signature checked against the app's
+ *   current secret key; the admin API lists them;
+ * - the postback simulator: a postback for one of the app's dispatches, accepted through the
+ *   postback API's own code, answered with the flag once the compliance worker applied it.
+ */
+
+export const INBOX_PATH = '/sandbox/inbox';
+
+/** Standard Webhooks' tolerance for the signed timestamp. */
+const TIMESTAMP_TOLERANCE_S = 5 * 60;
+/** How long the simulator waits for the compliance worker to apply its postback, at most. */
+const FLAG_WAIT_MAX_MS = 2_000;
+
+export const testEventBody = z.strictObject({
+  type: z.enum(EVENT_TYPES),
+  /** Sign with a wrong key: the endpoint should refuse it (non-2xx). */
+  badSignature: z.boolean().default(false),
+});
+
+const testEventAnswer = z.object({
+  status: z.number().nullable(),
+  ok: z.boolean(),
+  durationMs: z.number(),
+  signatureValid: z.boolean(),
+  webhookId: z.string(),
+  eventId: z.string(),
+  error: z.string().optional(),
+});
+
+export const simulatePostbackBody = z.strictObject({
+  dispatchId: z.string().regex(patterns.dispatchId, 'must be dsp_ followed by a ULID'),
+  status: z.enum(POSTBACK_STATUSES),
+  risk: z.enum(POSTBACK_RISKS),
+  remark: z.string().max(2000).optional(),
+});
+
+const inboxItem = z.object({
+  seq: z.number(),
+  receivedAt: z.string(),
+  headers: z.record(z.string(), z.string()),
+  body: z.string(),
+  signatureValid: z.boolean(),
+});
+
+const errors = {
+  401: { description: 'Missing or wrong admin token' },
+  404: { description: 'Unknown app' },
+  409: { description: 'The app is live: sandbox tools are for sandbox apps only' },
+};
+
+function sandboxOnly(app: App): App {
+  if (app.environment !== 'sandbox')
+    throw new AppError('SVC_CONFLICT', 'Sandbox tools are for sandbox apps only');
+  return app;
+}
+
+/** A well-formed event of the type for the app; it belongs to no principal and needs no postback. */
+function testEvent(app: App, type: ConsentEvent['type'], now: Date): ConsentEvent {
+  return {
+    id: newEventId(),
+    type,
+    apiVersion: 'v1',
+    createdAt: now.toISOString(),
+    appId: app.appId,
+    environment: app.environment,
+    data: {
+      referenceId: newReferenceId(),
+      userId: null,
+      consentId: randomUUID(),
+      recordIds: [randomUUID()],
+      purposes: { test: type === 'consent.granted' || type === 'consent.created' },
+      noticeId: null,
+      noticeVersion: null,
+      expiresAt: null,
+    },
+  };
+}
+
+/** Whether any `v1,` signature of the header is the body's under the secret key. */
+export function signatureMatches(
+  secretKey: string,
+  headers: Record<string, string>,
+  body: string,
+  nowS: number,
+): boolean {
+  const id = headers['webhook-id'];
+  const ts = Number(headers['webhook-timestamp']);
+  const given = headers['webhook-signature'];
+  if (!id || !given || !Number.isInteger(ts)) return false;
+  if (Math.abs(nowS - ts) > TIMESTAMP_TOLERANCE_S) return false;
+  const expected = sign(secretKey, id, ts, body);
+  let match = false;
+  // Every candidate is compared, so the time taken does not tell which one matched.
+  for (const candidate of given.split(' ')) if (safeEqual(candidate, expected)) match = true;
+  return match;
+}
+
+function guardConfig(rt: Runtime): GuardConfig {
+  try {
+    return {
+      allowlist: parseCidrList(rt.config.WEBHOOK_ALLOWLIST),
+      allowLoopbackSandbox: rt.config.WEBHOOK_ALLOW_LOOPBACK_SANDBOX,
+    };
+  } catch {
+    throw new AppError('SVC_UNAVAILABLE', 'WEBHOOK_ALLOWLIST is not valid');
+  }
+}
+
+/**
+ * Sends one test event now and keeps its outcome. The receiver gets the request deadline less a
+ * margin (at most WEBHOOK_TIMEOUT_MS) to answer, since the caller waits for it.
+ */
+async function sendTestEvent(rt: Runtime, app: App, type: ConsentEvent['type'], bad: boolean) {
+  const now = new Date();
+  const event = testEvent(app, type, now);
+  const body = JSON.stringify(event);
+  const webhookId = newDispatchId();
+  const secretKey = bad ? newSecretKey(true) : await getAppSecretKey(rt, app);
+  const headers = {
+    ...webhookHeaders({
+      dispatchId: webhookId,
+      eventType: type,
+      attempt: 1,
+      timestampS: Math.floor(now.getTime() / 1000),
+      body,
+      secretKey,
+    }),
+    'x-svc-test-event': 'true',
+  };
+  const timeoutMs = Math.max(
+    500,
+    Math.min(rt.config.WEBHOOK_TIMEOUT_MS, rt.config.HTTP_DEADLINE_MS - 500),
+  );
+  // A client of its own, closed at once: test events are rare and hold no pooled sockets.
+  const client = new WebhookClient({ maxSocketsPerDestination: 1 });
+  const r = await client
+    .post({
+      url: app.webhookUrl,
+      headers,
+      body,
+      policy: policyFor(app.environment, guardConfig(rt)),
+      timeoutMs,
+    })
+    .finally(() => client.close());
+  await recordTestEvent(rt, app.appId, bad ? 'bad_signature' : 'signed', {
+    at: now.toISOString(),
+    url: app.webhookUrl,
+    type,
+    status: r.statusCode ?? null,
+    errorClass: r.errorClass,
+    durationMs: r.durationMs,
+  });
+  return {
+    status: r.statusCode ?? null,
+    ok: r.ok,
+    durationMs: r.durationMs,
+    signatureValid: !bad,
+    webhookId,
+    eventId: event.id,
+    ...(r.ok ? {} : { error: r.errorMessage ?? r.errorClass ?? 'failed' }),
+  };
+}
+
+/** Polls the ledger until the compliance worker recorded the postback, for a little while. */
+async function flagOnceApplied(rt: Runtime, dispatchId: string, postbackId: string) {
+  const until = Date.now() + Math.min(FLAG_WAIT_MAX_MS, rt.config.HTTP_DEADLINE_MS / 2);
+  for (;;) {
+    const d = await getDispatch(rt, dispatchId);
+    if (d?.postbacks.some((p) => p.postbackId === postbackId))
+      return { applied: true, flag: d.complianceFlag };
+    if (Date.now() >= until) return { applied: false, flag: d?.complianceFlag ?? null };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The body of an inbox delivery as received: the raw JSON bytes, or the raw body of another type. */
+function receivedBody(req: Request): Buffer {
+  if (Buffer.isBuffer(req.body)) return req.body;
+  return rawBodyOf(req) ?? Buffer.alloc(0);
+}
+
+/** The inbox route (outside the admin prefix: the dispatcher posts to it like to any endpoint). */
+export function mountInbox(app: Express, rt: Runtime): void {
+  const notFound = () => new AppError('SVC_NOT_FOUND', 'No inbox for this app');
+  app.post(
+    `${INBOX_PATH}/:appId`,
+    rateLimit(rt),
+    // JSON bodies were read by the shared parser (raw bytes kept); any other type is read here.
+    express.raw({ type: () => true, limit: INBOX_MAX_BODY_BYTES }),
+    async (req, res) => {
+      const appId = req.params.appId as string;
+      if (!patterns.appId.test(appId)) throw notFound();
+      // Both reads at once (an unknown app's secret read fails, and is not waited for).
+      const secret = getAppSecretKey(rt, { appId });
+      secret.catch(() => undefined);
+      const target = await getApp(rt, appId);
+      // A live app has no inbox, and answers exactly like an unknown one.
+      if (!target || target.environment !== 'sandbox') throw notFound();
+      const raw = receivedBody(req);
+      if (raw.length > INBOX_MAX_BODY_BYTES)
+        throw new AppError(
+          'SVC_PAYLOAD_TOO_LARGE',
+          `The inbox keeps bodies of up to ${INBOX_MAX_BODY_BYTES} bytes`,
+        );
+      const headers: Record<string, string> = {};
+      for (const h of INBOX_HEADERS) {
+        const v = req.get(h);
+        if (v !== undefined) headers[h] = v.slice(0, 1024);
+      }
+      const body = raw.toString('utf8');
+      const secretKey = await secret;
+      const signatureValid = signatureMatches(
+        secretKey,
+        headers,
+        body,
+        Math.floor(Date.now() / 1000),
+      );
+      const d = await storeInboxDelivery(rt, appId, {
+        receivedAt: new Date().toISOString(),
+        headers,
+        body,
+        signatureValid,
+      });
+      res.json({ received: true, seq: d.seq, signatureValid });
+    },
+  );
+  rt.docs.add({
+    method: 'post',
+    path: `${INBOX_PATH}/{appId}`,
+    summary:
+      'The sandbox webhook inbox: a sandbox app may use this as its webhook URL; each delivery is kept with its signature check',
+    tag: 'sandbox',
+    responses: {
+      200: {
+        description: 'Kept',
+        schema: z.object({ received: z.boolean(), seq: z.number(), signatureValid: z.boolean() }),
+      },
+      404: { description: 'Unknown app, or a live app' },
+      413: { description: `Body over ${INBOX_MAX_BODY_BYTES} bytes` },
+    },
+  });
+}
+
+export function mountSandboxRoutes(router: Router, rt: Runtime): void {
+  const admin = requireAdmin(rt);
+  const write = [admin, rateLimit(rt), idempotency(rt)];
+  const doc = (d: Omit<Parameters<Runtime['docs']['add']>[0], 'tag' | 'security'>) =>
+    rt.docs.add({ ...d, path: `${ADMIN_PREFIX}${d.path}`, tag: 'admin', security: ['admin'] });
+
+  router.post('/apps/:appId/sandbox/test-events', ...write, async (req, res) => {
+    const body = parseBody(testEventBody, req.body);
+    const app = sandboxOnly(await loadApp(rt, req.params.appId as string));
+    const answer = await sendTestEvent(rt, app, body.type, body.badSignature);
+    rt.log.info(
+      { appId: app.appId, type: body.type, badSignature: body.badSignature, status: answer.status },
+      'test event sent',
+    );
+    res.json(answer);
+  });
+  doc({
+    method: 'post',
+    path: '/apps/{appId}/sandbox/test-events',
+    summary:
+      'Send a signed (or deliberately mis-signed) test event of any type to the app’s webhook URL now',
+    body: testEventBody,
+    responses: {
+      200: { description: 'What the endpoint answered', schema: testEventAnswer },
+      ...errors,
+      422: { description: 'Invalid body' },
+    },
+  });
+
+  router.get('/apps/:appId/sandbox/inbox', admin, async (req, res) => {
+    const app = sandboxOnly(await loadApp(rt, req.params.appId as string));
+    res.json({ items: await listInbox(rt, app.appId) });
+  });
+  doc({
+    method: 'get',
+    path: '/apps/{appId}/sandbox/inbox',
+    summary: `The deliveries the app’s sandbox inbox received, newest first (the last ${INBOX_SLOTS})`,
+    responses: {
+      200: { description: 'Deliveries', schema: z.object({ items: z.array(inboxItem) }) },
+      ...errors,
+    },
+  });
+
+  router.post('/apps/:appId/sandbox/postbacks', ...write, async (req, res) => {
+    const sim = parseBody(simulatePostbackBody, req.body);
+    const app = sandboxOnly(await loadApp(rt, req.params.appId as string));
+    const dispatch = await findDispatch(rt, sim.dispatchId);
+    if (!dispatch || dispatch.appId !== app.appId)
+      throw new AppError('SVC_NOT_FOUND', 'No such dispatch');
+    const receivedAt = new Date();
+    // The postback API's own body rules (a failed status needs a remark), then its own path.
+    const body = parseBody(postbackBody, {
+      dispatchId: dispatch.dispatchId,
+      referenceId: dispatch.referenceId,
+      status: sim.status,
+      risk: sim.risk,
+      completedAt: receivedAt.toISOString(),
+      tags: ['sandbox_simulator'],
+      actions: [],
+      ...(sim.remark !== undefined ? { remark: sim.remark } : {}),
+    });
+    const receipt = await acceptPostback(rt, app, body, receivedAt);
+    const { applied, flag } = await flagOnceApplied(rt, dispatch.dispatchId, receipt.postbackId);
+    rt.log.info(
+      { appId: app.appId, dispatchId: dispatch.dispatchId, applied, flag },
+      'simulated postback',
+    );
+    res.status(202).json({
+      postback: { ...receipt, status: sim.status, risk: sim.risk, remark: sim.remark ?? null },
+      applied,
+      flag,
+    });
+  });
+  doc({
+    method: 'post',
+    path: '/apps/{appId}/sandbox/postbacks',
+    summary:
+      'Post back for one of the app’s dispatches with a chosen status and risk, through the postback API’s own checks',
+    body: simulatePostbackBody,
+    responses: {
+      202: {
+        description:
+          'Accepted; `flag` is the dispatch’s compliance flag once the compliance worker applied the postback (`applied`), else the flag before it',
+        schema: z.object({
+          postback: postbackReceipt.extend({
+            status: z.enum(POSTBACK_STATUSES),
+            risk: z.enum(POSTBACK_RISKS),
+            remark: z.string().nullable(),
+          }),
+          applied: z.boolean(),
+          flag: z.string().nullable(),
+        }),
+      },
+      ...errors,
+      404: { description: 'Unknown app, or no such dispatch of this app' },
+      409: {
+        description: 'The app is live, or the dispatch’s event needs no postback',
+      },
+      422: { description: 'Invalid body (a failed status needs a remark)' },
+      429: { description: 'Rate limited, or the dispatch had all its postbacks' },
+    },
+  });
+}
