@@ -34,8 +34,8 @@ import { WebhookClient } from '../../shared/webhooks/client.js';
 import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';
 import { parseCidrList } from '../../shared/webhooks/ip.js';
 import { sign, webhookHeaders } from '../../shared/webhooks/signer.js';
-import { acceptPostback } from '../postback/accept.js';
-import { findDispatch } from '../postback/dispatch.js';
+import { acceptPostback } from '../../shared/compliance/accept.js';
+import { findDispatch } from '../../shared/compliance/dispatch.js';
 import { loadApp } from './apps.js';
 import { ADMIN_PREFIX } from './prefix.js';
 

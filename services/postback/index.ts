@@ -7,9 +7,9 @@ import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
-import { acceptPostback } from './accept.js';
+import { acceptPostback } from '../../shared/compliance/accept.js';
 
-export { COMPLETED_AT_MAX_SKEW_MS } from './accept.js';
+export { COMPLETED_AT_MAX_SKEW_MS } from '../../shared/compliance/accept.js';
 
 /**
  * The postback API (docs/api.md, Postbacks): the app confirms what it did about a webhook. The

@@ -1,15 +1,11 @@
 import { ulid } from 'ulid';
-import type {
-  PostbackBody,
-  PostbackMessage,
-  PostbackReceipt,
-} from '../../shared/compliance/postback.js';
-import type { App } from '../../shared/domain/types.js';
-import { AppError } from '../../shared/errors.js';
-import { acceptPostbackItem } from '../../shared/ledger/summary.js';
-import type { Runtime } from '../../shared/runtime.js';
-import { cancellationReasons, isConditionFailure } from '../../shared/storage/dynamo.js';
-import { backoffMs } from '../../shared/backoff.js';
+import type { PostbackBody, PostbackMessage, PostbackReceipt } from './postback.js';
+import type { App } from '../domain/types.js';
+import { AppError } from '../errors.js';
+import { acceptPostbackItem } from '../ledger/summary.js';
+import type { Runtime } from '../runtime.js';
+import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
+import { backoffMs } from '../backoff.js';
 import { findDispatch } from './dispatch.js';
 
 /** How far `completedAt` may run ahead of our clock: app clocks drift, the future does not happen. */

@@ -1,6 +1,6 @@
-import type { EventType } from '../../shared/domain/consent/events.js';
-import { getDispatchState } from '../../shared/ledger/dispatches.js';
-import type { Runtime } from '../../shared/runtime.js';
+import type { EventType } from '../domain/consent/events.js';
+import { getDispatchState } from '../ledger/dispatches.js';
+import type { Runtime } from '../runtime.js';
 
 /** What the postback API needs to know about a dispatch. */
 export interface DispatchRef {
