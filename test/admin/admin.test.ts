@@ -440,6 +440,12 @@ describe('API document', () => {
         'GET /api/v1/admin/apps/{appId}/notices',
         'GET /api/v1/admin/apps/{appId}/notices/{noticeId}',
         'PUT /api/v1/admin/apps/{appId}/notices/{noticeId}',
+        'GET /api/v1/admin/apps/{appId}/checklist',
+        'POST /api/v1/admin/apps/{appId}/checklist/{itemId}/attest',
+        'POST /api/v1/admin/apps/{appId}/go-live',
+        'POST /api/v1/admin/apps/{appId}/sandbox/test-events',
+        'GET /api/v1/admin/apps/{appId}/sandbox/inbox',
+        'POST /api/v1/admin/apps/{appId}/sandbox/postbacks',
       ].sort(),
     );
     expect(doc.paths['/api/v1/admin/apps']!.post!.requestBody).toBeDefined();
