@@ -269,6 +269,13 @@ export function mountInbox(app: Express, rt: Runtime): void {
         body,
         signatureValid,
       });
+      // Kept either way, so the console shows it; answered as a receiver that verifies
+      // signatures answers (a mis-signed test event is refused, as the checklist expects).
+      if (!signatureValid)
+        throw new AppError(
+          'SVC_UNAUTHORIZED',
+          `The signature does not verify with the app's current secret key (kept as delivery ${d.seq})`,
+        );
       res.json({ received: true, seq: d.seq, signatureValid });
     },
   );
@@ -276,13 +283,14 @@ export function mountInbox(app: Express, rt: Runtime): void {
     method: 'post',
     path: `${INBOX_PATH}/{appId}`,
     summary:
-      'The sandbox webhook inbox: a sandbox app may use this as its webhook URL; each delivery is kept with its signature check',
+      'The sandbox webhook inbox: a sandbox app may use this as its webhook URL; each delivery is kept with its signature check, and one that does not verify is answered 401',
     tag: 'sandbox',
     responses: {
       200: {
         description: 'Kept',
         schema: z.object({ received: z.boolean(), seq: z.number(), signatureValid: z.boolean() }),
       },
+      401: { description: 'Kept, but its signature does not verify with the app’s secret key' },
       404: { description: 'Unknown app, or a live app' },
       413: { description: `Body over ${INBOX_MAX_BODY_BYTES} bytes` },
     },

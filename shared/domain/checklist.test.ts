@@ -232,6 +232,24 @@ describe('evaluateChecklist', () => {
       'fail',
       /another URL/,
     ],
+    [
+      'webhook_rejects_bad_signature',
+      (s) => {
+        s.app.webhookUrl = 'http://localhost:8080/sandbox/inbox/app_x';
+        s.testEvents.badSignature = sig({ url: s.app.webhookUrl, status: 401 });
+      },
+      'fail',
+      /built-in sandbox inbox/,
+    ],
+    [
+      'webhook_signed_test',
+      (s) => {
+        s.app.webhookUrl = 'http://localhost:8080/sandbox/inbox/app_x';
+        s.testEvents.signed = sig({ url: s.app.webhookUrl, status: 200 });
+      },
+      'fail',
+      /built-in sandbox inbox/,
+    ],
     ['postback_consent_withdrawn', () => {}, 'pass', /dsp_w: processed postback received/],
     [
       'postback_consent_withdrawn',

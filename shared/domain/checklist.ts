@@ -171,6 +171,11 @@ function testEventOutcome(
   if (!o) return fail(`No ${what} test event has been sent`);
   if (o.url !== s.app.webhookUrl)
     return fail(`The last ${what} test event (${o.at}) went to another URL than the current one`);
+  // The built-in inbox verifies signatures itself: it proves nothing of the app's own server.
+  if (/\/sandbox\/inbox\/[^/]+$/.test(new URL(o.url, 'http://x').pathname))
+    return fail(
+      `The last ${what} test event (${o.at}) went to the built-in sandbox inbox, which stands in for the app's server; send it to your own endpoint`,
+    );
   return undefined;
 }
 

@@ -110,8 +110,8 @@ describe('the webhook inbox', () => {
       badSignature: true,
     });
     expect(bad.status, JSON.stringify(bad.body)).toBe(200);
-    // The inbox takes everything (200): it shows the check, it does not enforce it.
-    expect(bad.body).toMatchObject({ status: 200, ok: true, signatureValid: false });
+    // The inbox keeps it, and refuses it as a receiver that verifies signatures does (401).
+    expect(bad.body).toMatchObject({ status: 401, ok: false, signatureValid: false });
     const good = await admin('POST', `/apps/${a.appId}/sandbox/test-events`, {
       type: 'consent.expired',
     });
@@ -137,8 +137,8 @@ describe('the webhook inbox', () => {
     // A delivery signed with the old key, replayed now: no longer valid.
     const old = (await inbox()).find((x) => x.headers['webhook-id'] === before.body.webhookId)!;
     const replay = await fetch(inboxUrl, { method: 'POST', headers: old.headers, body: old.body });
-    expect(replay.status).toBe(200);
-    expect(((await replay.json()) as { signatureValid: boolean }).signatureValid).toBe(false);
+    expect(replay.status).toBe(401);
+    expect(((await replay.json()) as { code: string }).code).toBe('SVC_UNAUTHORIZED');
     const after = await admin('POST', `/apps/${a.appId}/sandbox/test-events`, {
       type: 'consent.granted',
     });
@@ -153,7 +153,7 @@ describe('the webhook inbox', () => {
       headers: { 'content-type': 'text/plain' },
       body: 'hello',
     });
-    expect(text.status).toBe(200);
+    expect(text.status).toBe(401);
     expect((await inbox())[0]).toMatchObject({ body: 'hello', signatureValid: false });
 
     for (const type of ['application/json', 'application/octet-stream']) {
@@ -197,7 +197,8 @@ describe('the webhook inbox', () => {
     const url = `${f.p.url}/sandbox/inbox/${other.appId}`;
     for (let i = 0; i < INBOX_SLOTS + 5; i++) {
       const r = await fetch(url, { method: 'POST', body: String(i) });
-      expect(r.status).toBe(200);
+      // Unsigned: kept, and refused as a verifying receiver refuses it.
+      expect(r.status).toBe(401);
     }
     const items = await inbox(other.appId);
     expect(items).toHaveLength(INBOX_SLOTS);
