@@ -101,18 +101,21 @@ for (let round = 1; round <= rounds; round++) {
   await Promise.all(writers);
   proc = await start();
   let lost = 0;
+  let partial = 0;
   for (const ids of acked) {
     const r = await doc.send(
       new BatchGetCommand({
         RequestItems: { durability: { Keys: ids.map((pk) => ({ pk })), ConsistentRead: true } },
       }),
     );
-    if ((r.Responses?.durability?.length ?? 0) < ids.length) lost++;
+    const kept = r.Responses?.durability?.length ?? 0;
+    if (kept < ids.length) lost++;
+    if (kept > 0 && kept < ids.length) partial++;
   }
   lostTotal += lost;
   ackedTotal += acked.length;
   process.stdout.write(
-    `round ${round}: ${acked.length} transactions acknowledged, ${lost} of them gone after SIGKILL and restart\n`,
+    `round ${round}: ${acked.length} transactions acknowledged, ${lost} of them gone after SIGKILL and restart (${partial} only in part)\n`,
   );
 }
 process.stdout.write(
