@@ -1,10 +1,4 @@
-import {
-  BatchGetCommand,
-  BatchWriteCommand,
-  TransactWriteCommand,
-  type BatchGetCommandOutput,
-} from '@aws-sdk/lib-dynamodb';
-import { backoffMs } from '../backoff.js';
+import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
@@ -13,6 +7,7 @@ import { changeKeys } from './changes.js';
 import {
   attemptSk,
   dispatchItem,
+  existingDispatches,
   firstSlaCheck,
   getDispatchState,
   type AttemptEntry,
@@ -166,31 +161,11 @@ export async function missingFirstAttempts(
   rt: Runtime,
   recs: readonly FirstAttemptRecord[],
 ): Promise<FirstAttemptRecord[]> {
-  const key = (item: Record<string, unknown>) => `${String(item.pk)}\u0000${String(item.sk)}`;
-  const found = new Set<string>();
-  for (let i = 0; i < recs.length; i += 100) {
-    let keys: Record<string, unknown>[] | undefined = recs
-      .slice(i, i + 100)
-      .map((r) => ({ pk: r.head.pk, sk: r.head.sk }));
-    for (let round = 0; keys && keys.length > 0; round++) {
-      if (round > 0)
-        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 1_000 })));
-      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [rt.tables.ledger]: {
-              Keys: keys,
-              ConsistentRead: true,
-              ProjectionExpression: 'pk, sk',
-            },
-          },
-        }),
-      );
-      for (const item of r.Responses?.[rt.tables.ledger] ?? []) found.add(key(item));
-      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
-    }
-  }
-  return recs.filter((r) => !found.has(key(r.head)));
+  const found = await existingDispatches(
+    rt,
+    recs.map((r) => String(r.head.dispatchId)),
+  );
+  return recs.filter((r) => !found.has(String(r.head.dispatchId)));
 }
 
 /**

@@ -4,6 +4,7 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import type { StoreOutages } from './outages.js';
+import { RecentWrites } from './recent-writes.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -19,18 +20,13 @@ export interface GroupCommitOptions {
   keyAttributes: (table: string) => readonly string[];
   registry?: Registry;
   /**
-   * The process's store outages: when one ends, the writes committed from `RECHECK_WINDOW_MS`
+   * The process's store outages: when one ends, the writes committed from `RecentWrites.WINDOW_MS`
    * before it began are sent again, alone (see `recheck`).
    */
   outages?: StoreOutages;
   /** Where a recheck reports what it wrote again. */
   log?: Logger;
 }
-
-/** How far before an outage a committed write is sent again when the store answers again. */
-const RECHECK_WINDOW_MS = 10_000;
-/** Committed writes kept for that, at most (the oldest go first). */
-const RECHECK_MAX = 20_000;
 
 interface Pending {
   items: TransactItem[];
@@ -71,7 +67,7 @@ export class GroupCommit {
   private readonly maxInFlight: number;
   private readonly m;
   /** Writes committed lately, oldest first, with when (see `recheck`). */
-  private recent: { atMs: number; items: TransactItem[] }[] = [];
+  private readonly recent = new RecentWrites<TransactItem[]>();
   private rechecking: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -88,7 +84,7 @@ export class GroupCommit {
   }
 
   /**
-   * After a store outage, every write committed from `RECHECK_WINDOW_MS` before it began is
+   * After a store outage, every write committed from `RecentWrites.WINDOW_MS` before it began is
    * sent again, alone, with a new request token: a store killed with SIGKILL can lose writes it
    * acknowledged (DynamoDB Local does), and their callers were answered already. A write's own
    * conditions decide: one that is still there (a put under `attribute_not_exists`, an update
@@ -98,13 +94,12 @@ export class GroupCommit {
    * Resolves to how many writes were applied again.
    */
   async recheck(outageSinceMs: number): Promise<number> {
-    const from = outageSinceMs - RECHECK_WINDOW_MS;
-    const writes = this.recent.filter((w) => w.atMs >= from);
+    const writes = this.recent.before(outageSinceMs);
     let restored = 0;
     for (const w of writes) {
-      if (!guarded(w.items)) continue;
+      if (!guarded(w)) continue;
       try {
-        await this.send(w.items);
+        await this.send(w);
         restored++;
       } catch (err) {
         const e = err as { name?: string; CancellationReasons?: Reason[] };
@@ -131,17 +126,7 @@ export class GroupCommit {
   }
 
   private remember(group: Pending[]): void {
-    if (!this.o.outages) return;
-    const now = Date.now();
-    for (const p of group) this.recent.push({ atMs: now, items: p.items });
-    const keepFrom = now - 3 * RECHECK_WINDOW_MS;
-    let drop = 0;
-    while (
-      drop < this.recent.length &&
-      (this.recent[drop]!.atMs < keepFrom || this.recent.length - drop > RECHECK_MAX)
-    )
-      drop++;
-    if (drop > 0) this.recent = this.recent.slice(drop);
+    if (this.o.outages) this.recent.add(group.map((p) => p.items));
   }
 
   /** Commits `items` atomically, possibly in one transaction with other writes' items. */

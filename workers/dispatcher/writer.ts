@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
+import { RecentWrites } from '../../shared/storage/recent-writes.js';
 import type { DispatcherMetrics } from './metrics.js';
 
 /**
@@ -30,12 +31,7 @@ export type WriteMode = 'fast' | 'safe';
 export type FirstWriteResult = 'recorded' | 'duplicate';
 
 const BATCH = 25;
-/**
- * How far before an outage a recorded first attempt is checked again when the store answers
- * again, and the most such records kept (the oldest go first).
- */
-const RECHECK_WINDOW_MS = 10_000;
-const RECHECK_MAX = 20_000;
+
 /** Items in one group-committed safe transaction (DynamoDB allows 100). */
 const SAFE_ITEMS = 90;
 /** Records written again at once by a recheck (each goes through the safe path). */
@@ -54,7 +50,7 @@ export class FirstAttemptWriter {
   private safeActive = 0;
   private closed = false;
   /** Records the store acknowledged lately, oldest first, with when (see `recheck`). */
-  private recent: { atMs: number; rec: FirstAttemptRecord }[] = [];
+  private readonly recent = new RecentWrites<FirstAttemptRecord>();
   private readonly unwatch: () => void;
   private rechecking: Promise<void> = Promise.resolve();
 
@@ -89,7 +85,7 @@ export class FirstAttemptWriter {
   }
 
   /**
-   * After a store outage: the records it acknowledged from `RECHECK_WINDOW_MS` before the
+   * After a store outage: the records it acknowledged from `RecentWrites.WINDOW_MS` before the
    * outage began are read back, and any that are gone are written again (conditionally, as a
    * safe record: one that is there is a duplicate). A store killed with SIGKILL can lose the
    * last writes it acknowledged; their events are committed in Kafka by then, so nothing else
@@ -98,11 +94,10 @@ export class FirstAttemptWriter {
    * recovery checks again.
    */
   async recheck(outageSinceMs: number): Promise<number> {
-    const from = outageSinceMs - RECHECK_WINDOW_MS;
-    // One record per dispatch (one written again is remembered again): a key read twice in
-    // one request is refused.
+    // One record per dispatch (one written again is remembered again), so none is written
+    // twice.
     const byDispatch = new Map<string, FirstAttemptRecord>();
-    for (const r of this.recent) if (r.atMs >= from) byDispatch.set(String(r.rec.head.pk), r.rec);
+    for (const rec of this.recent.before(outageSinceMs)) byDispatch.set(String(rec.head.pk), rec);
     const recs = [...byDispatch.values()];
     if (this.closed) return 0;
     this.o.metrics.ledgerRechecks.inc();
@@ -133,19 +128,6 @@ export class FirstAttemptWriter {
   /** Waits for the recheck after the last outage (tests). */
   settledRecheck(): Promise<void> {
     return this.rechecking;
-  }
-
-  private remember(recs: readonly FirstAttemptRecord[]): void {
-    const now = Date.now();
-    for (const rec of recs) this.recent.push({ atMs: now, rec });
-    const keepFrom = now - 3 * RECHECK_WINDOW_MS;
-    let drop = 0;
-    while (
-      drop < this.recent.length &&
-      (this.recent[drop]!.atMs < keepFrom || this.recent.length - drop > RECHECK_MAX)
-    )
-      drop++;
-    if (drop > 0) this.recent = this.recent.slice(drop);
   }
 
   /** Gives up on waiting writes (they are redone from Kafka). */
@@ -181,7 +163,7 @@ export class FirstAttemptWriter {
       // The due entries first, then the dispatch items (see firstAttemptPhases).
       const recs = batch.map((p) => p.rec);
       for (const phase of firstAttemptPhases(this.rt, recs)) await this.batchWrite(phase);
-      this.remember(recs);
+      this.recent.add(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
@@ -244,7 +226,7 @@ export class FirstAttemptWriter {
           left.map((p) => p.rec),
         );
         if (r.committed) {
-          this.remember(left.map((p) => p.rec));
+          this.recent.add(left.map((p) => p.rec));
           for (const p of left) p.resolve('recorded');
           return;
         }
