@@ -2,12 +2,12 @@ import express from 'express';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
 import {
   WIDGET_FILES,
   loadWidgetAssets,
   widgetAssetsRouter,
 } from '../services/widget-assets/index.js';
+import { launchChromium } from '../test/helpers/chromium.js';
 import { percentile } from './lib.js';
 
 /**
@@ -27,7 +27,6 @@ import { percentile } from './lib.js';
  * here: no Kafka, no DynamoDB.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LOADS = Number(process.env.BENCH_WIDGET_LOADS ?? 20);
 const BUDGET_GZIP_BYTES = 10 * 1024;
 const BUDGET_GATE_MS = 50;
@@ -99,17 +98,7 @@ export async function run(): Promise<void> {
     res.end(pageHtml(widgetUrl, current));
   });
   const pageUrl = await listen(pageServer);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     console.log(`\nscript start → triggers gated (svc:gate), ${LOADS} loads each, Chromium`);
