@@ -1,9 +1,8 @@
-import fs from 'node:fs/promises';
-import { transform } from 'esbuild';
 import express, { Router, type ErrorRequestHandler, type Response } from 'express';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { AppError, errorCodes } from '../../shared/errors.js';
+import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';
@@ -38,22 +37,6 @@ const ASSET_TYPES = {
   'favicon.svg': 'image/svg+xml',
 } as const;
 type AssetName = keyof typeof ASSET_TYPES;
-
-/** Built when the service is mounted (never at import): console.ts is only transpiled. */
-async function loadAssets(): Promise<Record<AssetName, string>> {
-  const read = (name: string) => fs.readFile(new URL(`./assets/${name}`, import.meta.url), 'utf8');
-  const script = await transform(await read('console.ts'), {
-    loader: 'ts',
-    format: 'iife',
-    target: 'es2020',
-    legalComments: 'none',
-  });
-  return {
-    'console.js': script.code,
-    'console.css': await read('console.css'),
-    'favicon.svg': await read('favicon.svg'),
-  };
-}
 
 const param = (v: unknown) => (typeof v === 'string' ? v : '');
 
@@ -109,7 +92,7 @@ const consoleErrors: ErrorRequestHandler = (err: unknown, req, res, next) => {
 export const consoleService: ServiceModule = {
   name: 'console',
   async mount(app, rt) {
-    const assets = await loadAssets();
+    const assets = await loadPageAssets(new URL('./', import.meta.url), 'console');
     const tools = toolRoutes(rt);
     const r = Router();
     r.use(express.urlencoded({ extended: false, limit: rt.config.BODY_LIMIT_BYTES }));

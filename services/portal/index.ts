@@ -1,5 +1,3 @@
-import fs from 'node:fs/promises';
-import { transform } from 'esbuild';
 import { Router, type Response } from 'express';
 import { z } from 'zod';
 import {
@@ -12,6 +10,7 @@ import {
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
 import { AppError } from '../../shared/errors.js';
+import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
@@ -51,26 +50,6 @@ const ASSET_TYPES = {
 } as const;
 type AssetName = keyof typeof ASSET_TYPES;
 
-/**
- * Built when the service is mounted (never at import) and kept in memory. The script is
- * written in TypeScript (type-checked and linted with the rest) and only transpiled here:
- * no bundling, it imports nothing.
- */
-async function loadAssets(): Promise<Record<AssetName, string>> {
-  const read = (name: string) => fs.readFile(new URL(`./assets/${name}`, import.meta.url), 'utf8');
-  const script = await transform(await read('portal.ts'), {
-    loader: 'ts',
-    format: 'iife',
-    target: 'es2020',
-    legalComments: 'none',
-  });
-  return {
-    'portal.js': script.code,
-    'portal.css': await read('portal.css'),
-    'favicon.svg': await read('favicon.svg'),
-  };
-}
-
 function writeContext(rt: Runtime, res: Response): WriteContext {
   return { rt, app: appOf(res), actor: { source: 'portal', credential: 'principalToken' } };
 }
@@ -87,7 +66,7 @@ const common = {
 export const portalService: ServiceModule = {
   name: 'portal',
   async mount(app, rt) {
-    const assets = await loadAssets();
+    const assets = await loadPageAssets(new URL('./', import.meta.url), 'portal');
     const r = Router();
     const auth = requirePortalToken(rt);
     const read = [auth, rateLimit(rt)];
