@@ -91,33 +91,101 @@ export class GroupCommit {
    * under a version) is refused and changes nothing; one that was lost is applied again, events
    * and all (consumers deduplicate them). Only writes guarded that way are sent: one with no
    * condition but on its outbox item could overwrite a newer change, and is left alone.
-   * Resolves to how many writes were applied again.
+   *
+   * A write that is refused may still have lost part of its items: the refusal names, item by
+   * item, which conditions failed, and an item under a condition that still holds (reason
+   * `None`: an `attribute_not_exists` put whose item is gone) was lost. Those items are written
+   * again, under their own conditions, with the write's unconditioned puts and, if it is gone
+   * too, its outbox item (see `repair`). Resolves to how many writes were applied again, whole
+   * or in part.
    */
   async recheck(outageSinceMs: number): Promise<number> {
     const writes = this.recent.before(outageSinceMs);
     let restored = 0;
-    for (const w of writes) {
-      if (!guarded(w)) continue;
-      try {
-        await this.send(w);
-        restored++;
-      } catch (err) {
-        const e = err as { name?: string; CancellationReasons?: Reason[] };
-        if (e?.name === 'TransactionCanceledException') continue; // still there, or moved on
-        this.o.log?.warn({ err }, 'write recheck after a store outage failed');
-        // The store failed again: its next recovery checks again.
-        if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
-        break;
+    let repaired = 0;
+    let pending = writes.filter(guarded);
+    for (let round = 0; round < 3 && pending.length > 0; round++) {
+      if (round > 0) await new Promise((r) => setTimeout(r, 200 * round));
+      const again: TransactItem[][] = [];
+      for (const w of pending) {
+        try {
+          await this.send(w);
+          restored++;
+        } catch (err) {
+          const e = err as { name?: string; CancellationReasons?: Reason[] };
+          if (e?.name === 'TransactionCanceledException') {
+            const outcome = await this.repair(w, e.CancellationReasons);
+            if (outcome === 'repaired') repaired++;
+            else if (outcome === 'contended') again.push(w);
+            continue;
+          }
+          this.o.log?.warn({ err }, 'write recheck after a store outage failed');
+          // The store failed again: its next recovery checks again.
+          if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
+          again.length = 0;
+          pending = [];
+          break;
+        }
       }
+      if (pending.length > 0) pending = again;
     }
     this.m?.rechecks.inc();
-    this.m?.restored.inc(restored);
-    if (restored > 0)
-      this.o.log?.warn(
-        { checked: writes.length, restored },
-        'writes the store acknowledged before its outage were gone; applied again',
-      );
-    return restored;
+    this.m?.restored.inc(restored + repaired);
+    this.o.log?.[restored + repaired > 0 ? 'warn' : 'info'](
+      { checked: writes.length, restored, repaired },
+      restored + repaired > 0
+        ? 'writes the store acknowledged before its outage were gone, whole or in part; applied again'
+        : 'writes the store acknowledged before its outage are all still there',
+    );
+    return restored + repaired;
+  }
+
+  /**
+   * Writes again the items of `w` that its refused resend shows were lost. Only a put under
+   * `attribute_not_exists` tells that for sure: its reason is `None` (the condition holds) only
+   * if the item is gone. If one such item (not the outbox item) is gone, each of them is put
+   * again under its condition, then each unconditioned put of the write only where its item is
+   * gone too, then the outbox item if it is gone (its events go out again; consumers deduplicate
+   * them). Item by item: what survived of the write stays as it is. A reason other than a failed
+   * condition (contention) asks for another round.
+   */
+  private async repair(
+    w: TransactItem[],
+    reasons: Reason[] | undefined,
+  ): Promise<'intact' | 'repaired' | 'contended'> {
+    if (!Array.isArray(reasons) || reasons.length !== w.length) return 'intact';
+    const code = (n: number) => reasons[n]?.Code ?? 'None';
+    if (w.some((_, n) => !['None', 'ConditionalCheckFailed'].includes(code(n)))) return 'contended';
+    const gone = w.filter((i, n) => creates(i) && code(n) === 'None');
+    if (!gone.some((i) => !isOutbox(i))) return 'intact';
+    const again = [
+      ...gone.filter((i) => !isOutbox(i)),
+      ...w.filter((i) => i.Put && i.Put.ConditionExpression === undefined).map((i) => this.ifAbsent(i)),
+      ...gone.filter(isOutbox),
+    ];
+    let written = 0;
+    for (const item of again) {
+      try {
+        await this.send([item]);
+        written++;
+      } catch (err) {
+        if ((err as { name?: string })?.name !== 'TransactionCanceledException') throw err;
+      }
+    }
+    return written > 0 ? 'repaired' : 'intact';
+  }
+
+  /** An unconditioned put, made to write only where its item is gone. */
+  private ifAbsent(i: TransactItem): TransactItem {
+    const put = i.Put!;
+    const key = this.o.keyAttributes(put.TableName ?? '')[0] ?? 'pk';
+    return {
+      Put: {
+        ...put,
+        ConditionExpression: 'attribute_not_exists(#k)',
+        ExpressionAttributeNames: { ...put.ExpressionAttributeNames, '#k': key },
+      },
+    };
   }
 
   /** Waits for the recheck after the last outage (tests). */
@@ -240,9 +308,19 @@ export class GroupCommit {
  */
 function guarded(items: TransactItem[]): boolean {
   return items.some((i) => {
-    if (i.Put) return i.Put.ConditionExpression !== undefined && !('packed' in (i.Put.Item ?? {}));
+    if (i.Put) return i.Put.ConditionExpression !== undefined && !isOutbox(i);
     return (i.Update ?? i.Delete)?.ConditionExpression !== undefined;
   });
+}
+
+/** A put that creates its item: under `attribute_not_exists`, so it fails where it exists. */
+function creates(i: TransactItem): boolean {
+  return /^\s*attribute_not_exists\(/.test(i.Put?.ConditionExpression ?? '');
+}
+
+/** The outbox item of a commit: its messages, packed (see `Outbox`). */
+function isOutbox(i: TransactItem): boolean {
+  return i.Put !== undefined && 'packed' in (i.Put.Item ?? {});
 }
 
 /** A cancellation as the write would have got it alone: its own reasons, from index 0. */

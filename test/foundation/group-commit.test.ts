@@ -189,4 +189,44 @@ describe('group commit after a store outage', () => {
     // With no condition to tell "still there" from "lost", a write is never sent again.
     expect(await exists(unguarded)).toBeUndefined();
   });
+
+  it('puts back, item by item, what the store lost of a write it kept in part', async () => {
+    const c = counting();
+    const outages = new StoreOutages();
+    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes, outages });
+    const id = randomUUID();
+    const timer = `gc#timer-${id}`;
+    const timer2 = `gc#timer2-${id}`;
+    const intact = randomUUID();
+    const plain = (pk: string): TransactItem => ({
+      Put: { TableName: rt.tables.entities, Item: { pk, sk: 'v', n: 1 } },
+    });
+    await g.write([...write(id), plain(timer), plain(timer2)]);
+    await g.write(write(intact));
+    // The store kept the write's first item and its first timer (changed since), lost the rest.
+    for (const pk of [`claim#${id}`, timer2])
+      await rt.dynamo.doc.send(
+        new DeleteCommand({ TableName: rt.tables.entities, Key: { pk, sk: 'v' } }),
+      );
+    await rt.dynamo.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: rt.tables.entities, Item: { pk: timer, sk: 'v', n: 2 } } },
+        ],
+      }),
+    );
+    const sent = c.sizes.length;
+
+    outages.failed(Date.now(), true);
+    outages.succeeded();
+    await g.settledRecheck();
+    // The first write whole (refused), then the lost claim and each timer alone; then the
+    // second write whole (refused, and nothing of it is gone).
+    expect(c.sizes.slice(sent)).toEqual([4, 1, 1, 1, 2]);
+    expect(await exists(`claim#${id}`)).toMatchObject({ by: id });
+    expect(await exists(timer2)).toMatchObject({ n: 1 });
+    // What survived is left as it is now, not as the write had it.
+    expect(await exists(timer)).toMatchObject({ n: 2 });
+    expect(await exists(`gc#${intact}`)).toMatchObject({ n: 1 });
+  });
 });
