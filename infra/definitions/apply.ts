@@ -1,6 +1,7 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  DescribeTimeToLiveCommand,
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
@@ -47,6 +48,34 @@ async function addMissingIndexes(
   }
 }
 
+/**
+ * Turns on the table's TTL when its definition names an attribute and the table has none (a
+ * table created before the definition gained it). Never turns TTL off or moves it to another
+ * attribute: DynamoDB allows one change an hour, and a table's TTL is the operator's to change.
+ * A failure does not stop the start (items keep their TTL attribute and are deleted once TTL is
+ * on); it is logged.
+ */
+async function enableTtl(client: DynamoDBClient, TableName: string, def: TableDef, log: Log) {
+  if (!def.ttlAttribute) return;
+  try {
+    const now = await client.send(new DescribeTimeToLiveCommand({ TableName }));
+    const status = now.TimeToLiveDescription?.TimeToLiveStatus;
+    if (status !== undefined && status !== 'DISABLED') return;
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName,
+        TimeToLiveSpecification: { AttributeName: def.ttlAttribute, Enabled: true },
+      }),
+    );
+    log(`enabled TTL on ${TableName}.${def.ttlAttribute}`);
+  } catch (err) {
+    // Usually another process enabling it at the same moment (ValidationException).
+    const name = (err as { name?: string }).name ?? 'Error';
+    if (name !== 'ValidationException')
+      log(`could not enable TTL on ${TableName}: ${name} ${(err as Error).message}`);
+  }
+}
+
 /** Creates missing tables (and their TTL setting) and adds missing indexes; nothing is removed. */
 export async function applyTables(
   client: DynamoDBClient,
@@ -65,6 +94,7 @@ export async function applyTables(
         });
       if (described) {
         await addMissingIndexes(client, TableName, def, described.table, log);
+        await enableTtl(client, TableName, def, log);
         return;
       }
       try {
@@ -75,16 +105,7 @@ export async function applyTables(
         if ((err as { name?: string }).name !== 'ResourceInUseException') throw err;
       }
       await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName });
-      if (def.ttlAttribute) {
-        await client
-          .send(
-            new UpdateTimeToLiveCommand({
-              TableName,
-              TimeToLiveSpecification: { AttributeName: def.ttlAttribute, Enabled: true },
-            }),
-          )
-          .catch(() => undefined); // already enabled
-      }
+      await enableTtl(client, TableName, def, log);
     }),
   );
 }

@@ -1,4 +1,5 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
 
 /**
  * DynamoDB tables, declared once; `applyTables` creates the missing ones at start and never
@@ -55,7 +56,10 @@ export const tableDefs = {
       // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
     ],
-    description: 'Dispatches, attempts, postbacks and flag history (immutable entries)',
+    // Each item's retainUntil comes from its app's ledgerRetentionDays (docs/retention.md).
+    ttlAttribute: RETAIN_ATTR,
+    description:
+      'Dispatches, attempts, postbacks and flag history (immutable entries, kept per the app’s retention)',
   },
   checkpoints: {
     name: 'checkpoints',

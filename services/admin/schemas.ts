@@ -4,6 +4,11 @@ import { patterns } from '../../shared/domain/ids.js';
 import { noticeRuleErrors } from '../../shared/domain/notices.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import { LANGUAGES } from '../../shared/domain/types.js';
+import {
+  MAX_RETENTION_DAYS,
+  MIN_RETENTION_DAYS,
+  RETENTION_RULE,
+} from '../../shared/ledger/retention.js';
 
 /** Request bodies of the admin API (the single source for validation and OpenAPI). */
 
@@ -56,6 +61,15 @@ const appFields = {
     .transform((a) => [...new Set(a)]),
   contactEmail: z.email().max(320),
   slaTimeScale: z.number().min(1).max(1_000_000),
+  /** docs/retention.md: never below a year. */
+  ledgerRetentionDays: z
+    .number()
+    .int('must be a whole number of days')
+    .min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} days: ${RETENTION_RULE}`)
+    .max(MAX_RETENTION_DAYS, `must be at most ${MAX_RETENTION_DAYS} days (ten years)`)
+    .describe(
+      `Days the ledger keeps dispatches, delivery attempts, postbacks and flag changes after their last change (${MIN_RETENTION_DAYS}–${MAX_RETENTION_DAYS}, default ${MIN_RETENTION_DAYS})`,
+    ),
 };
 
 export const createAppBody = z.strictObject({
@@ -63,6 +77,7 @@ export const createAppBody = z.strictObject({
   environment: z.enum(['sandbox', 'live']),
   portalUrlTemplate: portalUrlTemplate.optional(),
   slaTimeScale: appFields.slaTimeScale.optional(),
+  ledgerRetentionDays: appFields.ledgerRetentionDays.optional(),
 });
 
 export const patchAppBody = z.strictObject({
@@ -71,6 +86,7 @@ export const patchAppBody = z.strictObject({
   allowedOrigins: appFields.allowedOrigins.optional(),
   contactEmail: appFields.contactEmail.optional(),
   slaTimeScale: appFields.slaTimeScale.optional(),
+  ledgerRetentionDays: appFields.ledgerRetentionDays.optional(),
   /** null removes the custom template (the hosted portal is used again). */
   portalUrlTemplate: portalUrlTemplate.nullable().optional(),
   environment: z
@@ -143,6 +159,7 @@ export const appSchema = z.object({
   widgetVerifiedAt: z.string().nullable(),
   widgetVerifiedOrigin: z.string().optional(),
   goLiveAt: z.string().nullable().optional(),
+  ledgerRetentionDays: z.number().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -12,6 +12,7 @@ import { cached, invalidateCache } from './cache.js';
 import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
 import type { App, Environment } from './types.js';
+import { DEFAULT_RETENTION_DAYS } from '../ledger/retention.js';
 
 /**
  * Apps in the `entities` table: pk `APP#{appId}`, sk `APP`; gsi1 finds an app by site key,
@@ -27,6 +28,7 @@ export interface CreateAppInput {
   contactEmail: string;
   portalUrlTemplate?: string | undefined;
   slaTimeScale?: number | undefined;
+  ledgerRetentionDays?: number | undefined;
 }
 
 /** Settings an operator may change; `null` clears the portal template. */
@@ -37,6 +39,7 @@ export interface AppPatch {
   contactEmail?: string | undefined;
   portalUrlTemplate?: string | null | undefined;
   slaTimeScale?: number | undefined;
+  ledgerRetentionDays?: number | undefined;
 }
 
 type AppItem = App & Record<string, unknown>;
@@ -91,6 +94,7 @@ export async function createApp(
       ? { portalUrlTemplate: input.portalUrlTemplate }
       : {}),
     slaTimeScale: input.environment === 'sandbox' ? (input.slaTimeScale ?? 1) : 1,
+    ledgerRetentionDays: input.ledgerRetentionDays ?? DEFAULT_RETENTION_DAYS,
     siteKey,
     secretVersion: 1,
     widgetVerifiedAt: null,

@@ -28,6 +28,11 @@ export interface App {
    */
   graceMs?: Partial<Record<'consent.withdrawn' | 'consent.expired' | 'data.deleted', number>>;
   goLiveAt?: string | null;
+  /**
+   * Days the ledger keeps a dispatch, its attempts, postbacks and flag changes after their last
+   * write (docs/retention.md); at least a year. Absent on apps created before the setting.
+   */
+  ledgerRetentionDays?: number;
   createdAt: string;
   updatedAt: string;
 }

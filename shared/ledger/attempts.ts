@@ -16,6 +16,7 @@ import {
 } from './dispatches.js';
 import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
 import { chainHash } from './hash.js';
+import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */
 
@@ -28,6 +29,11 @@ export interface RecordAttempt {
   deliveryStatus: DeliveryStatus;
   /** The next automatic attempt, when one is scheduled. */
   next?: DueEntry;
+  /**
+   * The TTL of the items this writes (retention.ts), from the app's retention; the default
+   * retention from now when absent.
+   */
+  retainUntil?: number;
 }
 
 export type RecordResult =
@@ -121,7 +127,11 @@ export function firstAttemptRecord(
   const sla = firstSlaCheck(rt, s, r.nowMs);
   return {
     entry,
-    head: { ...dispatchItem(after), firstAttempt: entry },
+    head: {
+      ...dispatchItem(after),
+      firstAttempt: entry,
+      [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
+    },
     children: [
       ...(r.next ? [{ table: rt.tables.timers, item: { ...r.next } }] : []),
       ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
@@ -241,10 +251,11 @@ function attemptItems(
   };
   const entry: AttemptEntry = { ...body, hash: chainHash(r.state.headHash, body) };
   const key = dispatchKey(r.state.dispatchId);
+  const ttl = r.retainUntil ?? retainUntilFor(undefined);
   const put: TransactItem = {
     Put: {
       TableName: rt.tables.ledger,
-      Item: { ...entry, pk: key.pk, sk: attemptSk(n) },
+      Item: { ...entry, pk: key.pk, sk: attemptSk(n), [RETAIN_ATTR]: ttl },
       ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
@@ -258,8 +269,10 @@ function attemptItems(
     ':at': entry.time,
     ':cpk': changed.gsi3pk,
     ':csk': changed.gsi3sk,
+    ':ttl': ttl,
   };
   const sets = [
+    `${RETAIN_ATTR} = :ttl`,
     'attempts = :n',
     'headHash = :head',
     'deliveryStatus = :status',

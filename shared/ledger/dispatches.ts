@@ -17,6 +17,7 @@ import { changeKeys } from './changes.js';
 import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
+import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) is
@@ -121,7 +122,17 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
   return `dsp_${time}${rand}`;
 }
 
-const STORAGE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'gsi3pk', 'gsi3sk']);
+const STORAGE = new Set([
+  'pk',
+  'sk',
+  'gsi1pk',
+  'gsi1sk',
+  'gsi2pk',
+  'gsi2sk',
+  'gsi3pk',
+  'gsi3sk',
+  RETAIN_ATTR,
+]);
 const INTERNAL = new Set([
   'body',
   'firstAttempt',
@@ -247,6 +258,8 @@ export function newDispatchItems(
     nowMs: number;
     due: (id: string) => DueEntry;
     traceparent?: string | undefined;
+    /** The TTL of the dispatch item (retention.ts); the default retention from now when absent. */
+    retainUntil?: number | undefined;
   },
 ): NewDispatch {
   const fresh = newDispatchState(o);
@@ -264,7 +277,10 @@ export function newDispatchItems(
       {
         Put: {
           TableName: rt.tables.ledger,
-          Item: dispatchItem(state),
+          Item: {
+            ...dispatchItem(state),
+            [RETAIN_ATTR]: o.retainUntil ?? retainUntilFor(undefined),
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
@@ -410,7 +426,7 @@ export function toDispatch(item: Record<string, unknown>): Dispatch {
 }
 
 export function toAttempt(item: Record<string, unknown>): Omit<AttemptEntry, 'type'> {
-  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  const { pk: _pk, sk: _sk, type: _type, [RETAIN_ATTR]: _ttl, ...entry } = item;
   return entry as Omit<AttemptEntry, 'type'>;
 }
 

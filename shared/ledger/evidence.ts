@@ -1,6 +1,7 @@
 import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
 import { GENESIS, chainHash } from './hash.js';
 import { DISPATCH_SK } from './dispatches.js';
+import { RETAIN_ATTR } from './retention.js';
 
 /**
  * Checking one dispatch from its own entries, pure: the hash chain, and the head fields
@@ -61,6 +62,18 @@ export function checkChain(
   if (prev !== headHash)
     return { ok: false, at: DISPATCH_SK, reason: 'headHash is not the last entry' };
   return { ok: true, hashes };
+}
+
+/**
+ * The chained entries of a dispatch as stored (its items after the dispatch item): each body is
+ * the item without its storage key, hash and TTL, none of which the hash covers.
+ */
+export function storedEntries(items: readonly Record<string, unknown>[]): ChainEntry[] {
+  return items.map(({ pk: _pk, sk, hash, [RETAIN_ATTR]: _ttl, ...body }) => ({
+    label: String(sk),
+    body,
+    hash: String(hash),
+  }));
 }
 
 /** The creation entry as hashed, from a dispatch item or its API shape (same field names). */

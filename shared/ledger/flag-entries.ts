@@ -6,6 +6,7 @@ import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';
 import { shardOf, timerKey, type TimerEntry } from '../timers/due.js';
 import { chainHash } from './hash.js';
+import { RETAIN_ATTR } from './retention.js';
 
 /**
  * Flag entries of the dispatch ledger, the SLA checks that drive them and the counters behind
@@ -51,7 +52,7 @@ export function chainAfter<T extends { prevHash: string }>(
 
 /** A flag entry as chained (storage keys and the entry type removed): what an export carries. */
 export function toFlagEntry(item: Record<string, unknown>): Omit<FlagEntry, 'type'> {
-  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  const { pk: _pk, sk: _sk, type: _type, [RETAIN_ATTR]: _ttl, ...entry } = item;
   return entry as unknown as Omit<FlagEntry, 'type'>;
 }
 

@@ -16,6 +16,7 @@ import {
   type FlagEntry,
   type GaugeDeltas,
 } from './flag-entries.js';
+import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 import { factOf, worstOf, type PostbackFact } from './summary.js';
 
 /**
@@ -35,7 +36,7 @@ export interface PostbackEntry extends Omit<PostbackMessage, 'appId'> {
 
 /** The API shape of a postback entry: storage keys and the entry type removed. */
 export function toPostback(item: Record<string, unknown>): Omit<PostbackEntry, 'type'> {
-  const { pk: _pk, sk: _sk, type: _type, ...entry } = item;
+  const { pk: _pk, sk: _sk, type: _type, [RETAIN_ATTR]: _ttl, ...entry } = item;
   return entry as unknown as Omit<PostbackEntry, 'type'>;
 }
 
@@ -68,6 +69,11 @@ export interface ComplianceWrite {
   gauges: { awaitingPostback: boolean; nearDeadline: boolean };
   /** The next SLA check (an idempotent put: its key is the dispatch and the instant). */
   next?: TimerEntry;
+  /**
+   * The TTL of the entries and of the dispatch item (retention.ts), from the app's retention;
+   * the default retention from now when absent.
+   */
+  retainUntil?: number;
 }
 
 export type ComplianceResult =
@@ -123,6 +129,7 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
   const gaugesMoved =
     w.gauges.awaitingPostback !== b.awaitingPostback || w.gauges.nearDeadline !== b.nearDeadline;
 
+  const ttl = w.retainUntil ?? retainUntilFor(undefined);
   const items: TransactItem[] = [];
   if (pb) items.push(pb.claim);
   for (const e of entries)
@@ -133,12 +140,13 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
           ...e,
           pk,
           sk: e.type === 'postback' ? postbackSk(e.receivedAt, e.postbackId) : flagSk(e.at, e.seq),
+          [RETAIN_ATTR]: ttl,
         },
         ConditionExpression: 'attribute_not_exists(pk)',
       },
     });
   if (entries.length > 0 || gaugesMoved || !b.summaryStored)
-    items.push(dispatchUpdate(rt, w, chained.head));
+    items.push(dispatchUpdate(rt, w, chained.head, ttl));
   const counter = gaugeCounterItem(rt, b.event, b.dispatchId, deltas);
   if (counter) items.push(counter);
   if (w.next) items.push(duePutItem(rt, w.next));
@@ -160,10 +168,16 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
   return { result: 'written', ...(postback ? { postback } : {}), flags };
 }
 
-function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string): TransactItem {
+function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string, ttl: number): TransactItem {
   const b = w.base;
-  const sets = ['headHash = :head', 'awaitingPostback = :aw', 'nearDeadline = :near'];
+  const sets = [
+    'headHash = :head',
+    'awaitingPostback = :aw',
+    'nearDeadline = :near',
+    `${RETAIN_ATTR} = :ttl`,
+  ];
   const values: Record<string, unknown> = {
+    ':ttl': ttl,
     ':prevHead': b.headHash,
     ':head': head,
     ':aw': w.gauges.awaitingPostback,

@@ -12,7 +12,7 @@ import {
   isDispatchHead,
   DISPATCH_SK,
 } from './dispatches.js';
-import { checkChain } from './evidence.js';
+import { checkChain, storedEntries } from './evidence.js';
 import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flag-entries.js';
 import { toPostback, type PostbackEntry } from './postbacks.js';
 
@@ -59,11 +59,7 @@ export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Prom
   const head = items[0];
   if (!head || !isDispatchHead(head))
     return { ok: false, at: DISPATCH_SK, reason: 'unknown dispatch' };
-  const entries = items.slice(1).map(({ pk: _pk, sk, hash, ...body }) => ({
-    label: String(sk),
-    body,
-    hash: String(hash),
-  }));
+  const entries = storedEntries(items.slice(1));
   const r = checkChain({ ...creationOf(head) }, head.entryHash, entries, head.headHash);
   return r.ok ? { ok: true, entries: items.length } : r;
 }

@@ -17,7 +17,7 @@ import {
 } from './checkpoint-store.js';
 import { checkpointProblem, signCheckpoint, type Checkpoint } from './checkpoint.js';
 import { creationOf, dispatchItems, isDispatchHead, DISPATCH_SK } from './dispatches.js';
-import { checkChain } from './evidence.js';
+import { checkChain, storedEntries } from './evidence.js';
 import { GENESIS } from './hash.js';
 import { merkleRoot, type Leaf } from './merkle.js';
 
@@ -320,11 +320,7 @@ async function lostEntries(
         ? checkChain(
             { ...creationOf(head) },
             head.entryHash,
-            items.slice(1).map(({ pk: _pk, sk, hash, ...body }) => ({
-              label: String(sk),
-              body,
-              hash: String(hash),
-            })),
+            storedEntries(items.slice(1)),
             head.headHash,
           )
         : ({ ok: false, at: DISPATCH_SK, reason: 'gone' } as const);

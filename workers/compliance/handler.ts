@@ -5,6 +5,7 @@ import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
 import { slaCheckEntry } from '../../shared/ledger/flag-entries.js';
 import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
+import { retainUntilFor } from '../../shared/ledger/retention.js';
 import { readComplianceState } from '../../shared/ledger/summary.js';
 import { backoffMs } from '../../shared/backoff.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -122,6 +123,7 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
         : {}),
       changes,
       gauges: gaugeMembership(facts, evalAt, policy),
+      retainUntil: retainUntilFor(app),
       ...(next
         ? {
             next: slaCheckEntry(job.dispatchId, head.appId, next.getTime(), rt.config.TIMER_SHARDS),

@@ -1,4 +1,5 @@
 import type { PipelineHandler, PipelineMessage } from '../../shared/bus/pipeline.js';
+import { getAppCached } from '../../shared/domain/apps.js';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import { AppError } from '../../shared/errors.js';
 import {
@@ -7,6 +8,7 @@ import {
   existingDispatches,
   newDispatchState,
 } from '../../shared/ledger/dispatches.js';
+import { retainUntilFor } from '../../shared/ledger/retention.js';
 import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
@@ -183,6 +185,8 @@ export function consentEventHandler(
     traceparent: string | undefined,
     dueAtMs: number,
   ) {
+    // The app's retention, from the cache the attempts read the app through.
+    const app = await getAppCached(rt, event.appId, { refreshAhead: true });
     return createDispatch(rt, {
       event,
       body,
@@ -190,6 +194,7 @@ export function consentEventHandler(
       nowMs,
       due: (id) => dueEntry(id, event.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
       traceparent,
+      retainUntil: retainUntilFor(app, nowMs),
     });
   }
 }

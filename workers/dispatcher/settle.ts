@@ -1,6 +1,7 @@
 import type { App } from '../../shared/domain/types.js';
 import type { RecordAttempt } from '../../shared/ledger/attempts.js';
 import type { DispatchState } from '../../shared/ledger/dispatches.js';
+import { retainUntilFor } from '../../shared/ledger/retention.js';
 import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
 import type { AttemptResult } from '../../shared/webhooks/client.js';
 import { nextStep } from '../../shared/webhooks/schedule.js';
@@ -40,7 +41,7 @@ export function destinationOf(url: string): string {
  */
 export function planSettle(
   job: { state: DispatchState; trigger: 'first' | 'retry' | 'manual' },
-  app: Pick<App, 'webhookUrl' | 'slaTimeScale'> | undefined,
+  app: Pick<App, 'webhookUrl' | 'slaTimeScale' | 'ledgerRetentionDays'> | undefined,
   result: AttemptResult,
   o: { shards: number; random: () => number },
 ): SettlePlan {
@@ -76,6 +77,7 @@ export function planSettle(
     },
     deliveryStatus: step.deliveryStatus,
     ...(next ? { next } : {}),
+    retainUntil: retainUntilFor(app, endMs),
   };
   const skipped = result.errorClass === 'endpoint_disabled' || result.errorClass === 'app_missing';
   return {
