@@ -68,7 +68,6 @@ export class GroupCommit {
   private readonly m;
   /** Writes committed lately, oldest first, with when (see `recheck`). */
   private readonly recent = new RecentWrites<TransactItem[]>();
-  private rechecking: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly send: SendTransaction,
@@ -77,10 +76,7 @@ export class GroupCommit {
     this.maxItems = o.maxItems ?? 100;
     this.maxInFlight = o.maxInFlight ?? 4;
     this.m = o.registry ? groupMetrics(o.registry) : undefined;
-    // Only a store that went away can have lost what it acknowledged; a stalled one cannot.
-    o.outages?.onRecovered((since, lost) => {
-      if (lost) this.rechecking = this.rechecking.then(() => this.recheck(since));
-    });
+    if (o.outages) this.recent.watch(o.outages, (since) => this.recheck(since));
   }
 
   /**
@@ -190,7 +186,7 @@ export class GroupCommit {
 
   /** Waits for the recheck after the last outage (tests). */
   settledRecheck(): Promise<unknown> {
-    return this.rechecking;
+    return this.recent.settled();
   }
 
   private remember(group: Pending[]): void {

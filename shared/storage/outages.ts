@@ -74,6 +74,11 @@ export class StoreOutages {
     return this.failedSince !== undefined;
   }
 
+  /** When the open outage began (its first failed request was sent), if one is open. */
+  get openSince(): number | undefined {
+    return this.failedSince;
+  }
+
   /** Returns the function that removes the listener. */
   onRecovered(listener: RecoveryListener): () => void {
     this.listeners.add(listener);

@@ -52,7 +52,6 @@ export class FirstAttemptWriter {
   /** Records the store acknowledged lately, oldest first, with when (see `recheck`). */
   private readonly recent = new RecentWrites<FirstAttemptRecord>();
   private readonly unwatch: () => void;
-  private rechecking: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly rt: Runtime,
@@ -63,13 +62,7 @@ export class FirstAttemptWriter {
       maxFlushes: number;
     },
   ) {
-    // Only a store that went away can have lost what it acknowledged; a stalled one cannot.
-    this.unwatch = rt.storeOutages.onRecovered((since, lost) => {
-      if (!lost) return;
-      this.rechecking = this.rechecking.then(async () => {
-        await this.recheck(since);
-      });
-    });
+    this.unwatch = this.recent.watch(rt.storeOutages, (since) => this.recheck(since));
   }
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
@@ -126,8 +119,8 @@ export class FirstAttemptWriter {
   }
 
   /** Waits for the recheck after the last outage (tests). */
-  settledRecheck(): Promise<void> {
-    return this.rechecking;
+  settledRecheck(): Promise<unknown> {
+    return this.recent.settled();
   }
 
   /** Gives up on waiting writes (they are redone from Kafka). */
