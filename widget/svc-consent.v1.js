@@ -47,71 +47,33 @@
   const cfgs = {}; // `${processId}|${lang}` -> Promise<config>
   let ui = null; // { host, root } of the Shadow DOM
 
-  /* UI strings: a set per language code of NAMES (add more sets here); missing sets and keys fall
-     back to English; the service's `ui` strings (config response) win over these. */
+  /* UI strings: English here; another language's come with the notice config (`ui`) or, before
+     one or without one, from GET /api/v1/widget/strings/{lang} (cached by the browser). */
   const RTL = { ks: 1, sd: 1, ur: 1 };
-  const NAMES = {
-    en: 'English',
-    as: 'অসমীয়া',
-    bn: 'বাংলা',
-    brx: 'बड़ो',
-    doi: 'डोगरी',
-    gu: 'ગુજરાતી',
-    hi: 'हिन्दी',
-    kn: 'ಕನ್ನಡ',
-    ks: 'کٲشُر',
-    kok: 'कोंकणी',
-    mai: 'मैथिली',
-    ml: 'മലയാളം',
-    mni: 'ꯃꯩꯇꯩꯂꯣꯟ',
-    mr: 'मराठी',
-    ne: 'नेपाली',
-    or: 'ଓଡ଼ିଆ',
-    pa: 'ਪੰਜਾਬੀ',
-    sa: 'संस्कृतम्',
-    sat: 'ᱥᱟᱱᱛᱟᱲᱤ',
-    sd: 'سنڌي',
-    ta: 'தமிழ்',
-    te: 'తెలుగు',
-    ur: 'اردو',
+  const dir = (l) => (own(RTL, l) ? 'rtl' : 'ltr');
+  const LANGS = 'en as bn brx doi gu hi kn ks kok mai ml mni mr ne or pa sa sat sd ta te ur'.split(
+    ' ',
+  );
+  const EN = {
+    close: 'Close',
+    loading: 'Loading…',
+    failed: 'Your choice could not be saved. Please try again.',
+    loadFailed: 'The consent notice could not be loaded. Please try again later.',
   };
-  const STR = {
-    en: {
-      acceptAll: 'Accept all',
-      rejectAll: 'Reject optional',
-      save: 'Save my choices',
-      required: 'Required',
-      close: 'Close',
-      language: 'Language',
-      loading: 'Loading…',
-      dataItems: 'Data used',
-      rightsTitle: 'Your rights',
-      rightsText:
-        'You can withdraw your consent at any time, as easily as you gave it, and ask to access, correct or erase your data.',
-      withdraw: 'Withdraw consent',
-      rights: 'Exercise your rights',
-      portalAt: 'Manage your consent at',
-      complain: 'Complain to the Data Protection Board of India',
-      failed: 'Your choice could not be saved. Please try again.',
-      loadFailed: 'The consent notice could not be loaded. Please try again later.',
-    },
-    hi: {
-      close: 'बंद करें',
-      language: 'भाषा',
-      loading: 'लोड हो रहा है…',
-      dataItems: 'उपयोग किया जाने वाला डेटा',
-      rightsTitle: 'आपके अधिकार',
-      rightsText:
-        'आप किसी भी समय अपनी सहमति उतनी ही आसानी से वापस ले सकते हैं जितनी आसानी से आपने दी थी, और अपने डेटा तक पहुँच, उसमें सुधार या उसे मिटाने का अनुरोध कर सकते हैं।',
-      withdraw: 'सहमति वापस लें',
-      rights: 'अपने अधिकारों का प्रयोग करें',
-      portalAt: 'अपनी सहमति यहाँ प्रबंधित करें:',
-      complain: 'भारतीय डेटा संरक्षण बोर्ड में शिकायत करें',
-      failed: 'आपकी पसंद सहेजी नहीं जा सकी। कृपया फिर से प्रयास करें।',
-      loadFailed: 'सहमति सूचना लोड नहीं हो सकी। कृपया बाद में प्रयास करें।',
-    },
-  };
-  const strings = (lang, cfg) => Object.assign({}, STR.en, own(STR, lang), cfg && cfg.ui);
+  const got = {}; // language -> its fetched strings
+  const strings = (lang, cfg) => Object.assign({}, EN, own(got, lang), cfg && cfg.ui);
+  /** Fetches the strings of `lang` once; never fails (English stays). */
+  const need = (lang) =>
+    lang === 'en' || own(got, lang)
+      ? Promise.resolve()
+      : fetch(`${BASE}/api/v1/widget/strings/${lang}`, { credentials: 'omit' })
+          .then((r) => r.json())
+          .then(
+            (j) => {
+              if (j.widget) got[lang] = j.widget;
+            },
+            () => {},
+          );
   const prefLang = () => {
     const l = (
       safe(() => LS().getItem(LANG_KEY)) ||
@@ -122,7 +84,7 @@
     )
       .toLowerCase()
       .split('-')[0];
-    return own(NAMES, l) ? l : 'en';
+    return LANGS.indexOf(l) < 0 ? 'en' : l;
   };
 
   const warn = (m) => w.console && console.warn(`[svc-consent] ${m}`);
@@ -286,7 +248,7 @@
       (err) => {
         delete pending[pid];
         warn(`capture failed: ${err.message}`);
-        toast(strings(go.lang).failed);
+        need(go.lang).then(() => toast(strings(go.lang).failed, go.lang));
       },
     );
   };
@@ -380,7 +342,7 @@
     '.r ul{margin:.25rem 0}.r li{margin:.2rem 0}.u{word-break:break-all}' +
     '.e{color:#b00020;font-weight:600}.e:empty{display:none}[aria-busy=true] .a,[aria-busy=true] .b2{opacity:.6}' +
     ':focus-visible{outline:3px solid #e35d00;outline-offset:2px}' +
-    '.t{position:fixed;z-index:2147483647;right:1rem;bottom:1rem;max-width:24rem;display:flex;gap:.5rem;align-items:flex-start;padding:.75rem 1rem;border-radius:8px;background:#1c1c1c;color:#fff;box-shadow:0 6px 24px rgba(0,0,0,.3)}';
+    '.t{position:fixed;z-index:2147483647;inset-inline-end:1rem;bottom:1rem;max-width:24rem;display:flex;gap:.5rem;align-items:flex-start;padding:.75rem 1rem;border-radius:8px;background:#1c1c1c;color:#fff;box-shadow:0 6px 24px rgba(0,0,0,.3)}';
   const shadow = () => {
     if (!ui) {
       const host = d.createElement('svc-consent-ui');
@@ -399,11 +361,13 @@
   };
   const closeBtn = (S, onclick) =>
     h('button', { type: 'button', class: 'x', 'aria-label': S.close, text: '×', onclick });
-  const toast = (msg) => {
+  const toast = (msg, lang) => {
     const root = shadow();
     root.querySelectorAll('.t').forEach((t) => t.remove());
-    const t = h('div', { class: 't', role: 'alert' }, [h('span', { text: msg })]);
-    t.append(closeBtn(strings(prefLang()), () => t.remove()));
+    const t = h('div', { class: 't', role: 'alert', lang, dir: dir(lang) }, [
+      h('span', { text: msg }),
+    ]);
+    t.append(closeBtn(strings(lang), () => t.remove()));
     root.append(t);
   };
 
@@ -417,6 +381,8 @@
       'aria-labelledby': 'svc-t',
       'aria-describedby': 'svc-b',
       'aria-busy': 'true',
+      lang: go.lang,
+      dir: dir(go.lang),
       id: `svc-attr-${go.pid}`,
       onkeydown: (e) => keys(e, go),
       oncancel: (e) => {
@@ -442,7 +408,7 @@
         },
       });
       for (const l of cfg.languages) {
-        const o = h('option', { value: l, lang: l, text: own(NAMES, l) || l });
+        const o = h('option', { value: l, lang: l, text: own(cfg.languageNames || {}, l) || l });
         o.selected = l === cfg.language;
         sel.append(o);
       }
@@ -456,11 +422,13 @@
       (c) => go.dlg && render(go, c, fromSwitcher),
       (err) => {
         warn(`notice ${go.pid}: ${err.message}`);
-        if (!go.dlg) return;
-        const S = strings(lang);
-        go.dlg.replaceChildren(head(go, S, S.loadFailed), h('p', { id: 'svc-b' }));
-        go.dlg.removeAttribute('aria-busy');
-        go.dlg.querySelector('.x').focus();
+        need(lang).then(() => {
+          if (!go.dlg) return;
+          const S = strings(lang);
+          go.dlg.replaceChildren(head(go, S, S.loadFailed), h('p', { id: 'svc-b' }));
+          go.dlg.removeAttribute('aria-busy');
+          go.dlg.querySelector('.x').focus();
+        });
       },
     );
   const render = (go, c, fromSwitcher) => {
@@ -469,7 +437,7 @@
     go.cfg = c;
     go.lang = c.language;
     box.setAttribute('lang', c.language);
-    box.setAttribute('dir', own(RTL, c.language) ? 'rtl' : 'ltr');
+    box.setAttribute('dir', dir(c.language));
     box.removeAttribute('aria-busy');
     const purposes = c.purposes.map((p) => {
       const id = `svc-p-${p.name}`;

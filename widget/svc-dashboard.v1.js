@@ -70,50 +70,12 @@
       src_api: 'app',
       src_portal: 'consent portal',
     },
-    hi: {
-      title: 'आपका सहमति इतिहास',
-      ref: 'संदर्भ आईडी',
-      loading: 'आपकी सहमतियाँ लोड हो रही हैं…',
-      empty: 'अभी तक कोई सहमति रिकॉर्ड नहीं है।',
-      notice: 'सूचना',
-      status: 'स्थिति',
-      given: 'दी गई',
-      validUntil: 'तक मान्य',
-      source: 'माध्यम',
-      purposes: 'उद्देश्य',
-      purpose: 'उद्देश्य',
-      state: 'स्थिति',
-      updated: 'अंतिम बदलाव',
-      actions: 'कार्रवाई',
-      grant: 'सहमति दें',
-      revoke: 'वापस लें',
-      erase: 'मिटाएँ',
-      grantAll: 'सभी की सहमति दें',
-      revokeAll: 'सभी वापस लें',
-      eraseAll: 'सभी मिटाएँ',
-      confirmErase: 'यह डेटा स्थायी रूप से मिटाएँ? इसे पूर्ववत नहीं किया जा सकता।',
-      confirm: 'हाँ, मिटाएँ',
-      cancel: 'रद्द करें',
-      more: 'और दिखाएँ',
-      retry: 'फिर से प्रयास करें',
-      failed: 'यह नहीं हो सका। कृपया फिर से प्रयास करें।',
-      loadFailed: 'आपकी सहमतियाँ लोड नहीं हो सकीं।',
-      noRef: 'कोई संदर्भ आईडी नहीं दी गई, इसलिए दिखाने को कुछ नहीं है।',
-      done_grant: 'सहमति दी गई।',
-      done_revoke: 'सहमति वापस ली गई।',
-      done_erase: 'डेटा मिटाया गया।',
-      s_granted: 'दी गई',
-      s_denied: 'नहीं दी गई',
-      s_revoked: 'वापस ली गई',
-      s_expired: 'समाप्त',
-      s_erased: 'मिटाई गई',
-      s_active: 'सक्रिय',
-      s_partially_revoked: 'आंशिक रूप से वापस',
-      src_widget: 'वेबसाइट',
-      src_api: 'ऐप',
-      src_portal: 'सहमति पोर्टल',
-    },
   };
+  /* English is the fallback; another of the 23 languages is fetched from
+     GET {baseUrl}/api/v1/widget/strings/{lang} (cached by the browser) before the first render. */
+  const LANGS = 'en as bn brx doi gu hi kn ks kok mai ml mni mr ne or pa sa sat sd ta te ur'.split(
+    ' ',
+  );
   const RTL = { ks: 1, sd: 1, ur: 1 };
 
   const CSS =
@@ -171,8 +133,21 @@
     const base = String(o.baseUrl).replace(/\/$/, '');
     const ref = o.referenceId || '';
     const auth = o.auth || {};
-    const lang = own(STR, o.lang) ? o.lang : 'en';
-    const S = Object.assign({}, STR.en, own(STR, lang), o.strings);
+    let lang = LANGS.indexOf(o.lang) < 0 ? 'en' : o.lang;
+    const S = Object.assign({}, STR.en, o.strings);
+    // Nothing is drawn until the strings are there (or failed: then it is all English).
+    let ready = lang === 'en';
+    if (!ready)
+      fetch(`${base}/api/v1/widget/strings/${lang}`, { credentials: 'omit' })
+        .then((r) => (r.ok ? r.json() : null))
+        .then((j) => j && j.dashboard)
+        .catch(() => null)
+        .then((t) => {
+          if (t) Object.assign(S, t, o.strings);
+          else lang = 'en';
+          ready = true;
+          render();
+        });
     const fmt = safe(
       () => new Intl.DateTimeFormat(`${lang}-IN`, { dateStyle: 'medium', timeStyle: 'short' }),
       null,
@@ -434,7 +409,7 @@
     };
 
     function render() {
-      if (!alive) return;
+      if (!alive || !ready) return;
       const prev = root.activeElement && root.activeElement.getAttribute('data-k');
       const want = st.focus || prev;
       st.focus = null;

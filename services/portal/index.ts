@@ -20,7 +20,7 @@ import { PORTAL_PATH } from '../../shared/portal/index.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { principalOf, requirePortalToken } from './auth.js';
-import { portalPage, queryTokenPage, sendPage } from './page.js';
+import { pageLanguage, portalPage, queryTokenPage, sendPage } from './page.js';
 
 /**
  * The hosted portal (docs/api.md, Hosted portal): `GET /portal/{referenceId}#token=…` is the page;
@@ -84,9 +84,12 @@ export const portalService: ServiceModule = {
     });
 
     // The page holds no data: everything comes from the API, with the token from the fragment.
+    // In the language of `?lang=` (the e-mails' links carry it), else of the browser.
     r.get('/:referenceId', (req, res) => {
-      if (req.query.token !== undefined) return sendPage(res, 400, queryTokenPage());
-      sendPage(res, 200, portalPage(param(req.params.referenceId)));
+      const lang = pageLanguage(req.query.lang, req.get('accept-language'));
+      res.set('Vary', 'Accept-Language');
+      if (req.query.token !== undefined) return sendPage(res, 400, queryTokenPage(lang));
+      sendPage(res, 200, portalPage(param(req.params.referenceId), lang));
     });
 
     r.get('/api/:referenceId/session', ...read, (_req, res) => {

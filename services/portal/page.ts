@@ -1,9 +1,17 @@
 import type { Response } from 'express';
+import {
+  LANGUAGE_INFO,
+  fromAcceptLanguage,
+  isLanguage,
+  uiStrings,
+} from '../../shared/i18n/index.js';
+import type { Language } from '../../shared/domain/types.js';
 
 /**
- * The portal's HTML, rendered on the server with every value escaped. The page carries no
- * script or style of its own: both are files under /portal/assets/, so the CSP can forbid
- * inline code entirely.
+ * The portal's HTML, rendered on the server with every value escaped, in one of the 23
+ * languages (shared/i18n). The page carries no script or style of its own: both are files
+ * under /portal/assets/, so the CSP can forbid inline code entirely; the strings portal.js
+ * shows travel in the `data-i18n` attribute of `<main>`.
  */
 
 export const ASSETS_PATH = '/portal/assets';
@@ -31,9 +39,18 @@ const ESCAPES: Record<string, string> = {
 };
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
-function layout(title: string, body: string, withScript: boolean): string {
+/**
+ * The page's language: `?lang=` when it names one of the 23 (the e-mails' links carry the
+ * language the principal consented in), else the browser's `Accept-Language`, else English.
+ */
+export function pageLanguage(query: unknown, acceptLanguage: string | undefined): Language {
+  return isLanguage(query) ? query : fromAcceptLanguage(acceptLanguage);
+}
+
+function layout(lang: Language, title: string, body: string, withScript: boolean): string {
+  const t = uiStrings('portal', lang);
   return `<!doctype html>
-<html lang="en">
+<html lang="${lang}" dir="${LANGUAGE_INFO[lang].dir}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -43,7 +60,7 @@ function layout(title: string, body: string, withScript: boolean): string {
 <link rel="stylesheet" href="${ASSETS_PATH}/portal.css">
 ${withScript ? `<script src="${ASSETS_PATH}/portal.js" defer></script>\n` : ''}</head>
 <body>
-<a class="skip" href="#main">Skip to content</a>
+<a class="skip" href="#main">${esc(t.skip)}</a>
 ${body}
 </body>
 </html>
@@ -56,20 +73,22 @@ ${body}
  * reads the token, asks the portal API whose link it is (app name and contact) and fills
  * `#transactions`; a refused token is explained there.
  */
-export function portalPage(referenceId: string): string {
+export function portalPage(referenceId: string, lang: Language = 'en'): string {
   const ref = esc(referenceId);
+  const t = uiStrings('portal', lang);
   return layout(
-    'Manage your consent',
+    lang,
+    t.title,
     `<header>
 <p class="app-name" id="app-name"></p>
-<h1>Manage your consent</h1>
+<h1>${esc(t.title)}</h1>
 </header>
-<main id="main" tabindex="-1" data-reference-id="${ref}" data-api="/portal/api/${esc(encodeURIComponent(referenceId))}">
-<p id="intro">These are the consents you gave. You can give, withdraw or erase each of them, for every purpose at once or one purpose at a time. Withdrawing is as easy as giving.</p>
-<p class="reference">Your reference: <code>${ref}</code></p>
+<main id="main" tabindex="-1" data-reference-id="${ref}" data-api="/portal/api/${esc(encodeURIComponent(referenceId))}" data-i18n="${esc(JSON.stringify(t))}">
+<p id="intro">${esc(t.intro)}</p>
+<p class="reference">${esc(t.reference)} <code>${ref}</code></p>
 <div id="status" class="status" role="status" aria-live="polite"></div>
-<div id="transactions" aria-busy="true"><p>Loading your consents…</p></div>
-<noscript><p class="error">This page needs JavaScript to show and change your consents.</p></noscript>
+<div id="transactions" aria-busy="true"><p>${esc(t.loading)}</p></div>
+<noscript><p class="error">${esc(t.noscript)}</p></noscript>
 </main>
 <footer id="contact"></footer>`,
     true,
@@ -77,12 +96,14 @@ export function portalPage(referenceId: string): string {
 }
 
 /** A link of the old form, token in the query string: refused, never read (nor logged). */
-export function queryTokenPage(): string {
+export function queryTokenPage(lang: Language = 'en'): string {
+  const t = uiStrings('portal', lang);
   return layout(
-    'This link is no longer accepted',
+    lang,
+    t.oldLinkTitle,
     `<main id="main" tabindex="-1" class="error-page" data-error="query_token">
-<h1>This link is no longer accepted</h1>
-<p>For your protection, links to manage your consent now keep their key out of the web address. Use the “Manage consent” link in a more recent e-mail, or ask the organisation that wrote to you for a new one.</p>
+<h1>${esc(t.oldLinkTitle)}</h1>
+<p>${esc(t.oldLinkText)}</p>
 </main>`,
     false,
   );

@@ -17,7 +17,8 @@ import { parseBody } from '../../shared/http/validate.js';
 import { MAX_TTL_MS, issuePrincipalToken } from '../../shared/principal/index.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { uiStrings } from './strings.js';
+import { mountBrowserStrings } from './strings-route.js';
+import { languageNames, uiStrings } from './strings.js';
 
 const processId = z
   .string()
@@ -47,6 +48,8 @@ export const configResponse = z.object({
   kind: z.enum(['data_collection', 'cookie']),
   language: z.string(),
   languages: z.array(z.string()),
+  /** Each of `languages` named in its own script, for a language picker. */
+  languageNames: z.record(z.string(), z.string()),
   title: z.string(),
   body: z.string(),
   purposes: z.array(
@@ -59,6 +62,7 @@ export const configResponse = z.object({
     }),
   ),
   validityDays: z.number().int(),
+  /** The dialog's UI strings in `language` (shared/i18n). */
   ui: z.record(z.string(), z.string()),
 });
 
@@ -107,6 +111,7 @@ export function renderConfig(n: NoticeVersion, lang: string | undefined, region?
     kind: n.kind,
     language,
     languages: Object.keys(n.translations),
+    languageNames: languageNames(Object.keys(n.translations)),
     title: t.title,
     body: t.body,
     purposes: n.purposes.map((p) => ({
@@ -151,6 +156,7 @@ export const widgetService: ServiceModule = {
   mount(app, rt) {
     const r = Router();
     r.options(['/config/:processId', '/capture'], corsPreflight(rt));
+    mountBrowserStrings(r, rt);
 
     r.get('/config/:processId', requireSiteKey(rt), rateLimit(rt), async (req, res) => {
       const a = appOf(res);

@@ -1,37 +1,35 @@
-/** Widget UI strings. English is the fallback for every language without its own set. */
-export interface UiStrings {
-  acceptAll: string;
-  rejectAll: string;
-  save: string;
-  required: string;
-  close: string;
-  manage: string;
+import {
+  LANGUAGE_INFO,
+  isLanguage,
+  uiStrings as catalogueStrings,
+} from '../../shared/i18n/index.js';
+import type { Strings } from '../../shared/i18n/index.js';
+
+/**
+ * The widget's UI strings (shared/i18n): the dialog's and the dashboard's, in each of the 23
+ * languages; English for a code that is not one of them (looked up as an own key only, so a
+ * language named like an Object.prototype member is just unknown).
+ */
+export type UiStrings = Strings<'widget'>;
+
+export function uiStrings(language: string): UiStrings {
+  return catalogueStrings('widget', language);
 }
 
-const en: UiStrings = {
-  acceptAll: 'Accept all',
-  rejectAll: 'Reject optional',
-  save: 'Save my choices',
-  required: 'Required',
-  close: 'Close',
-  manage: 'Manage consent',
-};
+/** The native names of `languages` (a notice's translations), for the widget's language picker. */
+export function languageNames(languages: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of languages) if (isLanguage(l)) out[l] = LANGUAGE_INFO[l].native;
+  return out;
+}
 
-const hi: UiStrings = {
-  acceptAll: 'सभी स्वीकार करें',
-  rejectAll: 'वैकल्पिक अस्वीकार करें',
-  save: 'मेरे विकल्प सहेजें',
-  required: 'आवश्यक',
-  close: 'बंद करें',
-  manage: 'सहमति प्रबंधित करें',
-};
-
-const sets = new Map<string, UiStrings>([
-  ['en', en],
-  ['hi', hi],
-]);
-
-/** A Map, so a language named like an Object.prototype member is just unknown. */
-export function uiStrings(language: string): UiStrings {
-  return sets.get(language) ?? en;
+/** What `GET /api/v1/widget/strings/{lang}` answers: the browser scripts' strings in one language. */
+export function browserStrings(language: string) {
+  const lang = isLanguage(language) ? language : 'en';
+  return {
+    language: lang,
+    dir: LANGUAGE_INFO[lang].dir,
+    widget: catalogueStrings('widget', lang),
+    dashboard: catalogueStrings('dashboard', lang),
+  };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { getApp } from '../domain/apps.js';
 import { loadPrincipal } from '../domain/consent/repository.js';
 import { patterns } from '../domain/ids.js';
+import { LANGUAGES, type Language } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 
@@ -20,6 +21,8 @@ export const grantRequestSchema = z.object({
   referenceId: z.string().regex(patterns.referenceId),
   /** Absent: the principal's stored e-mail address. */
   to: email.optional(),
+  /** The e-mail's language; absent: that of the principal's newest transaction, else English. */
+  language: z.enum(LANGUAGES).optional(),
   createdAt: z.string().optional(),
 });
 
@@ -49,7 +52,7 @@ export const newNotificationId = () => `ntf_${ulid()}`;
  */
 export async function requestGrant(
   rt: Runtime,
-  input: { appId: string; referenceId: string; to?: string | undefined },
+  input: { appId: string; referenceId: string; to?: string | undefined; language?: Language },
   now = new Date(),
 ): Promise<GrantRequest> {
   const app = await getApp(rt, input.appId);
@@ -68,6 +71,7 @@ export async function requestGrant(
     appId: app.appId,
     referenceId: input.referenceId,
     ...(input.to !== undefined ? { to: input.to } : {}),
+    ...(input.language !== undefined ? { language: input.language } : {}),
     createdAt: now.toISOString(),
   });
   await rt.producer.send([

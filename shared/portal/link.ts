@@ -17,12 +17,16 @@ export type PortalLinkConfig = PrincipalKeyConfig &
  * script reads it from there. An app with a `portalUrlTemplate` gets its own URL with
  * `{referenceId}` and, where the template asks for it, `{token}` filled in (URL-encoded); a
  * template without `{token}` gets none (the app authenticates its users itself).
+ *
+ * `language` (of the e-mail) opens the hosted portal in that language (`?lang=`, absent for
+ * English); a template may place it with `{lang}`.
  */
 export function portalLink(
   config: PortalLinkConfig,
   app: Pick<App, 'appId' | 'portalUrlTemplate' | 'secretVersion'>,
   referenceId: string,
   now: Date,
+  language = 'en',
 ): string {
   const ref = encodeURIComponent(referenceId);
   const token = () =>
@@ -33,11 +37,14 @@ export function portalLink(
     }).token;
   const tpl = app.portalUrlTemplate;
   if (tpl) {
-    const withRef = tpl.replaceAll('{referenceId}', ref);
+    const withRef = tpl
+      .replaceAll('{referenceId}', ref)
+      .replaceAll('{lang}', encodeURIComponent(language));
     return withRef.includes('{token}')
       ? withRef.replaceAll('{token}', encodeURIComponent(token()))
       : withRef;
   }
   const base = config.PUBLIC_BASE_URL.replace(/\/+$/, '');
-  return `${base}${PORTAL_PATH}/${ref}#token=${encodeURIComponent(token())}`;
+  const query = language === 'en' ? '' : `?lang=${encodeURIComponent(language)}`;
+  return `${base}${PORTAL_PATH}/${ref}${query}#token=${encodeURIComponent(token())}`;
 }

@@ -80,7 +80,7 @@ describe('the portal page', () => {
     expect(html).toMatch(/<script src="\/portal\/assets\/portal\.js" defer><\/script>/);
     expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/); // every script is a file
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i); // no inline style or handlers
-    expect(html).toMatch(/<html lang="en">/);
+    expect(html).toMatch(/<html lang="en" dir="ltr">/);
     expect(html).toMatch(/role="status" aria-live="polite"/);
   });
 

@@ -28,6 +28,7 @@ export function consentEventsHandler(d: NotifierDeps): Handler {
         kind: e.type === 'data.deleted' ? 'erasure_ack' : 'expiry_reminder',
         appId: e.appId,
         referenceId: e.data.referenceId,
+        transactionId: e.data.consentId,
         render: (m) =>
           e.type === 'data.deleted'
             ? erasureAckMail({ ...m, purposes })

@@ -7,6 +7,7 @@ import type { Mailer } from '../../shared/mail/index.js';
 import { getOrCreate } from '../../shared/metrics.js';
 import { portalLink } from '../../shared/portal/index.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { mailLanguage } from './language.js';
 import type { PrincipalMail, Rendered } from './templates.js';
 
 /** The consumer name under which handled message ids are kept (rt.processed). */
@@ -63,6 +64,10 @@ export interface PrincipalNotice {
   referenceId: string;
   /** Explicit recipient; else the principal's stored address. */
   to?: string | undefined;
+  /** The e-mail's language when the message names one; else see mailLanguage. */
+  language?: string | undefined;
+  /** The transaction the e-mail is about, whose language it is written in. */
+  transactionId?: string | undefined;
   render: (m: PrincipalMail) => Rendered;
 }
 
@@ -83,8 +88,9 @@ export function mailPrincipal(d: NotifierDeps, n: PrincipalNotice, log: Logger):
       log.info(facts, 'e-mail skipped: no e-mail address for this principal');
       return 'skipped';
     }
-    const link = portalLink(d.rt.config, app, n.referenceId, d.now());
-    const mail = n.render({ app, referenceId: n.referenceId, link });
+    const language = await mailLanguage(d.rt, app.appId, n.referenceId, n);
+    const link = portalLink(d.rt.config, app, n.referenceId, d.now(), language);
+    const mail = n.render({ app, referenceId: n.referenceId, link, language });
     await d.mailer.send({ id: n.id, to, replyTo: app.contactEmail, ...mail });
     log.info(facts, 'e-mail sent');
     return 'sent';

@@ -45,6 +45,7 @@ export function notificationsHandler(d: NotifierDeps): Handler {
         appId: n.appId,
         referenceId: n.referenceId,
         to: n.to,
+        language: n.language,
         render: grantRequestMail,
       },
       ctx.log,

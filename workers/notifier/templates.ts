@@ -1,7 +1,10 @@
+import { LANGUAGE_INFO, fill, isLanguage, uiStrings } from '../../shared/i18n/index.js';
+
 /**
  * The e-mails the notifier sends, as pure functions of their facts: subject, plain text and
  * HTML (every value escaped). Principal e-mails carry the 'Manage consent' link and the app's
- * contact details, as DPDP notices must say whom to contact about one's data.
+ * contact details, as DPDP notices must say whom to contact about one's data, in the
+ * principal's language (shared/i18n, mail set; `dir="rtl"` for Urdu, Kashmiri and Sindhi).
  */
 
 export interface Rendered {
@@ -20,6 +23,8 @@ export interface PrincipalMail {
   referenceId: string;
   /** The 'Manage consent' link (hosted portal with a token, or the app's own URL). */
   link: string;
+  /** The principal's language (one of the 23); English when absent. */
+  language?: string | undefined;
 }
 
 const ESCAPES: Record<string, string> = {
@@ -34,77 +39,99 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
-/** Purposes as prose: "analytics, marketing". */
-const list = (purposes: readonly string[]) => (purposes.length ? purposes.join(', ') : 'all');
+/** The mail strings of a language, English for any other code. */
+const mailText = (language: string | undefined) => uiStrings('mail', language ?? 'en');
+
+/** Purposes as prose: "analytics, marketing"; none named: all of them. */
+const list = (purposes: readonly string[], language?: string) =>
+  purposes.length ? purposes.join(', ') : mailText(language).allPurposes;
 
 /** `2025-03-01` from an ISO timestamp: dates in e-mails are unambiguous across locales. */
 const day = (iso: string) => iso.slice(0, 10);
 
-function principalMail(
+/**
+ * A principal e-mail: the paragraphs, then the 'Manage consent' link, the reference and whom to
+ * contact, in `language` (the language the paragraphs are written in; English by default).
+ */
+export function principalMail(
   m: PrincipalMail,
   subject: string,
   paragraphs: string[],
   why: string,
+  language = 'en',
 ): Rendered {
-  const contact = `Questions about your data? Contact ${m.app.name} at ${m.app.contactEmail}.`;
+  const lang = isLanguage(language) ? language : 'en';
+  const t = mailText(lang);
+  const app = m.app.name;
   const text = [
     ...paragraphs,
-    `Manage consent: ${m.link}`,
-    `Your reference: ${m.referenceId}`,
-    contact,
+    `${t.manage}: ${m.link}`,
+    fill(t.reference, { referenceId: m.referenceId }),
+    fill(t.contact, { app, email: m.app.contactEmail }),
     `--\n${why}`,
   ].join('\n\n');
   const p = (s: string) => `<p>${escapeHtml(s)}</p>`;
+  // The contact sentence with the address as a mailto: link where {email} stands.
+  const mailto = `<a href="mailto:${escapeHtml(m.app.contactEmail)}">${escapeHtml(m.app.contactEmail)}</a>`;
+  const contact = t.contact
+    .split('{email}')
+    .map((part) => escapeHtml(fill(part, { app })))
+    .join(mailto);
+  // dir and lang on <html> and on a wrapper, for clients that drop the document element.
+  const attrs = `lang="${lang}" dir="${LANGUAGE_INFO[lang].dir}"`;
   const html = [
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">',
-    `<title>${escapeHtml(subject)}</title></head><body>`,
+    `<!doctype html><html ${attrs}><head><meta charset="utf-8">`,
+    `<title>${escapeHtml(subject)}</title></head><body><div ${attrs}>`,
     ...paragraphs.map(p),
-    `<p><a href="${escapeHtml(m.link)}">Manage consent</a></p>`,
-    p(`Your reference: ${m.referenceId}`),
-    `<p>Questions about your data? Contact ${escapeHtml(m.app.name)} at `,
-    `<a href="mailto:${escapeHtml(m.app.contactEmail)}">${escapeHtml(m.app.contactEmail)}</a>.</p>`,
+    `<p><a href="${escapeHtml(m.link)}">${escapeHtml(t.manage)}</a></p>`,
+    p(fill(t.reference, { referenceId: m.referenceId })),
+    `<p>${contact}</p>`,
     `<hr><p><small>${escapeHtml(why)}</small></p>`,
-    '</body></html>',
+    '</div></body></html>',
   ].join('');
   return { subject, text, html };
 }
 
 export function grantRequestMail(m: PrincipalMail): Rendered {
+  const t = mailText(m.language);
+  const v = { app: m.app.name };
   return principalMail(
     m,
-    `${m.app.name} asks for your consent`,
-    [
-      `${m.app.name} would like your consent to process your personal data.`,
-      'Use the link below to see what is asked and to give or refuse your consent. You can withdraw it at any time, as easily as you gave it.',
-    ],
-    `You receive this e-mail because ${m.app.name} asked for your consent.`,
+    fill(t.grantSubject, v),
+    [fill(t.grantBody1, v), fill(t.grantBody2, v)],
+    fill(t.grantWhy, v),
+    m.language,
   );
 }
 
 export function expiryReminderMail(
   m: PrincipalMail & { purposes: readonly string[]; expiresAt: string | null },
 ): Rendered {
-  const when = m.expiresAt ? ` on ${day(m.expiresAt)}` : ' soon';
+  const t = mailText(m.language);
+  const v = {
+    app: m.app.name,
+    purposes: list(m.purposes, m.language),
+    date: m.expiresAt ? day(m.expiresAt) : '',
+  };
+  const on = m.expiresAt !== null;
   return principalMail(
     m,
-    `Your consent to ${m.app.name} expires${when}`,
-    [
-      `Your consent to ${m.app.name} for ${list(m.purposes)} expires${when}.`,
-      `After that, ${m.app.name} stops processing your data for these purposes unless you give your consent again.`,
-    ],
-    `You receive this reminder because you gave consent to ${m.app.name}.`,
+    fill(on ? t.expirySubjectOn : t.expirySubjectSoon, v),
+    [fill(on ? t.expiryBodyOn : t.expiryBodySoon, v), fill(t.expiryBody2, v)],
+    fill(t.expiryWhy, v),
+    m.language,
   );
 }
 
 export function erasureAckMail(m: PrincipalMail & { purposes: readonly string[] }): Rendered {
+  const t = mailText(m.language);
+  const v = { app: m.app.name, purposes: list(m.purposes, m.language) };
   return principalMail(
     m,
-    `${m.app.name} has received your erasure request`,
-    [
-      `Your request to erase your data held by ${m.app.name} for ${list(m.purposes)} has been recorded.`,
-      `${m.app.name} has been told to delete this data and must confirm when it has done so.`,
-    ],
-    `You receive this acknowledgement because an erasure of your data was requested.`,
+    fill(t.erasureSubject, v),
+    [fill(t.erasureBody1, v), fill(t.erasureBody2, v)],
+    fill(t.erasureWhy, v),
+    m.language,
   );
 }
 

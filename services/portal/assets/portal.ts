@@ -30,27 +30,30 @@ class ApiError extends Error {
   }
 }
 
-const STATE: Record<RecordState, string> = {
-  granted: 'Given',
-  denied: 'Not given',
-  revoked: 'Withdrawn',
-  expired: 'Expired',
-  erased: 'Erased',
-};
-const TXN_STATUS: Record<string, string> = {
-  active: 'Active',
-  partially_revoked: 'Partly withdrawn',
-  revoked: 'Withdrawn',
-  erased: 'Erased',
-  expired: 'Expired',
-};
-const VERB: Record<Op, string> = { grant: 'Give consent', revoke: 'Withdraw', erase: 'Erase' };
-const VERB_ALL: Record<Op, string> = {
-  grant: 'Give all',
-  revoke: 'Withdraw all',
-  erase: 'Erase all',
-};
-const DONE: Record<Op, string> = { grant: 'given', revoke: 'withdrawn', erase: 'erased' };
+/**
+ * The page's UI strings, in the page's language: the server puts them in `data-i18n` on
+ * `<main>` (shared/i18n, portal set). `{name}` placeholders are filled by `tr`.
+ */
+let T: Record<string, string> = {};
+
+/** `text` with each `{name}` replaced by `vars[name]`; unknown placeholders stay. */
+const fill = (text: string, vars: Record<string, string>) =>
+  text.replace(/\{(\w+)\}/g, (whole, name: string) =>
+    Object.hasOwn(vars, name) ? vars[name]! : whole,
+  );
+
+/** The string `key` with its placeholders filled; `fallback` (else the key) when it has none. */
+function tr(key: string, vars: Record<string, string> = {}, fallback = key): string {
+  return fill(Object.hasOwn(T, key) ? T[key]! : fallback, vars);
+}
+
+/** A transaction status: its own word for active and partly withdrawn, else a record state's. */
+const statusText = (status: string) =>
+  tr(
+    status === 'active' || status === 'partially_revoked' ? `t_${status}` : `s_${status}`,
+    {},
+    status,
+  );
 
 function el(
   tag: string,
@@ -65,7 +68,7 @@ function el(
 
 function when(iso: string): string {
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(`${document.documentElement.lang}-IN`);
 }
 
 /** Which operations make sense now (mirrors the server's rules; the server still decides). */
@@ -108,7 +111,7 @@ function takeToken(referenceId: string): string {
     } catch {
       /* storage full or denied: this view still works */
     }
-    history.replaceState(null, '', window.location.pathname);
+    history.replaceState(null, '', window.location.pathname + window.location.search);
     return fromLink;
   }
   return store?.getItem(key) ?? '';
@@ -124,22 +127,31 @@ interface Session {
 function showApp(s: Session): void {
   const name = document.getElementById('app-name');
   if (name) name.textContent = s.app.name;
-  document.title = `Manage your consent – ${s.app.name}`;
+  document.title = tr('titleApp', { app: s.app.name });
   const intro = document.getElementById('intro');
-  if (intro)
-    intro.textContent = `These are the consents you gave to ${s.app.name}. You can give, withdraw or erase each of them, for every purpose at once or one purpose at a time. Withdrawing is as easy as giving.`;
+  if (intro) intro.textContent = tr('introApp', { app: s.app.name });
   const footer = document.getElementById('contact');
-  if (footer)
+  if (footer) {
+    // The contact sentence with the address as a mailto: link where {email} stands.
+    const [before = '', after = ''] = tr('contact')
+      .split('{email}')
+      .map((part) => fill(part, { app: s.app.name }));
     footer.replaceChildren(
       el('p', {}, [
-        `Questions about your data, or a grievance? Contact ${s.app.name} at `,
+        before,
         el('a', { href: `mailto:${s.app.contactEmail}` }, [s.app.contactEmail]),
-        '. If your grievance is not resolved, you may complain to the Data Protection Board of India.',
+        after,
       ]),
     );
+  }
 }
 
 function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void {
+  try {
+    T = JSON.parse(main.dataset.i18n ?? '{}') as Record<string, string>;
+  } catch {
+    T = {};
+  }
   const api = main.dataset.api ?? '';
   const token = takeToken(main.dataset.referenceId ?? '');
 
@@ -150,10 +162,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
 
   /** A refused token ends the session: the page says why instead of offering buttons. */
   const fatal = (e: ApiError) => {
-    const text =
-      e.status === 401
-        ? 'This link has expired or is no longer valid. Use the link in a more recent e-mail, or ask for a new one.'
-        : 'This link is not valid for this page.';
+    const text = e.status === 401 ? tr('expired') : tr('wrongLink');
     list.replaceChildren(el('p', { class: 'error', role: 'alert' }, [text]));
   };
 
@@ -165,12 +174,16 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
       cache: 'no-store',
     });
     const body = (await r.json().catch(() => null)) as { detail?: string } | null;
-    if (!r.ok) throw new ApiError(body?.detail ?? `The request failed (${r.status})`, r.status);
+    if (!r.ok)
+      throw new ApiError(
+        body?.detail ?? tr('requestFailed', { status: String(r.status) }),
+        r.status,
+      );
     return body as T;
   }
 
   const failed = (err: unknown) => {
-    const e = err instanceof ApiError ? err : new ApiError('The request failed', 0);
+    const e = err instanceof ApiError ? err : new ApiError(tr('networkFailed'), 0);
     if (e.status === 401 || e.status === 403) fatal(e);
     say(e.message, true);
   };
@@ -182,13 +195,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
   }
 
   async function act(section: HTMLElement, path: string, op: Op, what: string): Promise<void> {
-    if (
-      op === 'erase' &&
-      !window.confirm(
-        `Erase ${what}? The organisation will be told to delete this data. This cannot be undone.`,
-      )
-    )
-      return;
+    if (op === 'erase' && !window.confirm(tr('confirmErase', { what }))) return;
     const buttons = Array.from(section.querySelectorAll('button'));
     for (const b of buttons) b.disabled = true;
     section.setAttribute('aria-busy', 'true');
@@ -197,7 +204,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
       section.replaceWith(next);
       // Focus goes to the re-rendered heading, so keyboard users keep their place.
       next.querySelector('h2')?.focus();
-      say(`Consent for ${what} ${DONE[op]}.`);
+      say(tr(`done_${op}`, { what }));
     } catch (err) {
       section.removeAttribute('aria-busy');
       for (const b of buttons) b.disabled = false;
@@ -207,7 +214,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
 
   function render(t: Txn): HTMLElement {
     const headingId = `txn-${t.transactionId}`;
-    const title = t.processId ? t.processId.replace(/_/g, ' ') : 'Consent';
+    const title = t.processId ? t.processId.replace(/_/g, ' ') : tr('consent');
     const section = el('section', {
       class: 'txn',
       'aria-labelledby': headingId,
@@ -217,49 +224,49 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
       el('h2', { id: headingId, tabindex: '-1' }, [
         `${title} `,
         el('span', { class: `badge badge-${t.status}`, 'data-status': t.status }, [
-          TXN_STATUS[t.status] ?? t.status,
+          statusText(t.status),
         ]),
       ]),
       el('p', { class: 'meta' }, [
-        `Given on ${when(t.createdAt)}. Valid until ${when(t.expiresAt)}.`,
+        tr('meta', { created: when(t.createdAt), expires: when(t.expiresAt) }),
       ]),
     );
     const rows = t.records.map((r) => {
       const actions = el('td', { class: 'actions' });
       for (const op of recordOps(r.state))
         actions.append(
-          button(op, VERB[op], `${VERB[op]} for ${r.purpose}`, () => {
+          button(op, tr(op), tr('opFor', { verb: tr(op), purpose: r.purpose }), () => {
             void act(section, `/records/${r.recordId}/${op}`, op, r.purpose);
           }),
         );
       return el('tr', { 'data-record-id': r.recordId, 'data-state': r.state }, [
         el('th', { scope: 'row' }, [r.purpose]),
-        el('td', { class: 'state' }, [STATE[r.state] ?? r.state]),
+        el('td', { class: 'state' }, [tr(`s_${r.state}`, {}, r.state)]),
         el('td', {}, [when(r.updatedAt)]),
         actions,
       ]);
     });
-    const head = ['Purpose', 'Your choice', 'Last changed', 'Change'].map((h) =>
-      el('th', { scope: 'col' }, [h]),
-    );
+    const head = ['colPurpose', 'colChoice', 'colChanged', 'colChange']
+      .map((k) => tr(k))
+      .map((h) => el('th', { scope: 'col' }, [h]));
     section.append(
       el('table', {}, [
-        el('caption', {}, ['Purposes']),
+        el('caption', {}, [tr('caption')]),
         el('thead', {}, [el('tr', {}, head)]),
         el('tbody', {}, rows),
       ]),
     );
     const ops = transactionOps(t);
     if (ops.length > 0) {
-      const what = `all purposes of ${title}`;
+      const what = tr('allOf', { title });
       const all = el('div', {
         class: 'all',
         role: 'group',
-        'aria-label': `All purposes of ${title}`,
+        'aria-label': tr('groupAll', { title }),
       });
       for (const op of ops)
         all.append(
-          button(op, VERB_ALL[op], `${VERB_ALL[op]} purposes of ${title}`, () => {
+          button(op, tr(`${op}All`), tr('opAll', { verb: tr(`${op}All`), title }), () => {
             void act(section, `/transactions/${t.transactionId}/${op}`, op, what);
           }),
         );
@@ -277,12 +284,11 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
       );
       if (!cursor) list.replaceChildren();
       list.querySelector('.more')?.remove();
-      if (!cursor && page.items.length === 0)
-        list.append(el('p', {}, ['No consent is recorded for this reference.']));
+      if (!cursor && page.items.length === 0) list.append(el('p', {}, [tr('empty')]));
       for (const t of page.items) list.append(render(t));
       const nextCursor = page.nextCursor;
       if (nextCursor) {
-        const more = el('button', { type: 'button', class: 'more' }, ['Show older consents']);
+        const more = el('button', { type: 'button', class: 'more' }, [tr('more')]);
         more.addEventListener('click', () => void load(nextCursor));
         list.append(more);
       }
@@ -295,11 +301,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
 
   if (!token) {
     list.setAttribute('aria-busy', 'false');
-    list.replaceChildren(
-      el('p', { class: 'error', role: 'alert' }, [
-        'This link is incomplete. Open the “Manage consent” link from your e-mail exactly as it was sent.',
-      ]),
-    );
+    list.replaceChildren(el('p', { class: 'error', role: 'alert' }, [tr('incomplete')]));
     return;
   }
   call<Session>('GET', '/session').then(
