@@ -122,6 +122,30 @@ describe('the UI string catalogue', () => {
     expect(fromAcceptLanguage(undefined)).toBe('en');
   });
 
+  it('has every English string the browser scripts fall back to, so none goes untranslated', () => {
+    const js = (file: string) =>
+      fs.readFileSync(new URL(`../../widget/${file}`, import.meta.url), 'utf8');
+    /** The keys of the object literal that follows `marker` (one `key: value` per line). */
+    const keysAfter = (src: string, marker: string) => {
+      const start = src.indexOf(marker);
+      expect(start, marker).toBeGreaterThan(-1);
+      // Up to the closing brace indented as the line the marker ends on.
+      const line = src.slice(src.lastIndexOf('\n', start + marker.length - 1) + 1);
+      const indent = /^ */.exec(line)![0];
+      const block = src.slice(start + marker.length, src.indexOf(`\n${indent}}`, start));
+      return [...block.matchAll(/^\s+(\w+):/gm)].map((m) => m[1]!);
+    };
+    const widget = js('svc-consent.v1.js');
+    expect(keysAfter(widget, 'const EN = {').filter((k) => !(k in en.widget))).toEqual([]);
+    const dashboard = js('svc-dashboard.v1.js');
+    const dashboardKeys = [
+      ...keysAfter(dashboard, 'const STR = {\n    en: {'),
+      ...(dashboard.includes('const G_EN = {') ? keysAfter(dashboard, 'const G_EN = {') : []),
+    ];
+    expect(dashboardKeys.length).toBeGreaterThan(30);
+    expect(dashboardKeys.filter((k) => !(k in en.dashboard))).toEqual([]);
+  });
+
   it('keeps the widget script free of translations: they are fetched per language', () => {
     for (const file of ['svc-consent.v1.js', 'svc-dashboard.v1.js']) {
       const js = fs.readFileSync(new URL(`../../widget/${file}`, import.meta.url), 'utf8');
