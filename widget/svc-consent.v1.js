@@ -59,6 +59,7 @@
     loading: 'Loading…',
     failed: 'Your choice could not be saved. Please try again.',
     loadFailed: 'The consent notice could not be loaded. Please try again later.',
+    pending: 'Saved. It takes effect once a parent or guardian has verified it.',
   };
   const got = {}; // language -> its fetched strings
   const strings = (lang, cfg) => Object.assign({}, EN, own(got, lang), cfg && cfg.ui);
@@ -297,6 +298,8 @@
     });
     delete pending[pid];
     if (ui) ui.root.querySelectorAll('.t').forEach((t) => t.remove());
+    // Verifiable parental consent: nothing is granted until the app confirms the verification.
+    if (r.parentalVerification) toast(strings(go.lang, go.cfg).pending, go.lang);
     attach(el, pid, consentId);
     el.dispatchEvent(
       new CustomEvent('svc:consent:captured', {
@@ -309,6 +312,7 @@
           processId: pid,
           triggerId: `svc-attr-${pid}`,
           decision,
+          parentalVerification: r.parentalVerification || null,
         },
       }),
     );
@@ -617,7 +621,7 @@
         s.token,
       ).then(
         (tx) =>
-          tx.status === 'active'
+          /^(active|pending)$/.test(tx.status)
             ? save(pid, { ...s, checkedAt: Date.now() })
             : forget(pid, s.consentId),
         (e) =>

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Router } from 'express';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../shared/domain/apiKeys.js';
 import { createApp, getApp, rotateSecret, updateApp } from '../../shared/domain/apps.js';
+import { scheduleInactivityScan } from '../../shared/domain/consent/inactivity.js';
 import type { ApiKey, App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
@@ -85,7 +86,10 @@ export function mountAppRoutes(router: Router, rt: Runtime): void {
 
   router.patch('/apps/:appId', ...write, async (req, res) => {
     const appId = req.params.appId as string;
-    const app = await updateApp(rt, appId, parseBody(patchAppBody, req.body));
+    const body = parseBody(patchAppBody, req.body);
+    const app = await updateApp(rt, appId, body);
+    // Principals from before the policy (or its change) get their timers from a scan.
+    if (typeof body.inactivityErasureDays === 'number') await scheduleInactivityScan(rt, appId);
     rt.log.info({ appId }, 'app updated');
     res.json(app);
   });

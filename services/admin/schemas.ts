@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
 import { patterns } from '../../shared/domain/ids.js';
+import {
+  MAX_INACTIVITY_DAYS,
+  MIN_INACTIVITY_DAYS,
+} from '../../shared/domain/consent/activity.js';
 import { noticeRuleErrors } from '../../shared/domain/notices.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import { LANGUAGES } from '../../shared/domain/types.js';
@@ -61,6 +65,18 @@ const appFields = {
     .transform((a) => [...new Set(a)]),
   contactEmail: z.email().max(320),
   slaTimeScale: z.number().min(1).max(1_000_000),
+  /** docs/parental-and-inactivity.md: the principal is warned by e-mail first. */
+  inactivityErasureDays: z
+    .number()
+    .int('must be a whole number of days')
+    .min(
+      MIN_INACTIVITY_DAYS,
+      `must be at least ${MIN_INACTIVITY_DAYS} days: the principal is warned 3 days before the erasure`,
+    )
+    .max(MAX_INACTIVITY_DAYS, `must be at most ${MAX_INACTIVITY_DAYS} days`)
+    .describe(
+      `Erase a principal's data after this many days without activity, e-mailing them 3 days before (${MIN_INACTIVITY_DAYS}–${MAX_INACTIVITY_DAYS}; absent: never)`,
+    ),
   /** docs/retention.md: never below a year. */
   ledgerRetentionDays: z
     .number()
@@ -78,6 +94,7 @@ export const createAppBody = z.strictObject({
   portalUrlTemplate: portalUrlTemplate.optional(),
   slaTimeScale: appFields.slaTimeScale.optional(),
   ledgerRetentionDays: appFields.ledgerRetentionDays.optional(),
+  inactivityErasureDays: appFields.inactivityErasureDays.optional(),
 });
 
 export const patchAppBody = z.strictObject({
@@ -89,6 +106,8 @@ export const patchAppBody = z.strictObject({
   ledgerRetentionDays: appFields.ledgerRetentionDays.optional(),
   /** null removes the custom template (the hosted portal is used again). */
   portalUrlTemplate: portalUrlTemplate.nullable().optional(),
+  /** null removes the inactivity policy (nobody is erased for inactivity). */
+  inactivityErasureDays: appFields.inactivityErasureDays.nullable().optional(),
   environment: z
     .never({ error: 'cannot be changed here; a sandbox app goes live through go-live' })
     .optional(),
@@ -131,6 +150,11 @@ export const noticeBody = z
      * absent: everywhere no other notice of the trigger key covers (docs/api.md, Regions).
      */
     regions: z.array(z.string().max(8)).max(REGIONS.length).optional(),
+    /**
+     * Capture needs verifiable parental consent (the notice is for children): the chosen
+     * purposes stay pending until the app confirms the parent's verification.
+     */
+    requiresParentalConsent: z.boolean().optional(),
   })
   // A default of 30 days cannot hold for a window of 30 days or less: use the day before.
   .transform((n) => ({
@@ -160,6 +184,7 @@ export const appSchema = z.object({
   widgetVerifiedOrigin: z.string().optional(),
   goLiveAt: z.string().nullable().optional(),
   ledgerRetentionDays: z.number().optional(),
+  inactivityErasureDays: z.number().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -193,6 +218,7 @@ export const noticeSchema = z.object({
   validityDays: z.number(),
   reminderDaysBefore: z.number(),
   regions: z.array(z.string()).optional(),
+  requiresParentalConsent: z.boolean().optional(),
   textHash: z.string(),
   createdAt: z.string(),
 });

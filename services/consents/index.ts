@@ -8,6 +8,7 @@ import {
   type UserRecord,
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
+import { noteActivity } from '../../shared/domain/consent/activity.js';
 import type { ApiKeyScope } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { requireApiKey } from '../../shared/http/auth.js';
@@ -26,6 +27,7 @@ import {
   writeResponse,
   type writeReceipt,
 } from './schemas.js';
+import { mountParentalRoutes } from './parental.js';
 
 /** The consent record API (docs/api.md, Consent record API): `Authorization: Bearer svc_ak_…`. */
 
@@ -69,6 +71,8 @@ const common = {
 export const consentsService: ServiceModule = {
   name: 'consents',
   mount(app, rt) {
+    // Its own paths (/transactions/…), which no route of the record API below matches.
+    mountParentalRoutes(app, rt);
     const r = Router();
     // Rate limit before idempotency, so a 429 is never stored as the key's answer.
     const read = [requireApiKey(rt, 'consents:read'), rateLimit(rt)];
@@ -110,6 +114,7 @@ export const consentsService: ServiceModule = {
     r.get('/:userId', ...read, async (req, res) => {
       const record = await getUserConsent(rt, appOf(res), pathUserId(req.params.userId));
       if (!record) throw new AppError('SVC_NOT_FOUND', 'No consent record for this user');
+      noteActivity(rt, appOf(res), record.referenceId);
       res.json(record);
     });
     doc(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_RECORDS, purposeName } from '../../shared/domain/consent/index.js';
+import { MAX_RECORDS, purposeName, transactionSchema } from '../../shared/domain/consent/index.js';
 
 /**
  * Bodies and responses of the record API (docs/api.md, Consent record API): validation, types
@@ -43,7 +43,7 @@ export const recordResponse = z.object({
   email: z.string().nullable(),
   referenceId: z.string(),
   consents: z.record(z.string(), z.boolean()),
-  status: z.enum(['active', 'withdrawn']),
+  status: z.enum(['active', 'withdrawn', 'pending']),
   transactionId: z.string(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -59,3 +59,9 @@ export const writeReceipt = z.object({
 });
 
 export const writeResponse = z.union([recordResponse, writeReceipt]);
+
+/** The parental verification route: the transaction, or with a write-only key a receipt. */
+export const parentalVerificationResponse = z.union([
+  transactionSchema,
+  transactionSchema.pick({ transactionId: true, referenceId: true, parentalVerification: true }),
+]);

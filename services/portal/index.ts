@@ -9,6 +9,7 @@ import {
   transactionSchema,
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
+import { noteActivity } from '../../shared/domain/consent/activity.js';
 import { AppError } from '../../shared/errors.js';
 import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { idempotency } from '../../shared/http/idempotency.js';
@@ -94,6 +95,8 @@ export const portalService: ServiceModule = {
 
     r.get('/api/:referenceId/session', ...read, (_req, res) => {
       const a = appOf(res);
+      // Opening the portal (e.g. from an inactivity warning) is the principal's activity.
+      noteActivity(rt, a, principalOf(res));
       res.set('Cache-Control', 'no-store').json({
         referenceId: principalOf(res),
         expiresAt: locals(res).principal!.expiresAt.toISOString(),

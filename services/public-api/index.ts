@@ -9,6 +9,7 @@ import {
   transactionSchema,
   type WriteContext,
 } from '../../shared/domain/consent/index.js';
+import { noteActivity } from '../../shared/domain/consent/activity.js';
 import { AppError } from '../../shared/errors.js';
 import { corsPreflight, requireSecretKey, requireSecretOrBrowser } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
@@ -134,7 +135,9 @@ export const publicApiService: ServiceModule = {
     r.get('/my-transactions', ...read, async (req, res) => {
       const q = parseBody(listQuery, req.query, 'query');
       const ref = principalOf(res, q.referenceId);
-      res.json(await listTransactions(rt, appOf(res).appId, ref, q));
+      const page = await listTransactions(rt, appOf(res).appId, ref, q);
+      if (page.items.length > 0) noteActivity(rt, appOf(res), ref);
+      res.json(page);
     });
     doc({
       method: 'get',
@@ -220,6 +223,7 @@ export const publicApiService: ServiceModule = {
       const view = await getTransaction(rt, appOf(res).appId, param(req.params.transactionId));
       if (!view || (ref !== undefined && view.referenceId !== ref))
         throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+      noteActivity(rt, appOf(res), view.referenceId);
       res.json(view);
     });
     doc({

@@ -91,6 +91,11 @@ export const captureResponse = z.object({
    * capture, while the principal is not erased; otherwise the field is absent.
    */
   principalToken: z.string().optional(),
+  /**
+   * `pending` under a notice that requires verifiable parental consent: nothing is granted
+   * until the app confirms the parent's verification.
+   */
+  parentalVerification: z.literal('pending').optional(),
 });
 
 /**
@@ -227,6 +232,7 @@ export const widgetService: ServiceModule = {
         referenceId: result.referenceId,
         expiresAt: result.expiresAt,
         principalToken: token,
+        ...(result.parentalVerification ? { parentalVerification: 'pending' } : {}),
       });
     });
     app.use('/api/v1/widget', r);

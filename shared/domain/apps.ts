@@ -29,6 +29,7 @@ export interface CreateAppInput {
   portalUrlTemplate?: string | undefined;
   slaTimeScale?: number | undefined;
   ledgerRetentionDays?: number | undefined;
+  inactivityErasureDays?: number | undefined;
 }
 
 /** Settings an operator may change; `null` clears the portal template. */
@@ -40,6 +41,8 @@ export interface AppPatch {
   portalUrlTemplate?: string | null | undefined;
   slaTimeScale?: number | undefined;
   ledgerRetentionDays?: number | undefined;
+  /** `null` removes the inactivity policy. */
+  inactivityErasureDays?: number | null | undefined;
 }
 
 type AppItem = App & Record<string, unknown>;
@@ -95,6 +98,9 @@ export async function createApp(
       : {}),
     slaTimeScale: input.environment === 'sandbox' ? (input.slaTimeScale ?? 1) : 1,
     ledgerRetentionDays: input.ledgerRetentionDays ?? DEFAULT_RETENTION_DAYS,
+    ...(input.inactivityErasureDays !== undefined
+      ? { inactivityErasureDays: input.inactivityErasureDays }
+      : {}),
     siteKey,
     secretVersion: 1,
     widgetVerifiedAt: null,

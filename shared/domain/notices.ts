@@ -327,6 +327,7 @@ function contentOf(n: NoticeInput): NoticeInput {
     validityDays,
     reminderDaysBefore,
     regions,
+    requiresParentalConsent,
   } = n;
   return {
     kind,
@@ -337,6 +338,8 @@ function contentOf(n: NoticeInput): NoticeInput {
     validityDays,
     reminderDaysBefore,
     ...(regions?.length ? { regions } : {}),
+    // Stored only when true, so a notice that never named it keeps its content (and version).
+    ...(requiresParentalConsent ? { requiresParentalConsent: true } : {}),
   };
 }
 

@@ -29,6 +29,11 @@ export interface App {
   graceMs?: Partial<Record<'consent.withdrawn' | 'consent.expired' | 'data.deleted', number>>;
   goLiveAt?: string | null;
   /**
+   * Erase a principal's data after this many days without activity, warning them by e-mail
+   * first (docs/parental-and-inactivity.md); absent: never.
+   */
+  inactivityErasureDays?: number;
+  /**
    * Days the ledger keeps a dispatch, its attempts, postbacks and flag changes after their last
    * write (docs/retention.md); at least a year. Absent on apps created before the setting.
    */
@@ -74,6 +79,11 @@ export interface NoticeVersion {
   translations: Record<string, NoticeTranslation>;
   validityDays: number;
   reminderDaysBefore: number;
+  /**
+   * Capture under this notice needs verifiable parental consent (docs/parental-and-inactivity.md):
+   * nothing is granted until the app confirms the verification. Absent: not required.
+   */
+  requiresParentalConsent?: boolean;
   /**
    * ISO 3166-2:IN codes where this notice is shown (current codes, sorted); absent: everywhere
    * no other notice of its trigger key covers (docs/api.md, Regions).

@@ -2,6 +2,7 @@ import type { Handler } from '../../shared/bus/consumer.js';
 import { consentEventSchema } from '../../shared/domain/consent/index.js';
 import { AppError } from '../../shared/errors.js';
 import { mailPrincipal, type NotifierDeps } from './deliver.js';
+import { inactivityErasedMail } from './inactivity-templates.js';
 import { erasureAckMail, expiryReminderMail } from './templates.js';
 
 /** The consent events that e-mail the principal; every other type is left to other consumers. */
@@ -30,9 +31,11 @@ export function consentEventsHandler(d: NotifierDeps): Handler {
         referenceId: e.data.referenceId,
         transactionId: e.data.consentId,
         render: (m) =>
-          e.type === 'data.deleted'
-            ? erasureAckMail({ ...m, purposes })
-            : expiryReminderMail({ ...m, purposes, expiresAt: e.data.expiresAt }),
+          e.type !== 'data.deleted'
+            ? expiryReminderMail({ ...m, purposes, expiresAt: e.data.expiresAt })
+            : e.data.reason === 'inactivity'
+              ? inactivityErasedMail({ ...m, purposes })
+              : erasureAckMail({ ...m, purposes }),
       },
       ctx.log,
     );

@@ -13,7 +13,8 @@ import type { PrincipalMail, Rendered } from './templates.js';
 /** The consumer name under which handled message ids are kept (rt.processed). */
 export const CONSUMER = 'notifier';
 
-export type MailKind = 'grant_request' | 'expiry_reminder' | 'erasure_ack' | 'endpoint_disabled';
+export type MailKind =
+  'grant_request' | 'expiry_reminder' | 'erasure_ack' | 'endpoint_disabled' | 'inactivity_warning';
 type Outcome = 'sent' | 'skipped' | 'duplicate';
 
 export interface NotifierDeps {

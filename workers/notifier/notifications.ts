@@ -3,7 +3,9 @@ import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
 import { notificationSchema, type EndpointDisabled } from '../../shared/mail/index.js';
 import type { Logger } from '../../shared/logger.js';
+import { INACTIVITY_WARNING } from '../../shared/mail/inactivity.js';
 import { mailPrincipal, once, type NotifierDeps } from './deliver.js';
+import { mailInactivityWarning } from './inactivity.js';
 import { endpointDisabledMail, grantRequestMail } from './templates.js';
 
 /**
@@ -29,6 +31,8 @@ function mailEndpointDisabled(d: NotifierDeps, n: EndpointDisabled, log: Logger)
 /** The `notifications` topic: grant requests and endpoint-disabled notices. */
 export function notificationsHandler(d: NotifierDeps): Handler {
   return async (raw, ctx) => {
+    if ((raw as { type?: unknown } | null)?.type === INACTIVITY_WARNING)
+      return mailInactivityWarning(d, raw, ctx.log);
     const parsed = notificationSchema.safeParse(raw);
     if (!parsed.success)
       throw new AppError(

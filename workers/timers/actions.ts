@@ -1,5 +1,6 @@
 import { Counter, type Registry } from 'prom-client';
 import { expireTransaction, remindExpiry } from '../../shared/domain/consent/expiry.js';
+import { fireInactivity, scheduleAllInactivity } from '../../shared/domain/consent/inactivity.js';
 import { scrubPrincipal, type ScrubCounts } from '../../shared/domain/consent/scrub.js';
 import type { ExpiryEntry, ExpiryKind } from '../../shared/domain/consent/timers.js';
 import type { TimerEntry } from '../../shared/timers/due.js';
@@ -10,7 +11,14 @@ import type { Runtime } from '../../shared/runtime.js';
 
 /** What each kind of due entry does when it fires. Every action is idempotent. */
 
-export const TIMER_KINDS = ['sla', 'reminder', 'expire', 'scrub'] as const;
+export const TIMER_KINDS = [
+  'sla',
+  'reminder',
+  'expire',
+  'scrub',
+  'inactivity',
+  'inactivity_scan',
+] as const;
 
 export function timersMetrics(registry: Registry) {
   const fired = getOrCreate(
@@ -78,6 +86,17 @@ export async function fireExpiry(
     s.transactions += r.counts.transactions;
     s.history += r.counts.history;
     s.dispatches += dispatches;
+    return;
+  }
+  if (kind === 'inactivity') {
+    const outcome = await fireInactivity(rt, entry.appId, entry.referenceId, now);
+    if (outcome !== 'none' && outcome !== 'rescheduled')
+      rt.log.info({ appId: entry.appId, referenceId: entry.referenceId, outcome }, 'inactivity');
+    return;
+  }
+  if (kind === 'inactivity_scan') {
+    const n = await scheduleAllInactivity(rt, entry.appId, now);
+    rt.log.info({ appId: entry.appId, principals: n }, 'inactivity timers scheduled');
     return;
   }
   if (!entry.transactionId) return;

@@ -1,10 +1,15 @@
 import { AppError, type FieldError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { App, NoticeVersion } from '../types.js';
+import { parentalRequiredEvent, type EventContext } from './events.js';
 import { MAX_RECORDS, type ConsentRecord } from './model.js';
 import { createInPrincipal, createWithPrincipal, newRecordId, newTransactionId } from './writer.js';
 
 const DAY_MS = 86_400_000;
+
+/** A capture with nothing pending (every purpose refused) needs no verification either. */
+const parentalEvents = (c: EventContext) =>
+  c.txn.records.some((r) => r.state === 'pending') ? [parentalRequiredEvent(c)] : [];
 
 export interface CaptureInput {
   mode: 'silent' | 'granular';
@@ -33,11 +38,16 @@ export interface CaptureResult {
   transactionId: string;
   referenceId: string;
   expiresAt: string;
+  /** Under a notice that requires verifiable parental consent: nothing is granted yet. */
+  parentalVerification?: 'pending';
 }
 
-/** Pure: the records of a capture, or the 422 field errors. */
+/**
+ * Pure: the records of a capture, or the 422 field errors. Under a notice that requires
+ * verifiable parental consent, the purposes chosen are `pending` instead of `granted`.
+ */
 export function captureRecords(
-  notice: Pick<NoticeVersion, 'purposes' | 'translations'>,
+  notice: Pick<NoticeVersion, 'purposes' | 'translations' | 'requiresParentalConsent'>,
   input: Pick<CaptureInput, 'mode' | 'granted' | 'language'>,
   now: string,
   newId: () => string,
@@ -61,17 +71,20 @@ export function captureRecords(
     });
   if (errors.length > 0)
     throw new AppError('SVC_VALIDATION_FAILED', 'The consent capture is not valid', { errors });
+  const chosen = notice.requiresParentalConsent ? 'pending' : 'granted';
   return notice.purposes.map((p) => ({
     recordId: newId(),
     purpose: p.name,
-    state: granted.has(p.name) ? 'granted' : 'denied',
+    state: granted.has(p.name) ? chosen : 'denied',
     updatedAt: now,
   }));
 }
 
 /**
  * The widget's capture: a new principal and a new transaction under `notice`, with proof of
- * what was shown; emits consent.created (+ consent.granted when anything was granted).
+ * what was shown; emits consent.created (+ consent.granted when anything was granted). Under a
+ * notice that requires verifiable parental consent nothing is granted: the chosen purposes are
+ * pending and `consent.parental_verification_required` is emitted in the same write.
  */
 export async function captureConsent(
   rt: Runtime,
@@ -81,6 +94,8 @@ export async function captureConsent(
 ): Promise<CaptureResult> {
   // Validate before any write so a bad capture leaves nothing behind.
   captureRecords(notice, input, new Date().toISOString(), newRecordId);
+  const parental = notice.requiresParentalConsent === true;
+  const events = parental ? parentalEvents : undefined;
   const build = (_ref: string, now: string) => ({
     appId: app.appId,
     transactionId: newTransactionId(),
@@ -93,6 +108,7 @@ export async function captureConsent(
     updatedAt: now,
     expiresAt: new Date(Date.parse(now) + notice.validityDays * DAY_MS).toISOString(),
     records: captureRecords(notice, input, now, newRecordId),
+    ...(parental ? { parental: { status: 'pending' as const, requestedAt: now } } : {}),
     proof: {
       noticeVersion: notice.version,
       textHash: notice.textHash,
@@ -112,11 +128,13 @@ export async function captureConsent(
           principal: {},
           build,
           reminderDaysBefore: notice.reminderDaysBefore,
+          events,
         })
-      : await createInPrincipal(ctx, input.referenceId, build, notice.reminderDaysBefore);
+      : await createInPrincipal(ctx, input.referenceId, build, notice.reminderDaysBefore, events);
   return {
     transactionId: txn.transactionId,
     referenceId: txn.referenceId,
     expiresAt: txn.expiresAt,
+    ...(parental ? { parentalVerification: 'pending' as const } : {}),
   };
 }

@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'consent.expiry.reminder',
   'consent.expired',
   'data.deleted',
+  'consent.parental_verification_required',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -44,6 +45,8 @@ export const consentEventSchema = z.object({
     noticeId: z.string().nullable(),
     noticeVersion: z.number().int().nullable(),
     expiresAt: z.string().nullable(),
+    /** Why the service itself erased the data (`data.deleted` only): absent for a request. */
+    reason: z.enum(['inactivity']).optional(),
     postback: z
       .object({ required: z.literal(true), dueAt: z.string(), url: z.string() })
       .optional(),
@@ -62,6 +65,8 @@ export interface EventContext {
   /** Base of the postback URL (`{postback_url}`), without a trailing slash. */
   baseUrl: string;
   newId: () => string;
+  /** Set when the service erases on its own (inactivity); carried by `data.deleted`. */
+  reason?: 'inactivity' | undefined;
 }
 
 /** The postback deadline: the window compressed by the app's sandbox time scale. */
@@ -97,6 +102,7 @@ function build(
       noticeId: c.txn.noticeId,
       noticeVersion: c.txn.noticeVersion,
       expiresAt: c.txn.expiresAt,
+      ...(type === 'data.deleted' && c.reason ? { reason: c.reason } : {}),
       ...(dueAt
         ? { postback: { required: true as const, dueAt, url: `${c.baseUrl}${POSTBACK_PATH}` } }
         : {}),
@@ -150,6 +156,21 @@ export function reminderEvent(c: EventContext): ConsentEvent {
     c,
     'consent.expiry.reminder',
     granted.map((r) => ({ recordId: r.recordId, purpose: r.purpose, granted: true })),
+  );
+}
+
+/**
+ * `consent.parental_verification_required`: a capture under a notice that requires verifiable
+ * parental consent. It lists the records awaiting the verification (each `false`: not granted
+ * yet) and needs no postback: the app answers by confirming the verification through the API
+ * (docs/parental-and-inactivity.md).
+ */
+export function parentalRequiredEvent(c: EventContext): ConsentEvent {
+  const waiting = c.txn.records.filter((r) => r.state === 'pending');
+  return build(
+    c,
+    'consent.parental_verification_required',
+    waiting.map((r) => ({ recordId: r.recordId, purpose: r.purpose, granted: false })),
   );
 }
 

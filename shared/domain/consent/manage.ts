@@ -11,7 +11,7 @@ import {
   queryTransactions,
 } from './repository.js';
 import { deriveStatus } from './states.js';
-import { mutateTransaction, type WriteContext } from './writer.js';
+import { mutateTransaction, type ExtraWrite, type WriteContext } from './writer.js';
 
 /**
  * The public consent-management API (docs/api.md, Public consent API): transactions and records
@@ -66,13 +66,16 @@ const erased = (t: Pick<StoredTransaction, 'records'>) =>
 /**
  * Applies `op` to one transaction (all its records, or `recordIds`). An erase that leaves the
  * principal with nothing but erased transactions also marks the principal erased (erasure.ts),
- * in the same write when the other transactions were already erased when it read them.
+ * in the same write when the other transactions were already erased when it read them. A
+ * `guard` (a condition on the principal item) joins the write; the marker then follows the
+ * write instead (one write may not touch an item twice).
  */
 async function operate(
   ctx: WriteContext,
   at: { referenceId: string; transactionId: string },
   op: PublicOperation,
   recordIds?: ReadonlySet<string>,
+  guard?: ExtraWrite,
 ): Promise<TransactionView> {
   const { appId } = ctx.app;
   const othersErased =
@@ -84,7 +87,8 @@ async function operate(
     () => loadTransactionAt(ctx.rt, appId, at.referenceId, at.transactionId),
     (t, now) => {
       const applied = applyOperation(t.records, op, now, recordIds);
-      marked = othersErased && applied.changes.length > 0 && erased(applied);
+      marked = !guard && othersErased && applied.changes.length > 0 && erased(applied);
+      if (guard) return { ...applied, extra: [guard] };
       if (!marked) return applied;
       return { ...applied, extra: [markErasedWrite(ctx.rt, appId, t.referenceId, now)] };
     },
@@ -114,6 +118,27 @@ export async function operateOnRecord(
   const ptr = await loadRecordPointer(ctx.rt, ctx.app.appId, recordId);
   if (!ptr || (referenceId !== undefined && ptr.referenceId !== referenceId)) throw unknownRecord();
   return operate(ctx, ptr, op, new Set([recordId]));
+}
+
+/**
+ * Erases every transaction of a principal, each in its own write joined by `guard` (which stops
+ * the erasure as soon as it fails: 409 with the guard's conflict). Already erased transactions
+ * are left as they are; the principal is marked erased at the end. Returns the number of
+ * transactions this call erased.
+ */
+export async function erasePrincipal(
+  ctx: WriteContext,
+  referenceId: string,
+  guard?: ExtraWrite,
+): Promise<number> {
+  let erasedNow = 0;
+  for (const transactionId of await allTransactionIds(ctx.rt, ctx.app.appId, referenceId)) {
+    const before = await loadTransactionAt(ctx.rt, ctx.app.appId, referenceId, transactionId);
+    if (!before || erased(before)) continue;
+    await operate(ctx, { referenceId, transactionId }, 'erase', undefined, guard);
+    erasedNow++;
+  }
+  return erasedNow;
 }
 
 export interface BulkTargets {

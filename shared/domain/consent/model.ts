@@ -55,6 +55,17 @@ export const transactionSchema = z.object({
   expiresAt: z.string(),
   /** The region the widget capture was made for (ISO 3166-2:IN), when the page named one. */
   region: z.string().optional(),
+  /**
+   * Present when the notice required verifiable parental consent: whether the app has
+   * confirmed the verification (docs/parental-and-inactivity.md).
+   */
+  parentalVerification: z
+    .object({
+      status: z.enum(['pending', 'verified', 'failed']),
+      method: z.string().optional(),
+      verifiedAt: z.string().optional(),
+    })
+    .optional(),
   records: z.array(recordSchema),
 });
 export type TransactionView = z.infer<typeof transactionSchema>;
@@ -71,6 +82,25 @@ export interface CaptureProof {
   mode: 'silent' | 'granular';
   /** The region the page named, which chose the notice (docs/api.md, Regions); absent: none. */
   region?: string;
+}
+
+/**
+ * Verifiable parental consent of a transaction captured under a notice that requires it
+ * (parental.ts): `pending` until the app confirms the verification (`verified`, with the
+ * method, its reference and when it was done) or reports that it failed (`failed`).
+ */
+export interface ParentalVerification {
+  status: 'pending' | 'verified' | 'failed';
+  /** When the transaction was captured and the verification became due. */
+  requestedAt: string;
+  method?: string;
+  /** The app's reference of the verification (e.g. a DigiLocker token reference). */
+  reference?: string;
+  /** When the app says the verification was done (or failed). */
+  verifiedAt?: string;
+  /** When the app reported it to the service. */
+  decidedAt?: string;
+  remark?: string;
 }
 
 /** The transaction item in `entities`; records inline, `version` for optimistic locking. */
@@ -92,6 +122,8 @@ export interface StoredTransaction {
   proof?: CaptureProof;
   /** When the `consent.expiry.reminder` went out (sent once). */
   reminderSentAt?: string;
+  /** Only under a notice that requires verifiable parental consent. */
+  parental?: ParentalVerification;
   /**
    * Every change of the transaction's records, oldest first, appended with each write and never
    * rewritten: who, what, when. Kept in the transaction item itself (one item
@@ -112,6 +144,13 @@ export interface StoredPrincipal {
    * before it no longer work (see manage.ts).
    */
   erasedAt?: string;
+  /**
+   * The principal's last recorded activity (inactivity.ts): moved only when it is more than a
+   * day old (compressed for sandbox apps), or when an inactivity warning stands.
+   */
+  lastActiveAt?: string;
+  /** When the inactivity warning was queued; removed by the next activity. */
+  inactivityWarnedAt?: string;
 }
 
 export interface UserPointer {
@@ -163,6 +202,15 @@ export function toView(t: StoredTransaction): TransactionView {
     createdAt: t.createdAt,
     expiresAt: t.expiresAt,
     ...(t.proof?.region !== undefined ? { region: t.proof.region } : {}),
+    ...(t.parental
+      ? {
+          parentalVerification: {
+            status: t.parental.status,
+            ...(t.parental.method !== undefined ? { method: t.parental.method } : {}),
+            ...(t.parental.verifiedAt !== undefined ? { verifiedAt: t.parental.verifiedAt } : {}),
+          },
+        }
+      : {}),
     records: t.records.map((r) => ({
       recordId: r.recordId,
       purpose: r.purpose,

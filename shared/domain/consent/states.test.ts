@@ -10,11 +10,40 @@ import {
 
 /** Expected outcome of every (state, operation): next state, `=` for a no-op, 409 refused. */
 const table: Record<RecordState, Record<RecordOperation, RecordState | '=' | 409>> = {
-  denied: { grant: 'granted', revoke: '=', expire: 'expired', erase: 'erased' },
-  granted: { grant: '=', revoke: 'revoked', expire: 'expired', erase: 'erased' },
-  revoked: { grant: 'granted', revoke: '=', expire: 'expired', erase: 'erased' },
-  expired: { grant: 409, revoke: '=', expire: '=', erase: 'erased' },
-  erased: { grant: 409, revoke: '=', expire: '=', erase: '=' },
+  denied: {
+    grant: 'granted',
+    revoke: '=',
+    expire: 'expired',
+    erase: 'erased',
+    verify: '=',
+    refuse: '=',
+  },
+  granted: {
+    grant: '=',
+    revoke: 'revoked',
+    expire: 'expired',
+    erase: 'erased',
+    verify: '=',
+    refuse: '=',
+  },
+  revoked: {
+    grant: 'granted',
+    revoke: '=',
+    expire: 'expired',
+    erase: 'erased',
+    verify: '=',
+    refuse: '=',
+  },
+  expired: { grant: 409, revoke: '=', expire: '=', erase: 'erased', verify: '=', refuse: '=' },
+  erased: { grant: 409, revoke: '=', expire: '=', erase: '=', verify: '=', refuse: '=' },
+  pending: {
+    grant: 409,
+    revoke: 'denied',
+    expire: 'expired',
+    erase: 'erased',
+    verify: 'granted',
+    refuse: 'denied',
+  },
 };
 
 describe('record state machine', () => {
@@ -74,6 +103,9 @@ describe('transaction status', () => {
     [['revoked', 'erased'], 'revoked'],
     [['granted', 'expired'], 'active'],
     [[], 'active'],
+    [['pending', 'denied'], 'pending'],
+    [['pending', 'erased'], 'pending'],
+    [['pending', 'expired'], 'pending'],
   ] as [RecordState[], string][])('%j → %s', (states, status) => {
     expect(deriveStatus(states)).toBe(status);
   });

@@ -2,6 +2,7 @@ import { duePutItem, timerKey, type TimerEntry } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import type { App } from '../types.js';
+import { inactivityPlan } from './activity.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 import { deriveStatus } from './states.js';
 
@@ -11,7 +12,11 @@ import { deriveStatus } from './states.js';
  * - the validity window: `reminder` for a new transaction, and its `expire` once the reminder
  *   fired (a transaction without a reminder gets its `expire` at once), so a new transaction
  *   writes one timer,
- * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep).
+ * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep),
+ * - `inactivity` for a principal of an app with an inactivity policy: written when the principal
+ *   is created (or gets a new transaction) and rescheduled by itself when it fires early
+ *   (inactivity.ts), and `inactivity_scan`, which schedules every principal of an app after its
+ *   policy was set or changed.
  * Pure builders: no I/O, the clock is a parameter.
  */
 
@@ -27,11 +32,12 @@ export const DEFAULT_REMINDER_DAYS = 30;
  */
 export const SCRUB_AFTER_MS = 30 * DAY_MS;
 
-export type ExpiryKind = 'reminder' | 'expire' | 'scrub';
+export type ExpiryKind = 'reminder' | 'expire' | 'scrub' | 'inactivity' | 'inactivity_scan';
 
 export interface ExpiryEntry extends TimerEntry {
   kind: ExpiryKind;
   appId: string;
+  /** Empty for `inactivity_scan`, which concerns the whole app. */
   referenceId: string;
   /** For reminder and expire; a scrub concerns the whole principal. */
   transactionId?: string;
@@ -97,6 +103,32 @@ export function expireTimerItem(
   );
 }
 
+/**
+ * The principal's `inactivity` timer, due when its warning would be (never before `nowMs`);
+ * none when the app has no inactivity policy. Its key depends only on the principal and the due
+ * time, so writing it again changes nothing.
+ */
+export function inactivityTimerItem(
+  rt: Runtime,
+  app: Pick<App, 'slaTimeScale' | 'inactivityErasureDays'>,
+  p: { appId: string; referenceId: string },
+  lastActiveMs: number,
+  nowMs: number,
+): TransactItem | undefined {
+  const days = app.inactivityErasureDays;
+  if (!days) return undefined;
+  const { warnAt } = inactivityPlan(lastActiveMs, days, app);
+  return duePutItem(
+    rt,
+    expiryEntry(
+      'inactivity',
+      { appId: p.appId, referenceId: p.referenceId },
+      Math.max(warnAt, nowMs),
+      rt.config.TIMER_SHARDS,
+    ),
+  );
+}
+
 /** The erase of the last live record of a transaction: its principal may be scrubbed later. */
 export function completesErasure(txn: StoredTransaction, changes: readonly RecordChange[]) {
   return (
@@ -111,7 +143,7 @@ export function completesErasure(txn: StoredTransaction, changes: readonly Recor
  */
 export function timerItems(
   rt: Runtime,
-  app: Pick<App, 'slaTimeScale'>,
+  app: Pick<App, 'slaTimeScale' | 'inactivityErasureDays'>,
   txn: StoredTransaction,
   o: {
     created: boolean;
@@ -140,5 +172,8 @@ export function timerItems(
   }
   if (completesErasure(txn, o.changes))
     out.push(put('scrub', o.nowMs + SCRUB_AFTER_MS / scaleOf(app), false));
+  // A new transaction is the principal's activity: its inactivity timer starts from now.
+  const inactive = o.created && inactivityTimerItem(rt, app, txn, o.nowMs, o.nowMs);
+  if (inactive) out.push(inactive);
   return out;
 }

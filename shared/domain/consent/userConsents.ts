@@ -29,7 +29,8 @@ export interface UserRecord {
   email: string | null;
   referenceId: string;
   consents: Record<string, boolean>;
-  status: 'active' | 'withdrawn';
+  /** `pending`: nothing granted, some purposes await verifiable parental consent. */
+  status: 'active' | 'withdrawn' | 'pending';
   transactionId: string;
   createdAt: string;
   updatedAt: string;
@@ -43,7 +44,11 @@ function toUserRecord(userId: string, email: string | undefined, t: StoredTransa
     email: email ?? null,
     referenceId: t.referenceId,
     consents,
-    status: Object.values(consents).some(Boolean) ? 'active' : 'withdrawn',
+    status: Object.values(consents).some(Boolean)
+      ? 'active'
+      : t.records.some((r) => r.state === 'pending')
+        ? 'pending'
+        : 'withdrawn',
     transactionId: t.transactionId,
     createdAt: t.createdAt,
     updatedAt: t.updatedAt,

@@ -5,6 +5,7 @@ import type { Runtime } from '../../runtime.js';
 import { cancellationReasons } from '../../storage/dynamo.js';
 import { newEventId, newReferenceId, uuidv7 } from '../ids.js';
 import type { App } from '../types.js';
+import { noteActivity } from './activity.js';
 import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
 import type {
   Actor,
@@ -38,7 +39,12 @@ export interface WriteContext {
   actor: Actor;
   /** The time of the change; the timers worker passes its (injectable) clock. */
   now?: () => Date;
+  /** Why the service itself changes the consent; carried by the events that say so. */
+  reason?: 'inactivity';
 }
+
+/** Changes the service makes on its own (timers): not the principal's activity. */
+const bySystem = (a: Actor) => a.credential.startsWith('system:');
 
 const clock = (ctx: WriteContext) => ctx.now?.() ?? new Date();
 
@@ -76,6 +82,7 @@ async function commit(
     now,
     baseUrl: ctx.rt.config.PUBLIC_BASE_URL.replace(/\/+$/, ''),
     newId: newEventId,
+    reason: ctx.reason,
   };
   const events = [...planEvents(ec), ...(o.events?.(ec) ?? [])];
   const pointers = changes
@@ -120,6 +127,8 @@ export interface NewTransaction {
   userId?: string;
   /** The notice's reminder lead time (default 30 days). */
   reminderDaysBefore?: number | undefined;
+  /** Events beyond those the new records imply (parental verification required). */
+  events?: ((c: EventContext) => ConsentEvent[]) | undefined;
 }
 
 /**
@@ -144,6 +153,7 @@ export async function createWithPrincipal(
         ...o.principal,
         createdAt: at,
         updatedAt: at,
+        lastActiveAt: at,
       }),
       putTransaction(ctx.rt, txn),
     ];
@@ -160,6 +170,7 @@ export async function createWithPrincipal(
     try {
       await commit(ctx, txn, changes, items, true, now, {
         reminderDaysBefore: o.reminderDaysBefore,
+        events: o.events,
       });
       return txn;
     } catch (err) {
@@ -176,13 +187,15 @@ export async function createWithPrincipal(
 
 /**
  * Adds a new transaction to an existing principal (a returning visitor). The principal must
- * still exist when the write commits (404 otherwise); the transaction inherits its userId.
+ * still exist when the write commits (404 otherwise); the transaction inherits its userId. The
+ * same write records the principal's activity.
  */
 export async function createInPrincipal(
   ctx: WriteContext,
   referenceId: string,
   build: NewTransaction['build'],
   reminderDaysBefore?: number,
+  events?: NewTransaction['events'],
 ): Promise<StoredTransaction> {
   const principal = await loadPrincipal(ctx.rt, ctx.app.appId, referenceId);
   const unknown = () => new AppError('SVC_NOT_FOUND', 'Unknown referenceId');
@@ -199,16 +212,18 @@ export async function createInPrincipal(
   const txn = withHistory(built, changes, ctx.actor, at);
   const items: TransactItem[] = [
     {
-      ConditionCheck: {
+      Update: {
         TableName: ctx.rt.tables.entities,
         Key: keys.principal(ctx.app.appId, referenceId),
+        UpdateExpression: 'SET lastActiveAt = :at REMOVE inactivityWarnedAt',
         ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':at': at },
       },
     },
     putTransaction(ctx.rt, txn),
   ];
   try {
-    await commit(ctx, txn, changes, items, true, now, { reminderDaysBefore });
+    await commit(ctx, txn, changes, items, true, now, { reminderDaysBefore, events });
   } catch (err) {
     const c = cancellationReasons(err);
     if (c?.failed.has(0)) throw unknown();
@@ -221,7 +236,7 @@ export async function createInPrincipal(
 export interface Mutation {
   records: ConsentRecord[];
   changes: RecordChange[];
-  patch?: Partial<Pick<StoredTransaction, 'userId' | 'reminderSentAt'>>;
+  patch?: Partial<Pick<StoredTransaction, 'userId' | 'reminderSentAt' | 'parental'>>;
   extra?: ExtraWrite[];
   /** Events beyond those the record changes imply (the expiry reminder). */
   events?: (c: EventContext) => ConsentEvent[];
@@ -230,9 +245,34 @@ export interface Mutation {
 }
 
 /**
+ * A transaction captured under a notice that requires verifiable parental consent grants
+ * nothing until the app has confirmed the verification (`verify`): any other grant, and any
+ * new granted record, is refused (409). Checked here, where every change passes.
+ */
+function assertParentalGate(txn: StoredTransaction, changes: readonly RecordChange[]) {
+  const status = txn.parental?.status;
+  if (status === undefined || status === 'verified') return;
+  const grants = changes.filter((c) => c.to === 'granted' && c.operation !== 'verify');
+  if (grants.length === 0) return;
+  throw new AppError(
+    'SVC_CONFLICT',
+    status === 'pending'
+      ? 'This consent awaits verifiable parental consent; nothing is granted before the app confirms it'
+      : 'Verifiable parental consent failed for this consent; capture it again',
+    {
+      errors: grants.map((c) => ({
+        path: `/records/${c.recordId}`,
+        message: `${c.purpose}: parental verification ${status}`,
+      })),
+    },
+  );
+}
+
+/**
  * Read, apply, write with optimistic locking on `version`; on a lost race re-read and
  * re-apply (the rules run again on the fresh state), a few times, then 503. Returns the
- * transaction after the change (unchanged for a no-op, which writes nothing).
+ * transaction after the change (unchanged for a no-op, which writes nothing). A change made by
+ * a caller (not by the service's timers) is the principal's activity.
  */
 export async function mutateTransaction(
   ctx: WriteContext,
@@ -245,6 +285,7 @@ export async function mutateTransaction(
     const now = clock(ctx);
     const at = now.toISOString();
     const m = apply(current, at);
+    assertParentalGate(current, m.changes);
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
     const next = withHistory(
       {
@@ -269,6 +310,7 @@ export async function mutateTransaction(
         now,
         { events: m.events },
       );
+      if (!bySystem(ctx.actor)) noteActivity(ctx.rt, ctx.app, next.referenceId);
       return { txn: next, events };
     } catch (err) {
       const c = cancellationReasons(err);
