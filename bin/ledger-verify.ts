@@ -1,10 +1,10 @@
 import type { KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import readline from 'node:readline';
-import { parseArgs } from 'node:util';
 import type { DispatchView } from '../shared/ledger/evidence.js';
 import { LedgerVerifier, type Finding, type VerifyReport } from '../shared/ledger/verify.js';
-import { keysFromJwks } from '../shared/signing/keys.js';
+import { readKeySet } from '../shared/signing/key-source.js';
+import { verifierArgs } from './verify-cli.js';
 
 /**
  * Offline verification of a ledger export (GET /api/v1/ledger/export) with nothing but the
@@ -19,13 +19,6 @@ import { keysFromJwks } from '../shared/signing/keys.js';
 
 const USAGE =
   'usage: npm run ledger:verify -- <export.ndjson> --keys <svc-keys.json or URL> [--strict] [--json]';
-
-async function readKeys(source: string) {
-  const text = /^https?:\/\//.test(source)
-    ? await (await fetch(source)).text()
-    : fs.readFileSync(source, 'utf8');
-  return keysFromJwks(JSON.parse(text));
-}
 
 async function* lines(file: string) {
   const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
@@ -151,34 +144,17 @@ function print(r: VerifyReport, strict: boolean) {
 }
 
 async function main() {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      allowPositionals: true,
-      options: {
-        keys: { type: 'string' },
-        strict: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  const [file, ...more] = parsed.positionals;
-  if (!file || more.length > 0 || !parsed.values.keys) {
-    process.stderr.write(`${USAGE}\n`);
-    return 2;
-  }
+  const args = verifierArgs(USAGE, ['strict']);
+  if (!args) return 2;
   let report: VerifyReport;
   try {
-    report = await verifyExportFile(file, await readKeys(parsed.values.keys));
+    report = await verifyExportFile(args.file, await readKeySet(args.keys));
   } catch (err) {
     process.stderr.write(`error: ${(err as Error).message}\n`);
     return 2;
   }
-  const strict = parsed.values.strict === true;
-  if (parsed.values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  const strict = args.flags.has('strict');
+  if (args.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else print(report, strict);
   return report.ok && !(strict && report.unsealed.length > 0) ? 0 : 1;
 }

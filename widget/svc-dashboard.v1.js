@@ -69,6 +69,7 @@
       src_widget: 'website',
       src_api: 'app',
       src_portal: 'consent portal',
+      receipt: 'Download receipt',
     },
   };
   /* English is the fallback; another of the 23 languages is fetched from
@@ -166,12 +167,14 @@
             `/portal/api/${enc(ref)}/transactions?limit=20${c ? `&cursor=${enc(c)}` : ''}`,
           tx: (id, op) => `/portal/api/${enc(ref)}/transactions/${enc(id)}/${op}`,
           rec: (id, op) => `/portal/api/${enc(ref)}/records/${enc(id)}/${op}`,
+          receipt: (id) => `/portal/api/${enc(ref)}/transactions/${enc(id)}/receipt`,
         }
       : {
           list: (c) =>
             `/api/public/consents/my-transactions?referenceId=${enc(ref)}&limit=20${c ? `&cursor=${enc(c)}` : ''}`,
           tx: (id, op) => `/api/public/consents/my-transactions/${enc(id)}/${op}`,
           rec: (id, op) => `/api/public/consents/my-transactions/records/${enc(id)}/${op}`,
+          receipt: (id) => `/api/public/consents/my-transactions/${enc(id)}/receipt`,
         };
     const call = (method, path, body) =>
       fetch(base + path, {
@@ -256,6 +259,14 @@
       );
     };
 
+    /** An action that did not work: say so, and free the buttons. */
+    const failed = (e) => {
+      st.busy = null;
+      st.msg = `${S.failed}${e.message ? ` (${e.message})` : ''}`;
+      st.err = true;
+      render();
+    };
+
     const act = (key, path, op, recordId) => {
       if (st.busy) return;
       st.busy = key;
@@ -263,23 +274,38 @@
       st.msg = '';
       st.focus = key;
       render();
-      call('POST', path, auth.portalToken ? undefined : { referenceId: ref }).then(
-        (tx) => {
-          st.items = st.items.map((t) => (t.transactionId === tx.transactionId ? tx : t));
-          st.busy = null;
-          st.msg = S[`done_${op}`];
-          st.err = false;
-          if (op !== 'grant' && auth.siteKey && tx.processId) forgetLocal(auth.siteKey, tx);
-          if (o.onChange) safe(() => o.onChange(tx, op, recordId));
-          render();
-        },
-        (e) => {
-          st.busy = null;
-          st.msg = `${S.failed}${e.message ? ` (${e.message})` : ''}`;
-          st.err = true;
-          render();
-        },
-      );
+      call('POST', path, auth.portalToken ? undefined : { referenceId: ref }).then((tx) => {
+        st.items = st.items.map((t) => (t.transactionId === tx.transactionId ? tx : t));
+        st.busy = null;
+        st.msg = S[`done_${op}`];
+        st.err = false;
+        if (op !== 'grant' && auth.siteKey && tx.processId) forgetLocal(auth.siteKey, tx);
+        if (o.onChange) safe(() => o.onChange(tx, op, recordId));
+        render();
+      }, failed);
+    };
+
+    /** Saves the signed receipt of a transaction as a JSON file (docs/receipts.md). */
+    const receipt = (id) => {
+      const key = `rc:${id}`;
+      if (st.busy) return;
+      st.busy = key;
+      st.msg = '';
+      st.err = false;
+      st.focus = key;
+      render();
+      call('GET', paths.receipt(id)).then((j) => {
+        const url = URL.createObjectURL(
+          new Blob([JSON.stringify(j, null, 2)], { type: 'application/json' }),
+        );
+        const a = h('a', { href: url, download: `consent-receipt-${id}.json`, hidden: true });
+        root.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60e3);
+        st.busy = null;
+        render();
+      }, failed);
     };
 
     const grantable = (r) => r.state === 'denied' || r.state === 'revoked';
@@ -404,6 +430,7 @@
               h('tbody', {}, rows),
             ]),
           ]),
+          button(`rc:${id}`, S.receipt, () => receipt(id), { 'data-receipt': id }),
         ]),
       ]);
     };

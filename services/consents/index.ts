@@ -18,6 +18,8 @@ import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { ServiceModule } from '../../shared/process.js';
+import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
+import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { Runtime } from '../../shared/runtime.js';
 import {
   createBody,
@@ -124,6 +126,33 @@ export const consentsService: ServiceModule = {
         summary: 'Read a user’s consent record',
         responses: {
           200: { description: 'The record', schema: recordResponse },
+          ...common,
+          404: { description: 'No record for this user' },
+        },
+      },
+      'consents:read',
+    );
+
+    // The receipt of the user's current transaction (the one the record shows).
+    const issueReceipt = receiptIssuer(rt);
+    r.get('/:userId/receipt', ...read, async (req, res) => {
+      const app = appOf(res);
+      const record = await getUserConsent(rt, app, pathUserId(req.params.userId));
+      const receipt = record && (await issueReceipt(app, record.transactionId));
+      if (!receipt) throw new AppError('SVC_NOT_FOUND', 'No consent record for this user');
+      res.set({
+        'Cache-Control': 'no-store',
+        'Content-Disposition': receiptDisposition(receipt.transactionId),
+      });
+      res.json(receipt);
+    });
+    doc(
+      {
+        method: 'get',
+        path: '/{userId}/receipt',
+        summary: 'A signed consent receipt of the user’s current transaction (docs/receipts.md)',
+        responses: {
+          200: { description: 'The receipt', schema: receiptSchema },
           ...common,
           404: { description: 'No record for this user' },
         },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ServiceModule } from '../../shared/process.js';
-import { signingKeys } from '../../shared/signing/keys.js';
+import { KEYS_PATH, signingKeys } from '../../shared/signing/keys.js';
 
 /**
  * `GET /.well-known/svc-keys.json`: the service's Ed25519 public keys as a JWK set, each under its
@@ -8,7 +8,7 @@ import { signingKeys } from '../../shared/signing/keys.js';
  * signed receipt verifies it with this document alone. Public, cacheable, readable from any origin.
  */
 
-export const KEYS_PATH = '/.well-known/svc-keys.json';
+export { KEYS_PATH };
 
 const jwk = z.object({
   kty: z.literal('OKP'),
@@ -34,7 +34,7 @@ export const keysService: ServiceModule = {
       path: KEYS_PATH,
       tag: 'Keys',
       summary:
-        'The service’s Ed25519 public keys (JWK set) for verifying signed ledger checkpoints offline',
+        'The service’s Ed25519 public keys (JWK set) for verifying signed ledger checkpoints and consent receipts offline',
       responses: { 200: { description: 'JWK set', schema: z.object({ keys: z.array(jwk) }) } },
     });
   },

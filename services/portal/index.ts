@@ -18,6 +18,8 @@ import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { PORTAL_PATH } from '../../shared/portal/index.js';
+import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
+import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { principalOf, requirePortalToken } from './auth.js';
@@ -135,6 +137,25 @@ export const portalService: ServiceModule = {
       summary: 'One transaction of the principal',
       responses: {
         200: { description: 'The transaction', schema: transactionSchema },
+        ...common,
+        404: { description: 'Unknown transaction' },
+      },
+    });
+
+    const issueReceipt = receiptIssuer(rt);
+    r.get('/api/:referenceId/transactions/:transactionId/receipt', ...read, async (req, res) => {
+      const id = param(req.params.transactionId);
+      const receipt = await issueReceipt(appOf(res), id, principalOf(res));
+      if (!receipt) throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+      res.set({ 'Cache-Control': 'no-store', 'Content-Disposition': receiptDisposition(id) });
+      res.json(receipt);
+    });
+    doc({
+      method: 'get',
+      path: '/api/{referenceId}/transactions/{transactionId}/receipt',
+      summary: 'A signed consent receipt of one transaction of the principal (docs/receipts.md)',
+      responses: {
+        200: { description: 'The receipt', schema: receiptSchema },
         ...common,
         404: { description: 'Unknown transaction' },
       },

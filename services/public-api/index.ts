@@ -18,6 +18,8 @@ import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { mintPrincipalToken } from '../../shared/principal/index.js';
+import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
+import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import {
@@ -216,6 +218,29 @@ export const publicApiService: ServiceModule = {
         },
       });
     }
+
+    // The same rule as reading the transaction: a browser only for its token's principal.
+    const issueReceipt = receiptIssuer(rt);
+    r.get('/my-transactions/:transactionId/receipt', ...read, async (req, res) => {
+      const q = parseBody(principalQuery, req.query, 'query');
+      const id = param(req.params.transactionId);
+      const receipt = await issueReceipt(appOf(res), id, principalFor(res, q.referenceId));
+      if (!receipt) throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
+      res.set({ 'Cache-Control': 'no-store', 'Content-Disposition': receiptDisposition(id) });
+      res.json(receipt);
+    });
+    doc({
+      method: 'get',
+      path: '/my-transactions/{transactionId}/receipt',
+      summary:
+        'A signed consent receipt of one transaction (Ed25519, verifiable offline with /.well-known/svc-keys.json)',
+      query: principalQuery,
+      responses: {
+        200: { description: 'The receipt', schema: receiptSchema },
+        ...common,
+        404: { description: 'Unknown transaction' },
+      },
+    });
 
     r.get('/my-transactions/:transactionId', ...read, async (req, res) => {
       const q = parseBody(principalQuery, req.query, 'query');

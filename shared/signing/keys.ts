@@ -13,7 +13,7 @@ import { ConfigError, type BaseConfig } from '../config.js';
 
 /**
  * The service's Ed25519 signing key (docs/security.md, Ledger checkpoints): it signs ledger
- * checkpoints, and consent receipts will use it too. Public keys are published at
+ * checkpoints and consent receipts (shared/receipts). Public keys are published at
  * `/.well-known/svc-keys.json` as a JWK set (RFC 8037 `OKP`/`Ed25519`), each under its key id, the
  * RFC 7638 thumbprint of the key: the same key always has the same id, in every process.
  *
@@ -26,6 +26,9 @@ import { ConfigError, type BaseConfig } from '../config.js';
  * Every signature covers `{purpose}\n{message}`: a signature made for one purpose (a ledger
  * checkpoint) can never be presented as one for another (a consent receipt).
  */
+
+/** Where the public keys are served (services/keys), relative to PUBLIC_BASE_URL. */
+export const KEYS_PATH = '/.well-known/svc-keys.json';
 
 export type KeyConfig = Pick<
   BaseConfig,

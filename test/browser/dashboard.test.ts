@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -6,6 +7,8 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { portalService } from '../../services/portal/index.js';
 import { issuePrincipalToken } from '../../shared/principal/index.js';
+import { verifyReceipt } from '../../shared/receipts/receipt.js';
+import { keysFromJwks, signingKeys } from '../../shared/signing/keys.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';
 import {
@@ -137,6 +140,25 @@ describe('embeddable dashboard', () => {
     // The page's CSS (svc-dashboard-ui { display: none !important }) does not hide it.
     expect(await board().isVisible()).toBe(true);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  });
+
+  it('downloads the signed receipt of a transaction through the public API', async () => {
+    const button = board().getByRole('button', { name: 'Download receipt' });
+    expect(await button.count()).toBe(1);
+    const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+    expect(download.suggestedFilename()).toBe(`consent-receipt-${consentId}.json`);
+    const receipt = JSON.parse(fs.readFileSync(await download.path(), 'utf8')) as Json;
+    expect(receipt).toMatchObject({
+      transactionId: consentId,
+      referenceId,
+      method: { via: 'widget' },
+      notice: { processId: 'newsletter_signup' },
+    });
+    expect(verifyReceipt(receipt, keysFromJwks(signingKeys(world.p.rt.config).jwks)).ok).toBe(true);
+    // The button is enabled again, and nothing was reported as failed.
+    await poll(() => button.isDisabled()).toBe(false);
+    expect(await board().locator('.msg').textContent()).toBe('');
+    expect(pageErrors).toEqual([]);
   });
 
   it('in a fresh browser: nothing loads without a token (site key and origin are not enough); data-token alone works', async () => {

@@ -2,6 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/l
 import { changeKeys } from '../../shared/ledger/changes.js';
 import { attemptSk, dispatchItems, dispatchPk } from '../../shared/ledger/dispatches.js';
 import { chainHash } from '../../shared/ledger/hash.js';
+import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
 import { factOf, worstOf, type PostbackFact } from '../../shared/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 
@@ -69,12 +70,13 @@ async function rewriteChain(
   let prev = String(head.entryHash);
   const kept = new Set<string>();
   for (const e of entries) {
-    const { pk, sk, hash: _hash, ...body } = e;
+    // The TTL is stored beside the entry, outside what its hash covers (see storedEntries).
+    const { pk, sk, hash: _hash, [RETAIN_ATTR]: ttl, ...body } = e;
     body.prevHash = prev;
     prev = chainHash(prev, body);
     kept.add(String(sk));
     await rt.dynamo.doc.send(
-      new PutCommand({ TableName: T, Item: { ...body, hash: prev, pk, sk } }),
+      new PutCommand({ TableName: T, Item: { ...body, hash: prev, pk, sk, [RETAIN_ATTR]: ttl } }),
     );
   }
   for (const e of before)

@@ -141,6 +141,8 @@ export async function startLedgerProcess(
   return {
     p,
     rcv,
+    /** The operator's token for the admin API (Authorization: Bearer …). */
+    adminToken: token,
     call,
     createApp,
     consent,

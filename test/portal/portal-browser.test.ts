@@ -4,6 +4,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getTransaction } from '../../shared/domain/consent/index.js';
 import { portalLink } from '../../shared/portal/index.js';
+import { verifyReceipt } from '../../shared/receipts/receipt.js';
+import { keysFromJwks, signingKeys } from '../../shared/signing/keys.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { startPortalStack, type PortalApp, type PortalStack, type Principal } from './fixture.js';
 
@@ -101,6 +103,30 @@ describe('the hosted portal in Chromium', () => {
     // A reload of the tab keeps working (the token is kept for this tab only).
     await page.reload();
     await expect.poll(() => row('analytics').locator('td.state').textContent()).toBe('Erased');
+    expect(problems).toEqual([]);
+  });
+
+  it('downloads the signed receipt of a transaction, which verifies with the service’s keys', async () => {
+    const carol = await s.createPrincipal(shop);
+    const txn = carol.transaction.transactionId;
+    await open(
+      `${s.url}/portal/${carol.referenceId}#token=${s.tokenFor(shop.app.appId, carol.referenceId)}`,
+    );
+    const button = page.getByRole('button', { name: /^Download the signed receipt/ });
+    await expect.poll(() => button.count()).toBe(1);
+    const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+    expect(download.suggestedFilename()).toBe(`consent-receipt-${txn}.json`);
+    const receipt = JSON.parse(fs.readFileSync(await download.path(), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(receipt).toMatchObject({ transactionId: txn, referenceId: carol.referenceId });
+    const keys = keysFromJwks(signingKeys(s.p.rt.config).jwks);
+    expect(verifyReceipt(receipt, keys).ok).toBe(true);
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('The signed receipt was downloaded.');
+    expect(requested.filter((u) => u.endsWith(`/transactions/${txn}/receipt`))).toHaveLength(1);
     expect(problems).toEqual([]);
   });
 

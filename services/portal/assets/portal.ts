@@ -212,6 +212,29 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
     }
   }
 
+  /** Saves the transaction's signed receipt as a JSON file (docs/receipts.md). */
+  async function saveReceipt(b: HTMLButtonElement, t: Txn): Promise<void> {
+    b.disabled = true;
+    try {
+      const receipt = await call<unknown>('GET', `/transactions/${t.transactionId}/receipt`);
+      const url = URL.createObjectURL(
+        new Blob([JSON.stringify(receipt, null, 2)], { type: 'application/json' }),
+      );
+      const a = el('a', { href: url, download: `consent-receipt-${t.transactionId}.json` });
+      a.hidden = true;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      // Revoked later, not at once: the download may still be reading it.
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      say(tr('receiptSaved'));
+    } catch (err) {
+      failed(err);
+    } finally {
+      b.disabled = false;
+    }
+  }
+
   function render(t: Txn): HTMLElement {
     const headingId = `txn-${t.transactionId}`;
     const title = t.processId ? t.processId.replace(/_/g, ' ') : tr('consent');
@@ -256,6 +279,17 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
         el('tbody', {}, rows),
       ]),
     );
+    const download = el(
+      'button',
+      {
+        type: 'button',
+        class: 'receipt',
+        'data-receipt': t.transactionId,
+        'aria-label': tr('receiptFor', { title }),
+      },
+      [tr('receipt')],
+    ) as HTMLButtonElement;
+    download.addEventListener('click', () => void saveReceipt(download, t));
     const ops = transactionOps(t);
     if (ops.length > 0) {
       const what = tr('allOf', { title });
@@ -272,6 +306,7 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
         );
       section.append(all);
     }
+    section.append(el('p', { class: 'receipt-row' }, [download]));
     return section;
   }
 
