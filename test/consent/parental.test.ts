@@ -11,6 +11,7 @@ import { keys } from '../../shared/domain/consent/repository.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
+import { client } from '../admin/client.js';
 import { startReceiver, type Receiver } from '../dispatch/helpers.js';
 import { testProcess } from '../helpers/stack.js';
 import { noticeBody, ORIGIN } from './fixture.js';
@@ -41,20 +42,16 @@ interface Shop {
 let shop: Shop;
 let other: Shop;
 
+/** Any call to the process; no answer may be a 5xx. */
 async function call(
   method: string,
   path: string,
   headers: Record<string, string> = {},
   body?: unknown,
-): Promise<{ status: number; body: Body }> {
-  const r = await fetch(`${p.url}${path}`, {
-    method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await r.text();
-  expect(r.status, `${method} ${path} → ${text}`).toBeLessThan(500);
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
+) {
+  const r = await client(p.url)(method, path, body, headers);
+  expect(r.status, `${method} ${path} → ${JSON.stringify(r.body)}`).toBeLessThan(500);
+  return r;
 }
 
 async function admin(method: string, path: string, body?: unknown) {

@@ -14,6 +14,7 @@ import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { notifierWorker } from '../../workers/notifier/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
 import { createTimersWorker } from '../../workers/timers/index.js';
+import { client } from '../admin/client.js';
 import { startReceiver, type Receiver } from '../dispatch/helpers.js';
 import { testProcess } from '../helpers/stack.js';
 import { addresses, startSmtp } from '../mail/smtp.js';
@@ -26,9 +27,6 @@ import { addresses, startSmtp } from '../mail/smtp.js';
  * receiver; a principal active after its warning is not erased.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field
-type Body = any;
-
 const SCALE = 43_200;
 const DAYS = 7;
 const token = `inactivity-admin-${randomBytes(12).toString('hex')}`;
@@ -36,15 +34,16 @@ let p: RunningProcess;
 let rcv: Receiver;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
 
-async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const r = await fetch(`${p.url}${path}`, {
-    method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await r.text();
-  expect(r.status, `${method} ${path} → ${text}`).toBeLessThan(500);
-  return { status: r.status, body: (text ? JSON.parse(text) : undefined) as Body };
+/** Any call to the process; no answer may be a 5xx. */
+async function call(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+) {
+  const r = await client(p.url)(method, path, body, headers);
+  expect(r.status, `${method} ${path} → ${JSON.stringify(r.body)}`).toBeLessThan(500);
+  return r;
 }
 const admin = (method: string, path: string, body?: unknown) =>
   call(method, `/api/v1/admin${path}`, { authorization: `Bearer ${token}` }, body);
