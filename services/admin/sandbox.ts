@@ -1,41 +1,32 @@
-import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type Router } from 'express';
 import { z } from 'zod';
 import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
-import { postbackBody, postbackReceipt } from '../../shared/compliance/postback.js';
+import { postbackReceipt } from '../../shared/compliance/postback.js';
 import { getApp, getAppSecretKey } from '../../shared/domain/apps.js';
-import { EVENT_TYPES, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import { safeEqual } from '../../shared/domain/crypto.js';
-import {
-  newDispatchId,
-  newEventId,
-  newReferenceId,
-  newSecretKey,
-  patterns,
-} from '../../shared/domain/ids.js';
+import { patterns } from '../../shared/domain/ids.js';
 import {
   INBOX_HEADERS,
   INBOX_MAX_BODY_BYTES,
   INBOX_SLOTS,
   listInbox,
-  recordTestEvent,
   storeInboxDelivery,
 } from '../../shared/domain/observations.js';
-import type { App } from '../../shared/domain/types.js';
+import {
+  sandboxOnly,
+  sendTestEvent,
+  simulatePostback,
+  simulatePostbackBody,
+  testEventBody,
+} from '../../shared/domain/sandbox-tools.js';
 import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { rawBodyOf } from '../../shared/http/raw-body.js';
 import { parseBody } from '../../shared/http/validate.js';
-import { getDispatch } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';
-import { WebhookClient } from '../../shared/webhooks/client.js';
-import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';
-import { parseCidrList } from '../../shared/webhooks/ip.js';
-import { sign, webhookHeaders } from '../../shared/webhooks/signer.js';
-import { acceptPostback } from '../../shared/compliance/accept.js';
-import { findDispatch } from '../../shared/compliance/dispatch.js';
+import { sign } from '../../shared/webhooks/signer.js';
 import { loadApp } from './apps.js';
 import { ADMIN_PREFIX } from './prefix.js';
 
@@ -50,20 +41,15 @@ import { ADMIN_PREFIX } from './prefix.js';
  *   current secret key; the admin API lists them;
  * - the postback simulator: a postback for one of the app's dispatches, accepted through the
  *   postback API's own code, answered with the flag once the compliance worker applied it.
+ *
+ * The test events and the simulator are shared/domain/sandbox-tools.ts (the console calls them
+ * too); this file parses, answers and documents, and serves the inbox.
  */
 
 export const INBOX_PATH = '/sandbox/inbox';
 
 /** Standard Webhooks' tolerance for the signed timestamp. */
 const TIMESTAMP_TOLERANCE_S = 5 * 60;
-/** How long the simulator waits for the compliance worker to apply its postback, at most. */
-const FLAG_WAIT_MAX_MS = 2_000;
-
-export const testEventBody = z.strictObject({
-  type: z.enum(EVENT_TYPES),
-  /** Sign with a wrong key: the endpoint should refuse it (non-2xx). */
-  badSignature: z.boolean().default(false),
-});
 
 const testEventAnswer = z.object({
   status: z.number().nullable(),
@@ -73,13 +59,6 @@ const testEventAnswer = z.object({
   webhookId: z.string(),
   eventId: z.string(),
   error: z.string().optional(),
-});
-
-export const simulatePostbackBody = z.strictObject({
-  dispatchId: z.string().regex(patterns.dispatchId, 'must be dsp_ followed by a ULID'),
-  status: z.enum(POSTBACK_STATUSES),
-  risk: z.enum(POSTBACK_RISKS),
-  remark: z.string().max(2000).optional(),
 });
 
 const inboxItem = z.object({
@@ -95,34 +74,6 @@ const errors = {
   404: { description: 'Unknown app' },
   409: { description: 'The app is live: sandbox tools are for sandbox apps only' },
 };
-
-function sandboxOnly(app: App): App {
-  if (app.environment !== 'sandbox')
-    throw new AppError('SVC_CONFLICT', 'Sandbox tools are for sandbox apps only');
-  return app;
-}
-
-/** A well-formed event of the type for the app; it belongs to no principal and needs no postback. */
-function testEvent(app: App, type: ConsentEvent['type'], now: Date): ConsentEvent {
-  return {
-    id: newEventId(),
-    type,
-    apiVersion: 'v1',
-    createdAt: now.toISOString(),
-    appId: app.appId,
-    environment: app.environment,
-    data: {
-      referenceId: newReferenceId(),
-      userId: null,
-      consentId: randomUUID(),
-      recordIds: [randomUUID()],
-      purposes: { test: type === 'consent.granted' || type === 'consent.created' },
-      noticeId: null,
-      noticeVersion: null,
-      expiresAt: null,
-    },
-  };
-}
 
 /** Whether any `v1,` signature of the header is the body's under the secret key. */
 export function signatureMatches(
@@ -141,84 +92,6 @@ export function signatureMatches(
   // Every candidate is compared, so the time taken does not tell which one matched.
   for (const candidate of given.split(' ')) if (safeEqual(candidate, expected)) match = true;
   return match;
-}
-
-function guardConfig(rt: Runtime): GuardConfig {
-  try {
-    return {
-      allowlist: parseCidrList(rt.config.WEBHOOK_ALLOWLIST),
-      allowLoopbackSandbox: rt.config.WEBHOOK_ALLOW_LOOPBACK_SANDBOX,
-    };
-  } catch {
-    throw new AppError('SVC_UNAVAILABLE', 'WEBHOOK_ALLOWLIST is not valid');
-  }
-}
-
-/**
- * Sends one test event now and keeps its outcome. The receiver gets the request deadline less a
- * margin (at most WEBHOOK_TIMEOUT_MS) to answer, since the caller waits for it.
- */
-async function sendTestEvent(rt: Runtime, app: App, type: ConsentEvent['type'], bad: boolean) {
-  const now = new Date();
-  const event = testEvent(app, type, now);
-  const body = JSON.stringify(event);
-  const webhookId = newDispatchId();
-  const secretKey = bad ? newSecretKey(true) : await getAppSecretKey(rt, app);
-  const headers = {
-    ...webhookHeaders({
-      dispatchId: webhookId,
-      eventType: type,
-      attempt: 1,
-      timestampS: Math.floor(now.getTime() / 1000),
-      body,
-      secretKey,
-    }),
-    'x-svc-test-event': 'true',
-  };
-  const timeoutMs = Math.max(
-    500,
-    Math.min(rt.config.WEBHOOK_TIMEOUT_MS, rt.config.HTTP_DEADLINE_MS - 500),
-  );
-  // A client of its own, closed at once: test events are rare and hold no pooled sockets.
-  const client = new WebhookClient({ maxSocketsPerDestination: 1 });
-  const r = await client
-    .post({
-      url: app.webhookUrl,
-      headers,
-      body,
-      policy: policyFor(app.environment, guardConfig(rt)),
-      timeoutMs,
-    })
-    .finally(() => client.close());
-  await recordTestEvent(rt, app.appId, bad ? 'bad_signature' : 'signed', {
-    at: now.toISOString(),
-    url: app.webhookUrl,
-    type,
-    status: r.statusCode ?? null,
-    errorClass: r.errorClass,
-    durationMs: r.durationMs,
-  });
-  return {
-    status: r.statusCode ?? null,
-    ok: r.ok,
-    durationMs: r.durationMs,
-    signatureValid: !bad,
-    webhookId,
-    eventId: event.id,
-    ...(r.ok ? {} : { error: r.errorMessage ?? r.errorClass ?? 'failed' }),
-  };
-}
-
-/** Polls the ledger until the compliance worker recorded the postback, for a little while. */
-async function flagOnceApplied(rt: Runtime, dispatchId: string, postbackId: string) {
-  const until = Date.now() + Math.min(FLAG_WAIT_MAX_MS, rt.config.HTTP_DEADLINE_MS / 2);
-  for (;;) {
-    const d = await getDispatch(rt, dispatchId);
-    if (d?.postbacks.some((p) => p.postbackId === postbackId))
-      return { applied: true, flag: d.complianceFlag };
-    if (Date.now() >= until) return { applied: false, flag: d?.complianceFlag ?? null };
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** The body of an inbox delivery as received: the raw JSON bytes, or the raw body of another type. */
@@ -343,32 +216,17 @@ export function mountSandboxRoutes(router: Router, rt: Runtime): void {
   router.post('/apps/:appId/sandbox/postbacks', ...write, async (req, res) => {
     const sim = parseBody(simulatePostbackBody, req.body);
     const app = sandboxOnly(await loadApp(rt, req.params.appId as string));
-    const dispatch = await findDispatch(rt, sim.dispatchId);
-    if (!dispatch || dispatch.appId !== app.appId)
-      throw new AppError('SVC_NOT_FOUND', 'No such dispatch');
-    const receivedAt = new Date();
-    // The postback API's own body rules (a failed status needs a remark), then its own path.
-    const body = parseBody(postbackBody, {
-      dispatchId: dispatch.dispatchId,
-      referenceId: dispatch.referenceId,
-      status: sim.status,
-      risk: sim.risk,
-      completedAt: receivedAt.toISOString(),
-      tags: ['sandbox_simulator'],
-      actions: [],
-      ...(sim.remark !== undefined ? { remark: sim.remark } : {}),
-    });
-    const receipt = await acceptPostback(rt, app, body, receivedAt);
-    const { applied, flag } = await flagOnceApplied(rt, dispatch.dispatchId, receipt.postbackId);
+    const answer = await simulatePostback(rt, app, sim);
     rt.log.info(
-      { appId: app.appId, dispatchId: dispatch.dispatchId, applied, flag },
+      {
+        appId: app.appId,
+        dispatchId: sim.dispatchId,
+        applied: answer.applied,
+        flag: answer.flag,
+      },
       'simulated postback',
     );
-    res.status(202).json({
-      postback: { ...receipt, status: sim.status, risk: sim.risk, remark: sim.remark ?? null },
-      applied,
-      flag,
-    });
+    res.status(202).json(answer);
   });
   doc({
     method: 'post',

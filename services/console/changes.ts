@@ -26,7 +26,8 @@ const createKeyForm = z.object({
   ),
 });
 
-function parseForm<T>(schema: z.ZodType<T>, body: unknown): T {
+/** A form's fields by a schema; 422 naming each invalid field. */
+export function parseForm<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body ?? {});
   if (r.success) return r.data;
   throw new AppError('SVC_VALIDATION_FAILED', 'The form is not valid', {

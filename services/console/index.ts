@@ -1,12 +1,12 @@
 import express, { Router, type ErrorRequestHandler, type Response } from 'express';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
+import { checklistOf } from '../../shared/domain/go-live.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { AppError, errorCodes } from '../../shared/errors.js';
 import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';
-import type { Runtime } from '../../shared/runtime.js';
 import { mountChanges } from './changes.js';
 import { appFor, appPage as loadAppPage, listApps } from './data.js';
 import { sendPage } from './html.js';
@@ -21,14 +21,16 @@ import {
   signIn,
   type Session,
 } from './session.js';
+import { mountTools } from './tools.js';
+import { checklistSection, sandboxLinkSection } from './tools-pages.js';
 
 /**
  * The web console (docs/api.md, Console): server-rendered pages for operators (admin token)
  * and app owners (an API key with the `console` scope), behind a session cookie with a CSRF
  * token on every change (docs/security.md, Console sessions). It is a client of the domain,
  * like the admin API: apps, API keys, notices, endpoint health and the ledger, read and
- * changed through their own functions. Pages work without script; console.js only adds copy
- * buttons and confirmations.
+ * changed through their own functions, and the go-live checklist and sandbox tools
+ * (tools.ts). Pages work without script; console.js only adds copy buttons and confirmations.
  */
 
 const ASSET_TYPES = {
@@ -45,27 +47,8 @@ const DONE: Record<string, string> = {
   're-enable':
     'The newest dispatch is queued again; the endpoint is enabled once a delivery succeeds.',
   'nothing-to-resend': 'There is no dispatch to resend yet.',
+  attested: 'The item is attested: who, when and the note are kept with it.',
 };
-
-/**
- * Admin API routes of the go-live checklist and the sandbox tools, when this process serves
- * them: read from its OpenAPI document once (every service is mounted before the first page).
- */
-function toolRoutes(rt: Runtime): () => string[] {
-  let found: string[] | undefined;
-  return () => {
-    if (found) return found;
-    const paths = Object.keys((rt.docs.document() as { paths?: object }).paths ?? {});
-    found = paths.filter(
-      (p) =>
-        p.startsWith('/api/v1/admin/apps/{appId}/checklist') ||
-        p.startsWith('/api/v1/admin/apps/{appId}/go-live') ||
-        p.startsWith('/api/v1/admin/apps/{appId}/sandbox') ||
-        p.startsWith('/sandbox/'),
-    );
-    return found;
-  };
-}
 
 /**
  * Errors as pages for a browser, problem+json otherwise. A refused CSRF token is always
@@ -93,7 +76,6 @@ export const consoleService: ServiceModule = {
   name: 'console',
   async mount(app, rt) {
     const assets = await loadPageAssets(new URL('./', import.meta.url), 'console');
-    const tools = toolRoutes(rt);
     const r = Router();
     r.use(express.urlencoded({ extended: false, limit: rt.config.BODY_LIMIT_BYTES }));
     const session = requireSession(rt);
@@ -141,19 +123,21 @@ export const consoleService: ServiceModule = {
       const a = await appOf(res, req.params.appId);
       const key = param(req.query.done);
       const done = Object.hasOwn(DONE, key) ? DONE[key] : undefined;
+      const [data, checklist] = await Promise.all([loadAppPage(rt, a), checklistOf(rt, a)]);
       sendPage(
         res,
         200,
-        appPage(s, await loadAppPage(rt, a), {
+        appPage(s, data, {
           baseUrl: rt.config.PUBLIC_BASE_URL,
           scopes: API_KEY_SCOPES,
-          tools: tools(),
+          tools: `${checklistSection(s, a, checklist)}\n${sandboxLinkSection(a)}`,
           ...(done ? { notice: done } : {}),
         }),
       );
     });
 
     mountChanges(r, rt, write);
+    mountTools(r, rt, read, write);
 
     r.get('/apps/:appId/dispatches/:dispatchId', ...read, async (req, res) => {
       const s = sessionOf(res);

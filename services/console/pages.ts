@@ -33,7 +33,7 @@ export function errorPage(title: string, detail: string, s?: Session): string {
   );
 }
 
-const envBadge = (env: string) => `<span class="badge env-${esc(env)}">${esc(env)}</span>`;
+export const envBadge = (env: string) => `<span class="badge env-${esc(env)}">${esc(env)}</span>`;
 
 export function appListPage(s: Session, rows: AppRow[], next: string | null): string {
   const items = rows
@@ -192,7 +192,7 @@ ${actionForm(s, `${appPath(p.app.appId)}/endpoint/re-enable`, 'Re-enable: resend
 </section>`;
 }
 
-const flagBadge = (flag: string | null | undefined) =>
+export const flagBadge = (flag: string | null | undefined) =>
   flag ? `<span class="badge flag-${esc(flag)}">${esc(flag.replace('_', ' '))}</span>` : '—';
 
 function dispatchesSection(p: AppPage): string {
@@ -219,31 +219,16 @@ ${scrollTable(
 </section>`;
 }
 
-/**
- * The go-live checklist and the sandbox tools belong to the admin API. They are named here
- * only when this process serves them (their routes are in its OpenAPI document; the sandbox
- * ones for sandbox apps only); otherwise the section says they are not available, and shows
- * nothing else.
- */
-function toolsSection(app: App, tools: string[]): string {
-  const id = encodeURIComponent(app.appId);
-  const shown = tools.filter((t) => app.environment === 'sandbox' || !t.includes('sandbox'));
-  const list = shown.map((t) => `<li><code>${esc(t.replace('{appId}', id))}</code></li>`).join('');
-  return `<section aria-labelledby="h-tools" id="tools">
-<h2 id="h-tools">Go-live checklist and sandbox tools</h2>
-${
-  shown.length
-    ? `<p>This service offers them through its API (the admin token for <code>/api/v1/admin</code>):</p><ul>${list}</ul>`
-    : '<p>Not available on this service yet.</p>'
-}
-<p><a href="/docs">API reference</a></p>
-</section>`;
-}
-
 export function appPage(
   s: Session,
   p: AppPage,
-  o: { baseUrl: string; scopes: readonly string[]; tools: string[]; notice?: string },
+  o: {
+    baseUrl: string;
+    scopes: readonly string[];
+    /** The go-live checklist and the sandbox tools' section (tools-pages.ts). */
+    tools: string;
+    notice?: string;
+  },
 ): string {
   const app = p.app;
   const base = appPath(app.appId);
@@ -252,6 +237,9 @@ export function appPage(
     `<p class="crumbs"><a href="/console/">Apps</a> /</p>
 <h1>${esc(app.name)} ${envBadge(app.environment)}</h1>
 <p class="meta"><code>${esc(app.appId)}</code> · contact ${esc(app.contactEmail)}</p>
+<p class="row jump"><a href="#checklist">Go-live checklist</a>${
+      app.environment === 'sandbox' ? ` <a href="${esc(`${base}/sandbox`)}">Sandbox tools</a>` : ''
+    }</p>
 ${o.notice ? `<p class="notice" role="status">${esc(o.notice)}</p>` : ''}
 <section aria-labelledby="h-credentials">
 <h2 id="h-credentials">Keys</h2>
@@ -276,7 +264,7 @@ ${snippets(app, o.baseUrl)
   .map((x) => copyBlock(x.id, x.label, x.text))
   .join('\n')}
 </section>
-${toolsSection(app, o.tools)}`,
+${o.tools}`,
     s,
   );
 }

@@ -40,6 +40,13 @@ export type Session =
       apiKeyName: string;
     };
 
+/**
+ * Who a session acts as, in what the console records (an attestation's `by`, a go-live's): the
+ * operator, or the API key by name and id.
+ */
+export const principalOf = (s: Session): string =>
+  s.kind === 'admin' ? 'operator (console)' : `API key “${s.apiKeyName}” (${s.apiKeyId})`;
+
 const itemKey = (id: string) => ({ pk: `console-session#${sha256hex(id)}` });
 const adminHash = (rt: Runtime, token: string) => keyedHash(rt.config, 'console-admin', token);
 

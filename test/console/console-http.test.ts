@@ -227,16 +227,13 @@ describe('CSRF', () => {
     expect(open.location).toBe(`/console/apps/${other.appId}`);
   });
 
-  it('names the checklist and sandbox routes only when this process serves them', async () => {
+  it('shows the checklist and the sandbox tools from the domain, in a process without the admin API too', async () => {
     const c = await signedIn();
     const page = await c.get(`/console/apps/${shop.appId}`);
-    expect(page.text).toContain('id="tools"');
-    const served = Object.keys(
-      ((await (await fetch(`${p.url}/openapi.json`)).json()) as { paths: object }).paths,
-    ).filter((x) => /^\/api\/v1\/admin\/apps\/\{appId\}\/(checklist|go-live|sandbox)/.test(x));
-    for (const route of served) expect(page.text).toContain(route.replace('{appId}', shop.appId));
-    if (served.length === 0) expect(page.text).toContain('Not available on this service yet.');
-    // A process without the admin API serves none: the section says so, and names nothing.
+    expect(page.text).toContain('id="checklist"');
+    expect(page.text).toContain(`/console/apps/${shop.appId}/sandbox`);
+    // A process with the console alone: the same checklist and tools, read and changed through
+    // the domain's functions rather than the admin API.
     const alone = await testProcess('console-alone', [consoleService], [], {
       SVC_ADMIN_TOKEN: token,
       TABLE_PREFIX: p.rt.config.TABLE_PREFIX,
@@ -246,11 +243,134 @@ describe('CSRF', () => {
       expect((await c2.post('/console/sign-in', { credential: token })).status).toBe(303);
       const bare = await c2.get(`/console/apps/${shop.appId}`);
       expect(bare.status).toBe(200);
-      expect(bare.text).toContain('Not available on this service yet.');
-      expect(bare.text).not.toContain('/checklist');
+      expect(bare.text).toContain('id="item-webhook_signed_test"');
+      const tools = await c2.get(`/console/apps/${shop.appId}/sandbox`);
+      expect(tools.status).toBe(200);
+      expect(tools.text).toContain(`/sandbox/inbox/${shop.appId}`);
+      const attest = await c2.post(
+        `/console/apps/${shop.appId}/checklist/grievance_contact/attest`,
+        {
+          _csrf: csrfOf(bare.text),
+          note: 'Published on the contact page',
+        },
+      );
+      expect(attest.status).toBe(303);
+      expect(attest.location).toBe(
+        `/console/apps/${shop.appId}?done=attested#item-grievance_contact`,
+      );
     } finally {
       await alone.close();
     }
+    const checklist = await admin('GET', `/apps/${shop.appId}/checklist`);
+    const item = (
+      checklist.body.areas as { items: { id: string; status: string; evidence: string }[] }[]
+    )
+      .flatMap((a) => a.items)
+      .find((x) => x.id === 'grievance_contact')!;
+    expect(item.status).toBe('attested');
+    expect(item.evidence).toMatch(
+      /^Attested by operator \(console\) at .*: Published on the contact page$/,
+    );
+  });
+
+  it('refuses the checklist and sandbox forms without the session’s CSRF token: 403, nothing done', async () => {
+    const c = await signedIn();
+    const page = await c.get(`/console/apps/${other.appId}/sandbox`);
+    expect(page.status).toBe(200);
+    const csrf = csrfOf(page.text);
+    const before = (await getApp(p.rt, other.appId))!;
+    const forms: [string, Record<string, string>][] = [
+      [`/checklist/own_records_kept/attest`, { note: 'x' }],
+      [`/go-live`, { webhookUrl: 'https://other.example/hooks' }],
+      [`/sandbox/webhook-url`, { webhookUrl: 'https://other.example/hooks' }],
+      [`/sandbox/test-events`, { type: 'consent.granted', variant: 'signed' }],
+      [
+        `/sandbox/postbacks`,
+        { dispatchId: 'dsp_01JZZZZZZZZZZZZZZZZZZZZZZZ', status: 'processed', risk: 'none' },
+      ],
+    ];
+    for (const [action, form] of forms)
+      for (const given of [{}, { _csrf: 'x'.repeat(43) }] as Record<string, string>[]) {
+        const r = await c.post(`/console/apps/${other.appId}${action}`, { ...form, ...given });
+        expect(r.status, action).toBe(403);
+        expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(JSON.parse(r.text)).toMatchObject({ code: 'SVC_FORBIDDEN' });
+      }
+    const after = (await getApp(p.rt, other.appId))!;
+    expect(after.webhookUrl).toBe(before.webhookUrl);
+    expect(after.goLiveAt ?? null).toBeNull();
+    const checklist = await admin('GET', `/apps/${other.appId}/checklist`);
+    const items = (
+      checklist.body.areas as { items: { id: string; status: string; evidence: string }[] }[]
+    ).flatMap((a) => a.items);
+    expect(items.find((x) => x.id === 'own_records_kept')!.status).toBe('pending');
+    expect(items.find((x) => x.id === 'webhook_signed_test')!.evidence).toBe(
+      'No signed test event has been sent',
+    );
+    // With the token, the same form is done (and answered with a redirect).
+    const ok = await c.post(`/console/apps/${other.appId}/sandbox/webhook-url`, {
+      _csrf: csrf,
+      webhookUrl: 'https://other.example/hooks',
+    });
+    expect(ok.status).toBe(303);
+    expect(ok.location).toBe(`/console/apps/${other.appId}/sandbox?done=webhook-url#webhook`);
+    expect((await getApp(p.rt, other.appId))!.webhookUrl).toBe('https://other.example/hooks');
+  });
+
+  it('answers invalid checklist and sandbox forms with 422, an observed item’s attestation with 409, and an incomplete go-live with its failing items', async () => {
+    const c = await signedIn();
+    const page = await c.get(`/console/apps/${other.appId}`);
+    const _csrf = csrfOf(page.text);
+    const base = `/console/apps/${other.appId}`;
+    const invalid: [string, Record<string, string>][] = [
+      ['/checklist/own_records_kept/attest', { note: '  ' }],
+      ['/sandbox/webhook-url', { webhookUrl: 'ftp://other.example/hooks' }],
+      ['/sandbox/webhook-url', { webhookUrl: 'https://user:pw@other.example/hooks' }],
+      ['/sandbox/test-events', { type: 'consent.nope', variant: 'signed' }],
+      ['/sandbox/postbacks', { dispatchId: 'dsp_x', status: 'processed', risk: 'none' }],
+      ['/go-live', { webhookUrl: 'http://other.example/hooks' }],
+    ];
+    for (const [action, form] of invalid) {
+      const r = await c.post(`${base}${action}`, { _csrf, ...form });
+      expect(r.status, `${action} ${JSON.stringify(form)}`).toBe(422);
+    }
+    const observed = await c.post(`${base}/checklist/notice_published/attest`, {
+      _csrf,
+      note: 'trust me',
+    });
+    expect(observed.status).toBe(409);
+    expect(
+      (await c.post(`${base}/checklist/no_such_item/attest`, { _csrf, note: 'x' })).status,
+    ).toBe(404);
+    // An unknown dispatch (or another app's) is 404, as in the admin API.
+    const unknown = await c.post(`${base}/sandbox/postbacks`, {
+      _csrf,
+      dispatchId: 'dsp_01JZZZZZZZZZZZZZZZZZZZZZZZ',
+      status: 'processed',
+      risk: 'none',
+    });
+    expect(unknown.status).toBe(404);
+
+    const refused = await c.post(`${base}/go-live`, {
+      _csrf,
+      webhookUrl: 'https://other.example/hooks',
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.text).toContain('Not ready to go live');
+    expect(refused.text).toContain('id="go-live-refused"');
+    expect(refused.text).toContain(`${base}#item-webhook_signed_test`);
+    // A client that asks for JSON gets the refusal as problem+json, naming the same items.
+    const json = await c.post(
+      `${base}/go-live`,
+      { _csrf, webhookUrl: 'https://other.example/hooks' },
+      { headers: { accept: 'application/json' } },
+    );
+    expect(json.status).toBe(409);
+    const problem = JSON.parse(json.text);
+    expect(problem.code).toBe('SVC_CHECKLIST_INCOMPLETE');
+    for (const e of problem.errors as { path: string }[])
+      expect(refused.text).toContain(`#item-${e.path.replace('/checklist/', '')}`);
+    expect((await getApp(p.rt, other.appId))!.goLiveAt ?? null).toBeNull();
   });
 
   it('refuses a change without a session: 401', async () => {
@@ -282,6 +402,16 @@ describe('console sessions', () => {
     ).toBe(404);
     expect(
       (await c.post(`/console/apps/${other.appId}/secret/rotate`, { _csrf: csrf })).status,
+    ).toBe(404);
+    expect((await c.get(`/console/apps/${other.appId}/sandbox`)).status).toBe(404);
+    expect(
+      (
+        await c.post(`/console/apps/${other.appId}/sandbox/test-events`, {
+          _csrf: csrf,
+          type: 'consent.granted',
+          variant: 'signed',
+        })
+      ).status,
     ).toBe(404);
     expect(
       (

@@ -22,6 +22,7 @@ import {
   type Json,
   type World,
 } from '../browser/harness.js';
+import { shots } from './shots.js';
 
 /**
  * The console (docs/api.md, Console) in real Chromium against the real stack: sign-in with the
@@ -85,22 +86,6 @@ async function capture(app: BrowserApp): Promise<Json> {
   return r.body;
 }
 
-async function shots(name: string) {
-  for (const width of [1280, 360]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, `console-${name}-${width}.png`),
-      fullPage: true,
-    });
-    // Nothing wider than the screen: tables scroll inside their own region.
-    expect(
-      await page.evaluate(() => document.documentElement.scrollWidth),
-      `${name} at ${width}`,
-    ).toBeLessThanOrEqual(width);
-  }
-  await page.setViewportSize({ width: 1280, height: 900 });
-}
-
 beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   world = await startWorld(
@@ -137,7 +122,7 @@ describe('the console in Chromium', () => {
     expect(await page.evaluate(() => document.cookie)).toBe('');
     await expect.poll(() => page.getByRole('link', { name: 'Shop & Co' }).count()).toBe(1);
     expect(await page.getByRole('link', { name: 'Other Ltd' }).count()).toBe(1);
-    await shots('apps');
+    await shots(page, 'apps');
 
     // Keyboard: the first Tab reaches the skip link, drawn with a visible focus ring.
     await page.keyboard.press('Tab');
@@ -250,7 +235,7 @@ describe('the console in Chromium', () => {
     expect(await page.locator('#endpoint-health').textContent()).toMatch(
       /\d+ of \d+ recent dispatches delivered/,
     );
-    await shots('app');
+    await shots(page, 'app');
     await page.locator('#dispatches tbody tr a').first().click();
     await page.getByRole('heading', { name: /^Dispatch dsp_/ }).waitFor();
     expect(await page.locator('#chain').textContent()).toMatch(/^Intact: \d+ entries/);
