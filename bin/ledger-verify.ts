@@ -91,6 +91,8 @@ async function verifyExportFile(
     else if (type === 'dispatch') {
       dispatches++;
       v.addDispatch(rest as DispatchView);
+    } else if (type === 'grievance' || type === 'breach') {
+      // Records for the auditor, not signed evidence: nothing to verify.
     } else if (type !== 'summary')
       extra.push({ at: `line ${n}`, reason: `unknown line type ${String(type)}` });
   }

@@ -5,6 +5,8 @@
 export const errorCodes = {
   SVC_VALIDATION_FAILED: { status: 422, title: 'Validation failed', retriable: false },
   SVC_BAD_JSON: { status: 400, title: 'Malformed JSON', retriable: false },
+  /** A setting the law does not allow (e.g. a grievance window above 90 days). */
+  SVC_LEGAL_LIMIT: { status: 400, title: 'Beyond the legal limit', retriable: false },
   SVC_UNAUTHORIZED: { status: 401, title: 'Unauthorized', retriable: false },
   SVC_FORBIDDEN: { status: 403, title: 'Forbidden', retriable: false },
   SVC_NOT_FOUND: { status: 404, title: 'Not found', retriable: false },

@@ -97,6 +97,9 @@
     'button[disabled]{opacity:.55;cursor:progress}' +
     '.cf{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;padding:.5rem .75rem;border-radius:8px;background:#fff4f4;border:1px solid #f0c2c2}.cf p{margin:0;flex:1 1 14rem}' +
     '.msg{min-height:1.5em;margin:.25rem 0 .75rem}.er{color:#b00020;font-weight:600}' +
+    '.gv{margin-top:1.5rem}h4{margin:0;font-size:1rem}.gf{display:grid;gap:.35rem;max-width:36rem}' +
+    'input,textarea{font:inherit;padding:.4rem .5rem;border:1px solid #8a94a3;border-radius:6px}' +
+    '.gf button{justify-self:start}.s-g_open{background:#fdebd3;color:#7a4100}.s-g_answered{background:#dcf3e3;color:#11612d}' +
     '.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}' +
     ':focus-visible{outline:3px solid #e35d00;outline-offset:2px}';
 
@@ -176,6 +179,9 @@
           rec: (id, op) => `/api/public/consents/my-transactions/records/${enc(id)}/${op}`,
           receipt: (id) => `/api/public/consents/my-transactions/${enc(id)}/receipt`,
         };
+    const gPath = auth.portalToken
+      ? `/portal/api/${enc(ref)}/grievances`
+      : '/api/public/consents/my-grievances';
     const call = (method, path, body) =>
       fetch(base + path, {
         method,
@@ -307,6 +313,118 @@
         render();
       }, failed);
     };
+
+    // Grievances: the principal's own, with the app's answers, and a form to file one.
+    /** English strings of the grievance section; a language's dashboard strings may override them. */
+    const G_EN = {
+      g_title: 'Your grievances',
+      g_intro:
+        'Not happy with how your data is handled? Tell us; we must answer within the period the law sets.',
+      g_none: 'You have not filed a grievance.',
+      g_subject: 'Subject',
+      g_text: 'Your grievance',
+      g_file: 'File grievance',
+      g_done: 'Your grievance was filed. The answer is due by',
+      g_filed: 'Filed on',
+      g_due: 'Answer due by',
+      g_answer: 'Answer',
+      g_open: 'Awaiting answer',
+      g_answered: 'Answered',
+    };
+    const G = (k) => S[k] || G_EN[k];
+    const gs = { items: [], subject: '', text: '', busy: false };
+    const loadGrievances = () =>
+      call('GET', auth.portalToken ? gPath : `${gPath}?referenceId=${enc(ref)}`).then(
+        (page) => {
+          gs.items = page.items;
+          render();
+        },
+        () => {},
+      );
+    const fileGrievance = (e) => {
+      e.preventDefault();
+      if (gs.busy || !gs.subject.trim() || !gs.text.trim()) return;
+      gs.busy = true;
+      st.focus = 'g:file';
+      render();
+      const body = { subject: gs.subject, description: gs.text };
+      call('POST', gPath, auth.portalToken ? body : Object.assign({ referenceId: ref }, body)).then(
+        (g) => {
+          gs.items = [g].concat(gs.items);
+          gs.busy = false;
+          gs.subject = gs.text = '';
+          st.msg = `${G('g_done')} ${fmt ? fmt.format(new Date(g.dueAt)) : g.dueAt}.`;
+          st.err = false;
+          render();
+        },
+        (err) => {
+          gs.busy = false;
+          st.msg = `${S.failed}${err.message ? ` (${err.message})` : ''}`;
+          st.err = true;
+          render();
+        },
+      );
+    };
+    const grievanceView = () =>
+      // A region, not a <section>: the dashboard's one section is its outer frame.
+      h('div', { class: 'gv', role: 'region', 'aria-labelledby': 'svc-gh' }, [
+        h('h3', { id: 'svc-gh', text: G('g_title') }),
+        h('p', { text: G('g_intro') }),
+        gs.items.length
+          ? h(
+              'ul',
+              { class: 'l' },
+              gs.items.map((g) =>
+                h('li', { 'data-grievance': g.grievanceId }, [
+                  h('h4', { text: g.subject }),
+                  h(
+                    'dl',
+                    {},
+                    [
+                      [
+                        S.status,
+                        h('span', {
+                          class: `bd s-g_${g.status}`,
+                          text: g.status === 'answered' ? G('g_answered') : G('g_open'),
+                        }),
+                      ],
+                      [G('g_filed'), date(g.createdAt)],
+                      [G('g_due'), date(g.dueAt)],
+                    ].map(([k, v]) => h('div', {}, [h('dt', { text: k }), h('dd', {}, [v])])),
+                  ),
+                  h('p', { text: g.description }),
+                  g.answer &&
+                    h('p', { class: 'ga' }, [
+                      h('strong', { text: `${G('g_answer')}: ` }),
+                      g.answer,
+                    ]),
+                ]),
+              ),
+            )
+          : h('p', { text: G('g_none') }),
+        h('form', { class: 'gf', onsubmit: fileGrievance }, [
+          h('label', { for: 'svc-gs', text: G('g_subject') }),
+          h('input', {
+            id: 'svc-gs',
+            'data-k': 'g:subject',
+            maxlength: '200',
+            required: true,
+            value: gs.subject,
+            oninput: (e) => (gs.subject = /** @type {HTMLInputElement} */ (e.target).value),
+          }),
+          h('label', { for: 'svc-gt', text: G('g_text') }),
+          h('textarea', {
+            id: 'svc-gt',
+            'data-k': 'g:text',
+            maxlength: '5000',
+            rows: '4',
+            required: true,
+            text: gs.text,
+            oninput: (e) => (gs.text = /** @type {HTMLTextAreaElement} */ (e.target).value),
+          }),
+          h('button', { type: 'submit', 'data-k': 'g:file', text: G('g_file'), disabled: gs.busy }),
+        ]),
+      ]);
 
     const grantable = (r) => r.state === 'denied' || r.state === 'revoked';
     const button = (key, text, onclick, extra) =>
@@ -473,6 +591,7 @@
               text: st.msg,
             }),
             ...body,
+            ref && grievanceView(),
           ],
         ),
       );
@@ -486,13 +605,16 @@
             (want.indexOf('t:') === 0 && root.getElementById(`tx-${scope.slice(2)}`)) ||
             root.querySelector('.msg')
         );
-        if (t.tagName !== 'BUTTON' && !t.hasAttribute('tabindex')) t.setAttribute('tabindex', '-1');
+        if (!/^(BUTTON|INPUT|TEXTAREA)$/.test(t.tagName) && !t.hasAttribute('tabindex'))
+          t.setAttribute('tabindex', '-1');
         t.focus();
       }
     }
 
-    if (ref) void load();
-    else render();
+    if (ref) {
+      void load();
+      void loadGrievances();
+    } else render();
     return {
       refresh: () => load(),
       unmount: () => {

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { ServiceModule } from '../../shared/process.js';
 import { mountAppRoutes } from './apps.js';
+import { mountBreachRoutes, mountGrievanceSettings } from './breaches.js';
 import { mountChecklistRoutes } from './checklist.js';
 import { mountNoticeRoutes } from './notices.js';
 import { ADMIN_PREFIX } from './prefix.js';
@@ -19,6 +20,8 @@ export const adminService: ServiceModule = {
     mountNoticeRoutes(router, rt);
     mountChecklistRoutes(router, rt);
     mountSandboxRoutes(router, rt);
+    mountBreachRoutes(router, rt);
+    mountGrievanceSettings(router, rt);
     app.use(ADMIN_PREFIX, router);
     mountInbox(app, rt);
   },

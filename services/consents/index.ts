@@ -21,6 +21,7 @@ import type { ServiceModule } from '../../shared/process.js';
 import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
 import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { mountGrievanceRoutes } from './grievances.js';
 import {
   createBody,
   recordResponse,
@@ -210,5 +211,6 @@ export const consentsService: ServiceModule = {
     );
 
     app.use(CONSENTS_PREFIX, r);
+    mountGrievanceRoutes(app, rt);
   },
 };

@@ -13,6 +13,7 @@ import { getDispatch } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { mountDutyRoutes } from './duties.js';
 import { readListPage } from './flagged.js';
 import {
   dispatchDetail,
@@ -168,6 +169,8 @@ export const ledgerService: ServiceModule = {
       },
     });
 
+    mountDutyRoutes(r, rt, { read, doc, common });
+
     r.get('/export', ...read, async (req, res) => {
       const q = parseBody(exportQuery, req.query, 'query');
       await streamExport(rt, res, { appId: appOf(res).appId, from: q.from, to: q.to });
@@ -176,7 +179,7 @@ export const ledgerService: ServiceModule = {
       method: 'get',
       path: '/export',
       summary:
-        'Export a time range (at most 31 days) as NDJSON: the signed checkpoints that seal it ({"type":"checkpoint",…}, with the Merkle leaves of the periods in range), one {"type":"dispatch",…} line per dispatch with its entries, then {"type":"summary","count":n,…}; `npm run ledger:verify` checks it offline against /.well-known/svc-keys.json (scope ledger:read)',
+        'Export a time range (at most 31 days) as NDJSON: the signed checkpoints that seal it ({"type":"checkpoint",…}, with the Merkle leaves of the periods in range), one {"type":"dispatch",…} line per dispatch with its entries, one {"type":"grievance",…} or {"type":"breach",…} line per grievance filed or breach recorded in range, then {"type":"summary","count":n,…}; `npm run ledger:verify` checks it offline against /.well-known/svc-keys.json (scope ledger:read)',
       query: exportQuery,
       responses: {
         200: {

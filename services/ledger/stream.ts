@@ -5,6 +5,7 @@ import { checkpointsFor } from '../../shared/ledger/checkpoint-store.js';
 import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { exportDuties } from './duties.js';
 import { detailOf } from './view.js';
 
 /**
@@ -12,6 +13,7 @@ import { detailOf } from './view.js';
  *
  *   {"type":"checkpoint", ...a signed checkpoint, "leaves":[…] for those in force in range}
  *   {"type":"dispatch", ...one dispatch as GET /dispatches/{id} returns it}
+ *   {"type":"grievance", ...} / {"type":"breach", ...}    filed or recorded in range (duties.ts)
  *   {"type":"summary","count":n,"checkpoints":m,"from":"…","to":"…","exportedAt":"…",
  *    "periodMs":…,"lagMs":…}                                always the last line of a full export
  *   {"type":"error","code":"SVC_…","detail":"…"}          last line when reading failed midway
@@ -86,6 +88,8 @@ export async function streamExport(
   );
   const exportedAt = new Date().toISOString();
   let checkpoints = 0;
+  let grievances = 0;
+  let breaches = 0;
   try {
     await writeNdjson(res, {
       source: async function* (signal) {
@@ -95,11 +99,18 @@ export async function streamExport(
         }
         for await (const d of exportDispatches(rt, q, { signal }))
           yield { type: 'dispatch', ...detailOf(d) };
+        for await (const line of exportDuties(rt, q, signal)) {
+          if (line.type === 'grievance') grievances++;
+          else breaches++;
+          yield line;
+        }
       },
       summary: (count) => ({
         type: 'summary',
-        count: count - checkpoints,
+        count: count - checkpoints - grievances - breaches,
         checkpoints,
+        grievances,
+        breaches,
         from: q.from,
         to: q.to,
         exportedAt,

@@ -23,6 +23,7 @@ import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { principalOf, requirePortalToken } from './auth.js';
+import { mountPortalGrievances } from './grievances.js';
 import { pageLanguage, portalPage, queryTokenPage, sendPage } from './page.js';
 
 /**
@@ -186,6 +187,8 @@ export const portalService: ServiceModule = {
           },
         });
     }
+
+    mountPortalGrievances(r, rt, { read, write, doc, common });
 
     app.use(PORTAL_PATH, r);
   },

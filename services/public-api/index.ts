@@ -22,6 +22,7 @@ import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.j
 import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { mountPrincipalGrievances } from './grievances.js';
 import {
   bulkBody,
   bulkResponse,
@@ -241,6 +242,8 @@ export const publicApiService: ServiceModule = {
         404: { description: 'Unknown transaction' },
       },
     });
+
+    mountPrincipalGrievances(r, rt, { read, write, principalFor, doc, common });
 
     r.get('/my-transactions/:transactionId', ...read, async (req, res) => {
       const q = parseBody(principalQuery, req.query, 'query');

@@ -33,6 +33,8 @@ export interface App {
    * first (docs/parental-and-inactivity.md); absent: never.
    */
   inactivityErasureDays?: number;
+  /** Days the app takes at most to answer a grievance (1–90; absent: 90). */
+  grievanceResponseDays?: number;
   /**
    * Days the ledger keeps a dispatch, its attempts, postbacks and flag changes after their last
    * write (docs/retention.md); at least a year. Absent on apps created before the setting.

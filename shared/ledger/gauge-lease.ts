@@ -4,7 +4,8 @@ import { isConditionFailure } from '../storage/dynamo.js';
 
 /**
  * The lease of the compliance gauges (`readGauges`, flags.ts): exactly one worker copy reports
- * them, whoever holds this short lease, an item in the timers table.
+ * them, whoever holds this short lease, an item in the timers table. Other global gauges (the
+ * duty gauges of the timers worker) pass a lease key of their own.
  */
 const LEASE_KEY = { pk: 'lease#compliance-gauges', sk: 'lease' };
 
@@ -17,12 +18,13 @@ export async function takeGaugeLease(
   owner: string,
   nowMs: number,
   untilMs: number,
+  key: { pk: string; sk: string } = LEASE_KEY,
 ): Promise<boolean> {
   try {
     await rt.dynamo.doc.send(
       new PutCommand({
         TableName: rt.tables.timers,
-        Item: { ...LEASE_KEY, owner, leaseUntil: untilMs },
+        Item: { ...key, owner, leaseUntil: untilMs },
         ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #o = :me',
         ExpressionAttributeNames: { '#o': 'owner' },
         ExpressionAttributeValues: { ':now': nowMs, ':me': owner },
@@ -36,12 +38,16 @@ export async function takeGaugeLease(
 }
 
 /** Hands the lease back if `owner` still holds it (otherwise nothing changes). */
-export async function releaseGaugeLease(rt: Runtime, owner: string): Promise<void> {
+export async function releaseGaugeLease(
+  rt: Runtime,
+  owner: string,
+  key: { pk: string; sk: string } = LEASE_KEY,
+): Promise<void> {
   try {
     await rt.dynamo.doc.send(
       new DeleteCommand({
         TableName: rt.tables.timers,
-        Key: LEASE_KEY,
+        Key: key,
         ConditionExpression: '#o = :me',
         ExpressionAttributeNames: { '#o': 'owner' },
         ExpressionAttributeValues: { ':me': owner },

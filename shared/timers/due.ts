@@ -15,13 +15,13 @@ import { isConditionFailure } from '../storage/dynamo.js';
  * `{dueAt ISO}#{id}`. A sweep reads only buckets that are due, so its cost grows with due
  * entries, not with stored ones; shards let several worker copies share the work. Each family
  * has its own partitions and watermarks, so one mechanism serves the dispatcher's retries
- * (`retry#`), the SLA checks (`sla#`) and the consent expiry timers (`expiry#`) without one
- * sweeper ever reading another's entries.
+ * (`retry#`), the SLA checks (`sla#`), the consent expiry timers (`expiry#`) and the grievance and
+ * breach-report deadlines (`duty#`) without one sweeper ever reading another's entries.
  * Invariant (retry family): a dispatch has at most one entry, named by its `duePk`/`dueSk`.
  * Shard counts may grow but never shrink (entries in a dropped shard would not be read).
  */
 
-export type DueFamily = 'retry' | 'sla' | 'expiry';
+export type DueFamily = 'retry' | 'sla' | 'expiry' | 'duty';
 
 export type DueKind = 'attempt' | 'manual';
 

@@ -446,6 +446,13 @@ describe('API document', () => {
         'POST /api/v1/admin/apps/{appId}/sandbox/test-events',
         'GET /api/v1/admin/apps/{appId}/sandbox/inbox',
         'POST /api/v1/admin/apps/{appId}/sandbox/postbacks',
+        'POST /api/v1/admin/apps/{appId}/breaches',
+        'GET /api/v1/admin/apps/{appId}/breaches',
+        'GET /api/v1/admin/apps/{appId}/breaches/{breachId}',
+        'POST /api/v1/admin/apps/{appId}/breaches/{breachId}/principals',
+        'POST /api/v1/admin/apps/{appId}/breaches/{breachId}/board-report',
+        'GET /api/v1/admin/apps/{appId}/grievance-settings',
+        'PUT /api/v1/admin/apps/{appId}/grievance-settings',
       ].sort(),
     );
     expect(doc.paths['/api/v1/admin/apps']!.post!.requestBody).toBeDefined();

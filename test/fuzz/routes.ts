@@ -63,7 +63,8 @@ export function routesOf(doc: { paths?: Record<string, Record<string, Operation>
 function scopeOf(method: string, path: string, security: Security[]): string | undefined {
   if (!security.includes('apiKey')) return undefined;
   if (path.startsWith('/api/v1/ledger')) return 'ledger:read';
-  if (path.startsWith('/api/v1/consents'))
+  // Grievances take the record API's key and scopes.
+  if (path.startsWith('/api/v1/consents') || path.startsWith('/api/v1/grievances'))
     return method === 'GET' ? 'consents:read' : 'consents:write';
   return undefined;
 }

@@ -8,7 +8,7 @@ import { publicApiService } from '../../services/public-api/index.js';
 import { listTransactions, type TransactionView } from '../../shared/domain/consent/index.js';
 import type { App } from '../../shared/domain/types.js';
 import { issuePrincipalToken } from '../../shared/principal/index.js';
-import { startProcess, type WorkerModule } from '../../shared/process.js';
+import { startProcess, type ServiceModule, type WorkerModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
 
@@ -45,7 +45,7 @@ export function freePort(): Promise<number> {
 
 export async function startPortalStack(
   name: string,
-  o: { workers?: WorkerModule[]; env?: Record<string, string> } = {},
+  o: { workers?: WorkerModule[]; services?: ServiceModule[]; env?: Record<string, string> } = {},
 ) {
   const token = `portal-admin-${randomBytes(12).toString('hex')}`;
   const port = await freePort();
@@ -57,7 +57,13 @@ export async function startPortalStack(
   });
   const p = await startProcess({
     name,
-    services: [adminService, consentsService, publicApiService, portalService],
+    services: [
+      adminService,
+      consentsService,
+      publicApiService,
+      portalService,
+      ...(o.services ?? []),
+    ],
     workers: o.workers ?? [],
     config,
     log: testLogger(config),

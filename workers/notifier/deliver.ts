@@ -14,7 +14,14 @@ import type { PrincipalMail, Rendered } from './templates.js';
 export const CONSUMER = 'notifier';
 
 export type MailKind =
-  'grant_request' | 'expiry_reminder' | 'erasure_ack' | 'endpoint_disabled' | 'inactivity_warning';
+  | 'grant_request'
+  | 'expiry_reminder'
+  | 'erasure_ack'
+  | 'endpoint_disabled'
+  | 'grievance_filed'
+  | 'grievance_answered'
+  | 'breach_notice'
+  | 'inactivity_warning';
 type Outcome = 'sent' | 'skipped' | 'duplicate';
 
 export interface NotifierDeps {

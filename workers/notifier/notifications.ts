@@ -3,9 +3,11 @@ import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
 import { notificationSchema, type EndpointDisabled } from '../../shared/mail/index.js';
 import type { Logger } from '../../shared/logger.js';
+import { DUTY_MAIL_TYPES } from '../../shared/duties/notifications.js';
 import { INACTIVITY_WARNING } from '../../shared/mail/inactivity.js';
 import { mailPrincipal, once, type NotifierDeps } from './deliver.js';
 import { mailInactivityWarning } from './inactivity.js';
+import { mailDuty } from './duties.js';
 import { endpointDisabledMail, grantRequestMail } from './templates.js';
 
 /**
@@ -28,9 +30,14 @@ function mailEndpointDisabled(d: NotifierDeps, n: EndpointDisabled, log: Logger)
   });
 }
 
-/** The `notifications` topic: grant requests and endpoint-disabled notices. */
+/**
+ * The `notifications` topic: grant requests, endpoint-disabled notices, and the grievance and
+ * breach e-mails (duties.ts).
+ */
 export function notificationsHandler(d: NotifierDeps): Handler {
   return async (raw, ctx) => {
+    const type = (raw as { type?: unknown } | null)?.type;
+    if (typeof type === 'string' && DUTY_MAIL_TYPES.has(type)) return mailDuty(d, raw, ctx.log);
     if ((raw as { type?: unknown } | null)?.type === INACTIVITY_WARNING)
       return mailInactivityWarning(d, raw, ctx.log);
     const parsed = notificationSchema.safeParse(raw);

@@ -16,6 +16,8 @@ export const TIMER_KINDS = [
   'reminder',
   'expire',
   'scrub',
+  'grievance',
+  'board_report',
   'inactivity',
   'inactivity_scan',
 ] as const;

@@ -1,6 +1,7 @@
 import type { WorkerModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { emptyTally, fireExpiry, fireSlaCheck, timersMetrics } from './actions.js';
+import { DutyGaugeReporter, fireDuty } from './duties.js';
 import { FamilySweeper, type SweepStats } from './sweep.js';
 
 export interface TimersOptions {
@@ -10,9 +11,10 @@ export interface TimersOptions {
 
 /**
  * Fires what the due-index says is due (docs/architecture.md, The compliance worker, timers and the
- * erasure sweep): SLA checks (handed to the compliance worker), expiry reminders, expiries and the
- * 30-day erasure sweep. Two families of the index, each swept by shard from its watermark, so a
- * sweep reads only what is due and any number of copies can run.
+ * erasure sweep): SLA checks (handed to the compliance worker), expiry reminders, expiries, the
+ * 30-day erasure sweep, and the grievance and Board-report deadlines (duties.ts). Three families
+ * of the index, each swept by shard from its watermark, so a sweep reads only what is due and any
+ * number of copies can run.
  */
 export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
   const now = o.now ?? Date.now;
@@ -67,9 +69,23 @@ export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
           tally = emptyTally();
         },
       });
-      const sweepers = [sla, expiry];
+      const duty = new FamilySweeper(rt, {
+        ...common,
+        family: 'duty',
+        act: (e, nowMs) => fireDuty(rt, e, nowMs),
+        onSweep: (s) => {
+          count(s);
+          log.info(
+            { family: 'duty', fired: s.done, failed: s.failed, taken: s.taken },
+            'timers sweep',
+          );
+        },
+      });
+      const gauges = new DutyGaugeReporter(rt, { now, intervalMs: c.COMPLIANCE_GAUGE_INTERVAL_MS });
+      const sweepers = [sla, expiry, duty, gauges];
       try {
-        for (const s of sweepers) await s.start();
+        for (const s of [sla, expiry, duty]) await s.start();
+        gauges.start();
       } catch (err) {
         await Promise.allSettled(sweepers.map((s) => s.stop()));
         throw err;
