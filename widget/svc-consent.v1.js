@@ -299,7 +299,8 @@
     delete pending[pid];
     if (ui) ui.root.querySelectorAll('.t').forEach((t) => t.remove());
     // Verifiable parental consent: nothing is granted until the app confirms the verification.
-    if (r.parentalVerification) toast(strings(go.lang, go.cfg).pending, go.lang);
+    if (r.parentalVerification)
+      void need(go.lang).then(() => toast(strings(go.lang, go.cfg).pending, go.lang));
     attach(el, pid, consentId);
     el.dispatchEvent(
       new CustomEvent('svc:consent:captured', {
