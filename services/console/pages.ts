@@ -287,6 +287,15 @@ ${copyBlock('shown-once', o.label, o.value)}
   );
 }
 
+/** A dispatch's postbacks as table rows (received, status, risk, remark). */
+export const postbackRows = (d: Pick<DispatchWithAttempts, 'postbacks'>) =>
+  d.postbacks
+    .map(
+      (pb) =>
+        `<tr><th scope="row" data-label="Received">${time(pb.receivedAt)}</th><td data-label="Status">${esc(pb.status)}</td><td data-label="Risk">${esc(pb.risk)}</td><td data-label="Remark">${esc(pb.remark ?? '')}</td></tr>`,
+    )
+    .join('');
+
 export function dispatchPage(
   s: Session,
   app: App,
@@ -301,12 +310,7 @@ export function dispatchPage(
         )}</td><td data-label="Status">${a.statusCode ?? '—'}</td><td data-label="Error">${esc(a.errorClass ?? '—')}</td><td data-label="Duration">${esc(a.durationMs)} ms</td></tr>`,
     )
     .join('');
-  const postbacks = d.postbacks
-    .map(
-      (pb) =>
-        `<tr><th scope="row" data-label="Received">${time(pb.receivedAt)}</th><td data-label="Status">${esc(pb.status)}</td><td data-label="Risk">${esc(pb.risk)}</td><td data-label="Remark">${esc(pb.remark ?? '')}</td></tr>`,
-    )
-    .join('');
+  const postbacks = postbackRows(d);
   const flags = d.flagHistory
     .map(
       (f) =>

@@ -15,7 +15,7 @@ import type { FieldError } from '../../shared/errors.js';
 import type { Dispatch } from '../../shared/ledger/dispatches.js';
 import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import { copyBlock, csrfField, esc, layout, scrollTable, time } from './html.js';
-import { appPath, envBadge, flagBadge } from './pages.js';
+import { appPath, envBadge, flagBadge, postbackRows } from './pages.js';
 import { principalOf, type Session } from './session.js';
 
 /**
@@ -238,12 +238,7 @@ ${csrfField(s)}
 function simulatedResult(app: App, sim: NonNullable<SandboxView['simulated']>): string {
   const d = sim.dispatch;
   const applied = sim.postbackId ? d.postbacks.some((p) => p.postbackId === sim.postbackId) : true;
-  const postbacks = d.postbacks
-    .map(
-      (p) =>
-        `<tr><th scope="row" data-label="Received">${time(p.receivedAt)}</th><td data-label="Status">${esc(p.status)}</td><td data-label="Risk">${esc(p.risk)}</td><td data-label="Remark">${esc(p.remark ?? '')}</td></tr>`,
-    )
-    .join('');
+  const postbacks = postbackRows(d);
   const history = d.flagHistory
     .map((f) => `${flagBadge(f.flag)} <span class="meta">${time(f.at)}</span>`)
     .join(' → ');
