@@ -31,15 +31,14 @@ function mailEndpointDisabled(d: NotifierDeps, n: EndpointDisabled, log: Logger)
 }
 
 /**
- * The `notifications` topic: grant requests, endpoint-disabled notices, and the grievance and
- * breach e-mails (duties.ts).
+ * The `notifications` topic: grant requests, endpoint-disabled notices, the grievance and breach
+ * e-mails (duties.ts) and inactivity warnings (inactivity.ts).
  */
 export function notificationsHandler(d: NotifierDeps): Handler {
   return async (raw, ctx) => {
     const type = (raw as { type?: unknown } | null)?.type;
     if (typeof type === 'string' && DUTY_MAIL_TYPES.has(type)) return mailDuty(d, raw, ctx.log);
-    if ((raw as { type?: unknown } | null)?.type === INACTIVITY_WARNING)
-      return mailInactivityWarning(d, raw, ctx.log);
+    if (type === INACTIVITY_WARNING) return mailInactivityWarning(d, raw, ctx.log);
     const parsed = notificationSchema.safeParse(raw);
     if (!parsed.success)
       throw new AppError(
