@@ -60,6 +60,10 @@ export async function listPage(
   rt: Runtime,
   r: ListRequest,
 ): Promise<{ items: Record<string, unknown>[]; nextCursor: string | null }> {
+  if (r.from !== undefined && r.to !== undefined && r.to <= r.from)
+    throw new AppError('SVC_VALIDATION_FAILED', 'The query is not valid', {
+      errors: [{ path: '/to', message: 'must be after from' }],
+    });
   const names: Record<string, string> = { '#pk': `${r.index}pk` };
   const values: Record<string, unknown> = { ':pk': r.pk };
   let key = '#pk = :pk';

@@ -295,6 +295,13 @@ describe('isolation and refusals', () => {
     });
     expect(tooLong.status).toBe(422);
     expect((await call('GET', '/api/v1/grievances/grv_nope', apiKey(shop))).status).toBe(404);
+    const reversed = await call(
+      'GET',
+      '/api/v1/grievances?from=2030-01-02T00:00:00Z&to=2030-01-01T00:00:00Z',
+      apiKey(shop),
+    );
+    expect(reversed.status).toBe(422);
+    expect(reversed.body.errors).toEqual([{ path: '/to', message: 'must be after from' }]);
     expect(
       (
         await call(
