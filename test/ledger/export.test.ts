@@ -53,6 +53,8 @@ describe('GET /api/v1/ledger/export', () => {
       type: 'summary',
       count: 12,
       checkpoints: 0,
+      grievances: 0,
+      breaches: 0,
       from,
       to,
       exportedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
