@@ -1,5 +1,7 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
+
+/** The ledger's TTL attribute: epoch seconds, from the app's retention (shared/ledger/retention.ts). */
+export const LEDGER_TTL_ATTR = 'retainUntil';
 
 /**
  * DynamoDB tables, declared once; `applyTables` creates the missing ones at start and never
@@ -57,7 +59,7 @@ export const tableDefs = {
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
     ],
     // Each item's retainUntil comes from its app's ledgerRetentionDays (docs/retention.md).
-    ttlAttribute: RETAIN_ATTR,
+    ttlAttribute: LEDGER_TTL_ATTR,
     description:
       'Dispatches, attempts, postbacks and flag history (immutable entries, kept per the app’s retention)',
   },

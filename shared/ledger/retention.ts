@@ -1,3 +1,5 @@
+import { LEDGER_TTL_ATTR } from '../../infra/definitions/tables.js';
+
 /**
  * How long the ledger keeps what it holds (docs/retention.md): every ledger item (a dispatch,
  * its delivery attempts, postbacks and flag changes) carries `retainUntil`, epoch seconds, the
@@ -10,8 +12,8 @@
  * it is a whole year too.
  */
 
-/** The item attribute DynamoDB's TTL reads (infra/definitions/tables.ts). */
-export const RETAIN_ATTR = 'retainUntil';
+/** The item attribute DynamoDB's TTL reads (declared with the table). */
+export const RETAIN_ATTR = LEDGER_TTL_ATTR;
 
 export const MIN_RETENTION_DAYS = 366;
 export const DEFAULT_RETENTION_DAYS = 366;
