@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { LANGUAGES } from '../../shared/domain/types.js';
 import { CATALOGUES, LANGUAGE_INFO, fill } from '../../shared/i18n/index.js';
+import type { Breach } from '../../shared/breaches/model.js';
+import type { Grievance } from '../../shared/grievances/model.js';
+import { breachNoticeMail, grievanceAnsweredMail, grievanceFiledMail } from './duty-templates.js';
+import { inactivityErasedMail, inactivityWarningMail } from './inactivity-templates.js';
 import { erasureAckMail, escapeHtml, expiryReminderMail, grantRequestMail } from './templates.js';
 
 /** The principal e-mails in each of the 23 languages. */
@@ -8,7 +12,26 @@ import { erasureAckMail, escapeHtml, expiryReminderMail, grantRequestMail } from
 const app = { name: 'Shop <&> Co', contactEmail: 'dpo@shop.example' };
 const base = { app, referenceId: 'SVC-REF-ABCD2345', link: 'https://svc.example/portal/x#token=t' };
 
+/** Only the fields the e-mails read. */
+const grievance = {
+  grievanceId: 'grv_01J0000000000000000000000A',
+  subject: 'Shared <data>',
+  createdAt: '2030-01-01T10:00:00.000Z',
+  dueAt: '2030-04-01T10:00:00.000Z',
+  answer: 'We stopped sharing it.',
+  resolution: 'resolved',
+} as Grievance;
+const breach = {
+  description: 'A backup was exposed.',
+  consequences: 'Your address may be known.',
+  mitigations: 'Keys rotated.',
+  steps: 'Beware of calls.',
+  contact: { name: 'DPO', email: 'breach@shop.example', phone: null },
+  detectedAt: '2030-01-02T08:00:00.000Z',
+} as unknown as Breach;
+
 const mails = (language: string) => [
+  ...dutyMails(language),
   grantRequestMail({ ...base, language }),
   expiryReminderMail({
     ...base,
@@ -18,6 +41,21 @@ const mails = (language: string) => [
   }),
   expiryReminderMail({ ...base, language, purposes: [], expiresAt: null }),
   erasureAckMail({ ...base, language, purposes: ['analytics', 'marketing'] }),
+];
+
+/** The grievance, breach and inactivity e-mails (first in `mails`). */
+const dutyMails = (language: string) => [
+  grievanceFiledMail({ ...base, language, grievance }),
+  grievanceAnsweredMail({ ...base, language, grievance }),
+  grievanceAnsweredMail({ ...base, language, grievance: { ...grievance, resolution: 'rejected' } }),
+  breachNoticeMail({ ...base, language, breach }),
+  inactivityWarningMail({
+    ...base,
+    language,
+    eraseAt: '2030-05-01T10:30:00Z',
+    inactivityDays: 365,
+  }),
+  inactivityErasedMail({ ...base, language, purposes: [] }),
 ];
 
 describe('principal e-mails in every language', () => {
@@ -36,7 +74,7 @@ describe('principal e-mails in every language', () => {
       expect(m.html).toContain(escapeHtml(app.name));
       expect(m.html).not.toContain('<&>');
     }
-    const [grant, on, soon, erasure] = mails(lang);
+    const [grant, on, soon, erasure] = mails(lang).slice(dutyMails(lang).length);
     expect(grant!.subject).toBe(fill(t.grantSubject, { app: app.name }));
     expect(on!.subject).toBe(fill(t.expirySubjectOn, { app: app.name, date: '2031-03-01' }));
     expect(soon!.text).toContain(
@@ -52,6 +90,23 @@ describe('principal e-mails in every language', () => {
     const ur = erasureAckMail({ ...base, language: 'ur', purposes: ['marketing'] });
     expect(ur.html).toContain('dir="rtl"');
     expect(ur.subject).toMatch(/[\u0600-\u06ff]/);
+  });
+
+  it('fills the grievance, breach and inactivity e-mails with their facts', () => {
+    const [filed, answered, rejected, notice, warning, erased] = dutyMails('hi');
+    const t = CATALOGUES.hi.mail;
+    const v = { app: app.name, subject: 'Shared <data>', id: grievance.grievanceId };
+    expect(filed!.text).toContain(fill(t.grievanceFiled1, { ...v, date: '2030-01-01' }));
+    expect(answered!.text).toContain(fill(t.grievanceResolved, v));
+    expect(rejected!.text).toContain(fill(t.grievanceRejected, v));
+    expect(answered!.text).toContain('We stopped sharing it.');
+    expect(notice!.text).toContain(fill(t.breachContact, { contact: 'DPO, breach@shop.example' }));
+    expect(warning!.text).toContain('2030-05-01 10:30 UTC');
+    expect(warning!.subject).toBe(
+      fill(t.inactivityWarnSubject, { app: app.name, date: '2030-05-01' }),
+    );
+    expect(erased!.text).toContain(t.allPurposes);
+    expect(filed!.html).not.toContain('<data>');
   });
 
   it('is English for an unknown or missing language', () => {
