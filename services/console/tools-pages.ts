@@ -9,7 +9,7 @@ import {
   type TestEventObservation,
 } from '../../shared/domain/checklist.js';
 import { EVENT_TYPES } from '../../shared/domain/consent/events.js';
-import type { InboxDelivery } from '../../shared/domain/observations.js';
+import { INBOX_SLOTS, type InboxDelivery } from '../../shared/domain/observations.js';
 import type { App } from '../../shared/domain/types.js';
 import type { FieldError } from '../../shared/errors.js';
 import type { Dispatch } from '../../shared/ledger/dispatches.js';
@@ -295,6 +295,19 @@ function prettyBody(body: string): string {
   }
 }
 
+/**
+ * Characters of a body the page shows: webhook bodies are far smaller, and anyone may post to
+ * an inbox, so a hundred bodies of 64 KiB do not make the page megabytes long.
+ */
+export const BODY_SHOWN = 16_384;
+
+function shownBody(body: string): string {
+  const text = prettyBody(body);
+  return text.length <= BODY_SHOWN
+    ? text
+    : `${text.slice(0, BODY_SHOWN)}\n… ${text.length - BODY_SHOWN} more characters (GET /api/v1/admin/apps/{appId}/sandbox/inbox returns the whole body)`;
+}
+
 function deliveryHtml(d: InboxDelivery, first: boolean): string {
   const headers = Object.entries(d.headers)
     .map(([k, v]) => `<dt><code>${esc(k)}</code></dt><dd><code>${esc(v)}</code></dd>`)
@@ -310,7 +323,7 @@ function deliveryHtml(d: InboxDelivery, first: boolean): string {
 <p class="label">Headers</p>
 <dl class="facts headers">${headers}</dl>
 <p class="label">Body</p>
-<pre tabindex="0"><code>${esc(prettyBody(d.body))}</code></pre>
+<pre tabindex="0"><code>${esc(shownBody(d.body))}</code></pre>
 </details>
 </li>`;
 }
@@ -319,7 +332,7 @@ function inboxSection(app: App, v: SandboxView): string {
   return `<section aria-labelledby="h-inbox" id="inbox">
 <h2 id="h-inbox">Webhook inbox</h2>
 ${copyBlock('inbox-url', 'This app’s inbox URL', v.inboxUrl)}
-<p>Every delivery to it is kept (the newest 100) with its headers, its body and whether its signature verifies with this app’s current secret key; one that does not is answered 401. The newest ${v.inbox.length ? `${v.inbox.length} are` : 'ones are'} shown here. <a href="${esc(`${appPath(app.appId)}/sandbox#inbox`)}">Reload</a></p>
+<p>Every delivery to it is kept (the newest ${INBOX_SLOTS}), newest first, with its headers, its body and whether its signature verifies with this app’s current secret key; one that does not is answered 401. <a href="${esc(`${appPath(app.appId)}/sandbox#inbox`)}">Reload</a></p>
 ${
   v.inbox.length
     ? `<ul class="inbox" id="inbox-list">${v.inbox.map((d, i) => deliveryHtml(d, i === 0)).join('\n')}</ul>`

@@ -46,8 +46,6 @@ import {
 export const inboxUrl = (rt: Runtime, appId: string) =>
   `${new URL(rt.config.PUBLIC_BASE_URL).origin}/sandbox/inbox/${appId}`;
 
-/** Deliveries the sandbox page shows, newest first (the inbox keeps up to 100). */
-export const INBOX_SHOWN = 20;
 /** Recent dispatches the simulator offers (those that need a postback among them). */
 const SIMULATOR_WINDOW = 50;
 
@@ -106,7 +104,7 @@ async function simulatedOf(rt: Runtime, app: App, query: Request['query']) {
 
 async function sandboxView(rt: Runtime, app: App, req: Request): Promise<SandboxView> {
   const [inbox, tests, recent, simulated] = await Promise.all([
-    listInbox(rt, app.appId, INBOX_SHOWN),
+    listInbox(rt, app.appId),
     lastTests(rt, app.appId),
     listDispatchesByApp(rt, app.appId, { order: 'desc', limit: SIMULATOR_WINDOW }),
     simulatedOf(rt, app, req.query),

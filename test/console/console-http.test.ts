@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consoleService } from '../../services/console/index.js';
 import { SESSION_TTL_MS, readSession } from '../../services/console/session.js';
+import { BODY_SHOWN } from '../../services/console/tools-pages.js';
 import { getApp } from '../../shared/domain/apps.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { client, sandboxApp } from '../admin/client.js';
@@ -271,6 +272,23 @@ describe('CSRF', () => {
     expect(item.evidence).toMatch(
       /^Attested by operator \(console\) at .*: Published on the contact page$/,
     );
+  });
+
+  it('lists the inbox’s deliveries with their signature check, a long body cut on the page', async () => {
+    const posted = await fetch(`${p.url}/sandbox/inbox/${shop.appId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'webhook-id': 'msg_unsigned' },
+      body: 'x'.repeat(BODY_SHOWN + 100),
+    });
+    // Kept, and refused as a receiver that verifies signatures refuses an unsigned one.
+    expect(posted.status).toBe(401);
+    const c = await signedIn();
+    const page = await c.get(`/console/apps/${shop.appId}/sandbox`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('signature does not verify');
+    expect(page.text).toContain('msg_unsigned');
+    expect(page.text).toContain(`${'x'.repeat(BODY_SHOWN)}\n… 100 more characters`);
+    expect(page.text).not.toContain('x'.repeat(BODY_SHOWN + 1));
   });
 
   it('refuses the checklist and sandbox forms without the session’s CSRF token: 403, nothing done', async () => {
