@@ -137,6 +137,10 @@ describe('a page in Urdu', () => {
     const text = (await board.textContent()) ?? '';
     expect(text).toContain(ur.dashboard.validUntil);
     expect(text).toContain(`${ur.dashboard.ref}: ${referenceId}`);
+    // The grievance form and the receipt download speak Urdu too.
+    await poll(() => board.textContent()).toContain(ur.dashboard.g_title);
+    expect(text).toContain(ur.dashboard.receipt);
+    expect(await board.getByRole('button', { name: ur.dashboard.g_file }).count()).toBe(1);
     // Table headers start at the right.
     const heads = await board
       .locator('thead th')
