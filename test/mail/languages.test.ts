@@ -1,5 +1,6 @@
 import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Language } from '../../shared/domain/types.js';
 import { requestGrant } from '../../shared/mail/index.js';
 import { CATALOGUES, fill } from '../../shared/i18n/index.js';
 import { notifierWorker } from '../../workers/notifier/index.js';
@@ -43,26 +44,31 @@ const html = (m: ParsedMail) => (typeof m.html === 'string' ? m.html : '');
 const link = (m: ParsedMail) =>
   /<a href="(http[^"]+)">/.exec(html(m))?.[1]?.replace(/&amp;/g, '&') ?? '';
 
+/** A grant request to a new principal at `address`, in `language` when given; its e-mail. */
+async function grantMail(address: string, language?: Language) {
+  const p = await s.createPrincipal(shop, address);
+  await requestGrant(s.p.rt, {
+    appId: shop.app.appId,
+    referenceId: p.referenceId,
+    ...(language ? { language } : {}),
+  });
+  return { referenceId: p.referenceId, m: await mailTo(address) };
+}
+
 describe('e-mails in the principal’s language', () => {
   it('in Tamil: Tamil subject and text, and a link to the portal in Tamil', async () => {
     const t = CATALOGUES.ta.mail;
-    const p = await s.createPrincipal(shop, 'tamil@example.test');
-    await requestGrant(s.p.rt, {
-      appId: shop.app.appId,
-      referenceId: p.referenceId,
-      language: 'ta',
-    });
-    const m = await mailTo('tamil@example.test');
+    const { referenceId, m } = await grantMail('tamil@example.test', 'ta');
     expect(m.subject).toBe(fill(t.grantSubject, { app: 'Shop & Co' }));
     expect(m.text).toContain(fill(t.grantBody1, { app: 'Shop & Co' }));
-    expect(m.text).toContain(fill(t.reference, { referenceId: p.referenceId }));
+    expect(m.text).toContain(fill(t.reference, { referenceId }));
     expect(m.text).toContain(`${t.manage}: `);
     expect(m.text).toMatch(/[\u0b80-\u0bff]{4}/);
     expect(html(m)).toContain('<html lang="ta" dir="ltr">');
     expect(html(m)).toContain('href="mailto:dpo@shop.example"');
     const url = new URL(link(m));
     expect(`${url.origin}${url.pathname}${url.search}`).toBe(
-      `${s.url}/portal/${p.referenceId}?lang=ta`,
+      `${s.url}/portal/${referenceId}?lang=ta`,
     );
     expect(url.hash).toMatch(/^#token=svc_pt_/);
     const portal = await fetch(link(m));
@@ -74,13 +80,7 @@ describe('e-mails in the principal’s language', () => {
 
   it('in Urdu: right to left', async () => {
     const t = CATALOGUES.ur.mail;
-    const p = await s.createPrincipal(shop, 'urdu@example.test');
-    await requestGrant(s.p.rt, {
-      appId: shop.app.appId,
-      referenceId: p.referenceId,
-      language: 'ur',
-    });
-    const m = await mailTo('urdu@example.test');
+    const { m } = await grantMail('urdu@example.test', 'ur');
     expect(m.subject).toBe(fill(t.grantSubject, { app: 'Shop & Co' }));
     expect(html(m)).toContain('<html lang="ur" dir="rtl">');
     expect(html(m)).toContain('<div lang="ur" dir="rtl">');
@@ -89,9 +89,7 @@ describe('e-mails in the principal’s language', () => {
   });
 
   it('in English when the principal’s consents name no language', async () => {
-    const p = await s.createPrincipal(shop, 'plain@example.test');
-    await requestGrant(s.p.rt, { appId: shop.app.appId, referenceId: p.referenceId });
-    const m = await mailTo('plain@example.test');
+    const { m } = await grantMail('plain@example.test');
     expect(m.subject).toBe('Shop & Co asks for your consent');
     expect(html(m)).toContain('<html lang="en" dir="ltr">');
     expect(new URL(link(m)).search).toBe('');
