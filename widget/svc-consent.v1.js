@@ -249,7 +249,7 @@
       (err) => {
         delete pending[pid];
         warn(`capture failed: ${err.message}`);
-        need(go.lang).then(() => toast(strings(go.lang).failed, go.lang));
+        void need(go.lang).then(() => toast(strings(go.lang).failed, go.lang));
       },
     );
   };
@@ -427,7 +427,7 @@
       (c) => go.dlg && render(go, c, fromSwitcher),
       (err) => {
         warn(`notice ${go.pid}: ${err.message}`);
-        need(lang).then(() => {
+        void need(lang).then(() => {
           if (!go.dlg) return;
           const S = strings(lang);
           go.dlg.replaceChildren(head(go, S, S.loadFailed), h('p', { id: 'svc-b' }));

@@ -142,7 +142,7 @@
     // Nothing is drawn until the strings are there (or failed: then it is all English).
     let ready = lang === 'en';
     if (!ready)
-      fetch(`${base}/api/v1/widget/strings/${lang}`, { credentials: 'omit' })
+      void fetch(`${base}/api/v1/widget/strings/${lang}`, { credentials: 'omit' })
         .then((r) => (r.ok ? r.json() : null))
         .then((j) => j && j.dashboard)
         .catch(() => null)

@@ -1,10 +1,7 @@
 import { z } from 'zod';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
 import { patterns } from '../../shared/domain/ids.js';
-import {
-  MAX_INACTIVITY_DAYS,
-  MIN_INACTIVITY_DAYS,
-} from '../../shared/domain/consent/activity.js';
+import { MAX_INACTIVITY_DAYS, MIN_INACTIVITY_DAYS } from '../../shared/domain/consent/activity.js';
 import { noticeRuleErrors } from '../../shared/domain/notices.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import { LANGUAGES } from '../../shared/domain/types.js';

@@ -227,13 +227,16 @@ export const widgetService: ServiceModule = {
         kind: 'browser',
         ttlMs: MAX_TTL_MS.browser,
       });
-      res.status(201).set('Cache-Control', 'no-store').json({
-        consentId: result.transactionId,
-        referenceId: result.referenceId,
-        expiresAt: result.expiresAt,
-        principalToken: token,
-        ...(result.parentalVerification ? { parentalVerification: 'pending' } : {}),
-      });
+      res
+        .status(201)
+        .set('Cache-Control', 'no-store')
+        .json({
+          consentId: result.transactionId,
+          referenceId: result.referenceId,
+          expiresAt: result.expiresAt,
+          principalToken: token,
+          ...(result.parentalVerification ? { parentalVerification: 'pending' } : {}),
+        });
     });
     app.use('/api/v1/widget', r);
 

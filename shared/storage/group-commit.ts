@@ -156,7 +156,9 @@ export class GroupCommit {
     if (!gone.some((i) => !isOutbox(i))) return 'intact';
     const again = [
       ...gone.filter((i) => !isOutbox(i)),
-      ...w.filter((i) => i.Put && i.Put.ConditionExpression === undefined).map((i) => this.ifAbsent(i)),
+      ...w
+        .filter((i) => i.Put && i.Put.ConditionExpression === undefined)
+        .map((i) => this.ifAbsent(i)),
       ...gone.filter(isOutbox),
     ];
     let written = 0;
