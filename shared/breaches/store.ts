@@ -9,6 +9,7 @@ import {
   commitDuty,
   dutyMetrics,
   dutyUpdate,
+  loadDutyItem,
   openDuty,
   type DutyEntry,
   type DutyRecord,
@@ -141,14 +142,7 @@ export async function recordBreach(
 
 async function load(rt: Runtime, appId: string, id: string): Promise<Stored | undefined> {
   if (!breachIdPattern.test(id)) return undefined;
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.entities,
-      Key: keys.head(appId, id),
-      ConsistentRead: true,
-    }),
-  );
-  return r.Item ? { ...withoutKeys<Breach>(r.Item), version: Number(r.Item.version) } : undefined;
+  return loadDutyItem<Breach>(rt, keys.head(appId, id));
 }
 
 const strip = ({ version: _v, ...b }: Stored): Breach => b;

@@ -1,3 +1,4 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { AppError } from '../errors.js';
 import { getOrCreate } from '../metrics.js';
@@ -14,12 +15,27 @@ import {
   type DutyFacts,
   type DutyFlag,
 } from './clock.js';
+import { withoutKeys } from './list.js';
 
 /**
  * What grievances and breach reports share: their timers in the `duty#` family of the due-index,
  * their flag history, the counters behind their gauges, and their metrics. Each change of a
  * duty is one `rt.outbox.commit`: the item, its next timer, its counters and its e-mails.
  */
+
+/**
+ * A duty's item (a grievance, a breach head), read consistently, without its keys and with its
+ * version; undefined if it is not there.
+ */
+export async function loadDutyItem<T>(
+  rt: Runtime,
+  key: { pk: string; sk: string },
+): Promise<(T & { version: number }) | undefined> {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({ TableName: rt.tables.entities, Key: key, ConsistentRead: true }),
+  );
+  return r.Item ? { ...withoutKeys<T>(r.Item), version: Number(r.Item.version) } : undefined;
+}
 
 /** `grievance`: an answer owed to a principal; `board_report`: a breach report owed to the Board. */
 export const DUTY_KINDS = ['grievance', 'board_report'] as const;

@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
 import { dutyDeadlines, type DutyFacts } from '../duties/clock.js';
 import { listPage, withoutKeys } from '../duties/list.js';
@@ -7,6 +7,7 @@ import {
   checkDuty,
   closeDuty,
   dutyMetrics,
+  loadDutyItem,
   openDuty,
   type DutyEntry,
   type DutyRecord,
@@ -163,16 +164,7 @@ export async function fileGrievance(
 
 async function load(rt: Runtime, appId: string, id: string): Promise<Stored | undefined> {
   if (!grievanceIdPattern.test(id)) return undefined;
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.entities,
-      Key: keys.item(appId, id),
-      ConsistentRead: true,
-    }),
-  );
-  return r.Item
-    ? { ...withoutKeys<Grievance>(r.Item), version: Number(r.Item.version) }
-    : undefined;
+  return loadDutyItem<Grievance>(rt, keys.item(appId, id));
 }
 
 const strip = ({ version: _v, ...g }: Stored): Grievance => g;
