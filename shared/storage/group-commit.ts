@@ -97,34 +97,25 @@ export class GroupCommit {
    */
   async recheck(outageSinceMs: number): Promise<number> {
     const writes = this.recent.before(outageSinceMs);
-    let restored = 0;
-    let repaired = 0;
+    const done = { restored: 0, repaired: 0 };
     let pending = writes.filter(guarded);
-    for (let round = 0; round < 3 && pending.length > 0; round++) {
-      if (round > 0) await new Promise((r) => setTimeout(r, 200 * round));
-      const again: TransactItem[][] = [];
-      for (const w of pending) {
-        try {
-          await this.send(w);
-          restored++;
-        } catch (err) {
-          const e = err as { name?: string; CancellationReasons?: Reason[] };
-          if (e?.name === 'TransactionCanceledException') {
-            const outcome = await this.repair(w, e.CancellationReasons);
-            if (outcome === 'repaired') repaired++;
-            else if (outcome === 'contended') again.push(w);
-            continue;
-          }
-          this.o.log?.warn({ err }, 'write recheck after a store outage failed');
-          // The store failed again: its next recovery checks again.
-          if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
-          again.length = 0;
-          pending = [];
-          break;
+    try {
+      for (let round = 0; round < 3 && pending.length > 0; round++) {
+        if (round > 0) await new Promise((r) => setTimeout(r, 200 * round));
+        const contended: TransactItem[][] = [];
+        for (const w of pending) {
+          const outcome = await this.recheckWrite(w);
+          if (outcome === 'contended') contended.push(w);
+          else if (outcome !== 'intact') done[outcome]++;
         }
+        pending = contended;
       }
-      if (pending.length > 0) pending = again;
+    } catch (err) {
+      this.o.log?.warn({ err }, 'write recheck after a store outage failed');
+      // The store failed again: its next recovery checks again.
+      if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
     }
+    const { restored, repaired } = done;
     this.m?.rechecks.inc();
     this.m?.restored.inc(restored + repaired);
     this.o.log?.[restored + repaired > 0 ? 'warn' : 'info'](
@@ -134,6 +125,20 @@ export class GroupCommit {
         : 'writes the store acknowledged before its outage are all still there',
     );
     return restored + repaired;
+  }
+
+  /** One write sent again: applied whole, refused (then repaired where part of it is gone). */
+  private async recheckWrite(
+    w: TransactItem[],
+  ): Promise<'restored' | 'repaired' | 'intact' | 'contended'> {
+    try {
+      await this.send(w);
+      return 'restored';
+    } catch (err) {
+      const e = err as { name?: string; CancellationReasons?: Reason[] };
+      if (e?.name !== 'TransactionCanceledException') throw err;
+      return this.repair(w, e.CancellationReasons);
+    }
   }
 
   /**
