@@ -35,6 +35,33 @@ export function uuidv7(nowMs = Date.now()): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/**
+ * Record ids derived from their transaction's id, so a record's transaction is found without a
+ * pointer item: a transaction id from `transactionUuid` is a UUID v7 whose last byte is 00, and
+ * its n-th record (n 1–255) has the same id with last byte n. `transactionOfRecord` inverts it.
+ * Transactions created before this layout have random last bytes; their records keep random
+ * ids and pointer items.
+ */
+export const transactionUuid = (nowMs = Date.now()) => `${uuidv7(nowMs).slice(0, 34)}00`;
+
+export function recordUuid(transactionId: string, n: number): string {
+  if (!Number.isInteger(n) || n < 1 || n > 255) throw new RangeError(`record number ${n}`);
+  return `${transactionId.slice(0, 34)}${n.toString(16).padStart(2, '0')}`;
+}
+
+/** The transaction id a record id was derived from; undefined when it cannot be one. */
+export function transactionOfRecord(recordId: string): string | undefined {
+  if (!patterns.uuid.test(recordId) || recordId.endsWith('00')) return undefined;
+  return `${recordId.slice(0, 34)}00`;
+}
+
+/** The number n of a record id derived from `transactionId`, or undefined. */
+export function recordNumber(transactionId: string, recordId: string): number | undefined {
+  if (!transactionId.endsWith('00') || transactionOfRecord(recordId) !== transactionId)
+    return undefined;
+  return parseInt(recordId.slice(34), 16);
+}
+
 export const patterns = {
   appId: /^app_[0-9A-Za-z]{20}$/,
   siteKey: /^APP_[0-9A-Za-z]{24}$/,

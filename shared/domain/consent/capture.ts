@@ -3,7 +3,12 @@ import type { Runtime } from '../../runtime.js';
 import type { App, NoticeVersion } from '../types.js';
 import { parentalRequiredEvent, type EventContext } from './events.js';
 import { MAX_RECORDS, type ConsentRecord } from './model.js';
-import { createInPrincipal, createWithPrincipal, newRecordId, newTransactionId } from './writer.js';
+import {
+  createInPrincipal,
+  createWithPrincipal,
+  newTransactionId,
+  recordIdsFor,
+} from './writer.js';
 
 const DAY_MS = 86_400_000;
 
@@ -93,34 +98,37 @@ export async function captureConsent(
   input: CaptureInput,
 ): Promise<CaptureResult> {
   // Validate before any write so a bad capture leaves nothing behind.
-  captureRecords(notice, input, new Date().toISOString(), newRecordId);
+  captureRecords(notice, input, new Date().toISOString(), recordIdsFor(newTransactionId()));
   const parental = notice.requiresParentalConsent === true;
   const events = parental ? parentalEvents : undefined;
-  const build = (_ref: string, now: string) => ({
-    appId: app.appId,
-    transactionId: newTransactionId(),
-    processId: notice.triggerKey,
-    noticeId: notice.noticeId,
-    noticeVersion: notice.version,
-    language: input.language,
-    source: 'widget' as const,
-    createdAt: now,
-    updatedAt: now,
-    expiresAt: new Date(Date.parse(now) + notice.validityDays * DAY_MS).toISOString(),
-    records: captureRecords(notice, input, now, newRecordId),
-    ...(parental ? { parental: { status: 'pending' as const, requestedAt: now } } : {}),
-    proof: {
+  const build = (_ref: string, now: string) => {
+    const transactionId = newTransactionId();
+    return {
+      appId: app.appId,
+      transactionId,
+      processId: notice.triggerKey,
+      noticeId: notice.noticeId,
       noticeVersion: notice.version,
-      textHash: notice.textHash,
       language: input.language,
-      capturedAt: now,
-      pageUrl: input.pageUrl,
-      userAgent: input.userAgent,
-      ipHash: input.ipHash,
-      mode: input.mode,
-      ...(input.region !== undefined ? { region: input.region } : {}),
-    },
-  });
+      source: 'widget' as const,
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: new Date(Date.parse(now) + notice.validityDays * DAY_MS).toISOString(),
+      records: captureRecords(notice, input, now, recordIdsFor(transactionId)),
+      ...(parental ? { parental: { status: 'pending' as const, requestedAt: now } } : {}),
+      proof: {
+        noticeVersion: notice.version,
+        textHash: notice.textHash,
+        language: input.language,
+        capturedAt: now,
+        pageUrl: input.pageUrl,
+        userAgent: input.userAgent,
+        ipHash: input.ipHash,
+        mode: input.mode,
+        ...(input.region !== undefined ? { region: input.region } : {}),
+      },
+    };
+  };
   const ctx = { rt, app, actor: { source: 'widget' as const, credential: 'siteKey' } };
   const txn =
     input.referenceId === undefined

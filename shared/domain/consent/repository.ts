@@ -3,7 +3,7 @@ import { AppError } from '../../errors.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../../storage/query.js';
-import { patterns } from '../ids.js';
+import { patterns, transactionOfRecord } from '../ids.js';
 import type {
   Actor,
   HistoryEntry,
@@ -19,7 +19,9 @@ import type {
  * - principal   pk APP#{appId}#REF#{ref}   sk PRINCIPAL
  * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId
  * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
- * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId
+ * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId; only for
+ *   records whose id is not derived from their transaction's (ids.ts, `recordUuid`): those of
+ *   transactions created before that layout
  * The history of a transaction's changes is kept in the transaction item (`history`). Items
  * with sk HIST#{ISO time}#{ulid}, one per changed record, were written before that; they are
  * left as they are (the erasure sweep still scrubs them).
@@ -91,12 +93,23 @@ export async function loadTransaction(
   return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
 }
 
+/**
+ * Where a record is: its transaction and principal. A record id derived from its transaction's
+ * (ids.ts, `recordUuid`) names the transaction, found by id and checked to hold the record;
+ * any other record id (from before that layout) is found through its pointer item.
+ */
 export async function loadRecordPointer(
   rt: Runtime,
   appId: string,
   recordId: string,
 ): Promise<{ transactionId: string; referenceId: string } | undefined> {
   if (!patterns.uuid.test(recordId)) return undefined;
+  const derived = transactionOfRecord(recordId);
+  if (derived !== undefined) {
+    const t = await loadTransaction(rt, appId, derived);
+    if (t?.records.some((r) => r.recordId === recordId))
+      return { transactionId: t.transactionId, referenceId: t.referenceId };
+  }
   return getItem(rt, keys.record(appId, recordId));
 }
 

@@ -15,7 +15,7 @@ import {
 import {
   createWithPrincipal,
   mutateTransaction,
-  newRecordId,
+  recordIdsFor,
   newTransactionId,
   type WriteContext,
 } from './writer.js';
@@ -101,20 +101,23 @@ export async function createUserConsent(
   const txn = await createWithPrincipal(ctx, {
     userId: input.userId,
     principal: { userId: input.userId, email: input.email },
-    build: (_ref, now) => ({
-      appId: app.appId,
-      transactionId: newTransactionId(),
-      userId: input.userId,
-      processId: null,
-      noticeId: null,
-      noticeVersion: null,
-      language: null,
-      source: 'api',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: new Date(Date.parse(now) + DEFAULT_VALIDITY_DAYS * DAY_MS).toISOString(),
-      records: applyPreferences([], input.consents, now, newRecordId).records,
-    }),
+    build: (_ref, now) => {
+      const transactionId = newTransactionId();
+      return {
+        appId: app.appId,
+        transactionId,
+        userId: input.userId,
+        processId: null,
+        noticeId: null,
+        noticeVersion: null,
+        language: null,
+        source: 'api',
+        createdAt: now,
+        updatedAt: now,
+        expiresAt: new Date(Date.parse(now) + DEFAULT_VALIDITY_DAYS * DAY_MS).toISOString(),
+        records: applyPreferences([], input.consents, now, recordIdsFor(transactionId)).records,
+      };
+    },
   });
   return toUserRecord(input.userId, input.email, txn);
 }
@@ -137,7 +140,12 @@ async function linkCapture(
     () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
     (t, now) => {
       if (t.userId !== undefined) throw t.userId === input.userId ? taken() : linkedElsewhere;
-      const applied = applyPreferences(t.records, input.consents, now, newRecordId);
+      const applied = applyPreferences(
+        t.records,
+        input.consents,
+        now,
+        recordIdsFor(t.transactionId, t.records),
+      );
       assertSize(applied.records.length);
       return {
         ...applied,
@@ -209,7 +217,12 @@ export async function updateUserConsent(
     ctx,
     () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
     (t, now) => {
-      const applied = applyPreferences(t.records, consents, now, newRecordId);
+      const applied = applyPreferences(
+        t.records,
+        consents,
+        now,
+        recordIdsFor(t.transactionId, t.records),
+      );
       assertSize(applied.records.length);
       if (!emailChange) return applied;
       return {

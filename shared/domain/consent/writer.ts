@@ -3,7 +3,15 @@ import { ensureFamily } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons } from '../../storage/dynamo.js';
-import { newEventId, newReferenceId, uuidv7 } from '../ids.js';
+import {
+  newEventId,
+  newReferenceId,
+  recordNumber,
+  recordUuid,
+  transactionOfRecord,
+  transactionUuid,
+  uuidv7,
+} from '../ids.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
 import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
@@ -85,8 +93,11 @@ async function commit(
     reason: ctx.reason,
   };
   const events = [...planEvents(ec), ...(o.events?.(ec) ?? [])];
+  // A record whose id is derived from its transaction's is found without a pointer item.
   const pointers = changes
-    .filter((c) => c.operation === 'create')
+    .filter(
+      (c) => c.operation === 'create' && transactionOfRecord(c.recordId) !== txn.transactionId,
+    )
     .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
   const timers = timerItems(ctx.rt, ctx.app, txn, {
     created,
@@ -324,5 +335,20 @@ export async function mutateTransaction(
   throw busy();
 }
 
-export const newRecordId = () => uuidv7();
-export const newTransactionId = () => uuidv7();
+export const newTransactionId = () => transactionUuid();
+
+/**
+ * Ids for the new records of a transaction that already holds `existing`: derived from the
+ * transaction id (ids.ts, `recordUuid`), numbered on from the highest derived one, so no record
+ * pointer is written for them. A transaction from before that layout, or one past 255 records,
+ * gets random ids, found through pointer items.
+ */
+export function recordIdsFor(
+  transactionId: string,
+  existing: readonly { recordId: string }[] = [],
+): () => string {
+  if (!transactionId.endsWith('00')) return () => uuidv7();
+  let n = 0;
+  for (const r of existing) n = Math.max(n, recordNumber(transactionId, r.recordId) ?? 0);
+  return () => (n < 255 ? recordUuid(transactionId, ++n) : uuidv7());
+}

@@ -1,0 +1,113 @@
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import type { StoredTransaction } from '../../shared/domain/consent/model.js';
+import { keys, putRecordPointer, putTransaction } from '../../shared/domain/consent/repository.js';
+import { recordUuid, transactionOfRecord, uuidv7 } from '../../shared/domain/ids.js';
+import { secret, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
+
+/**
+ * Record ids are derived from their transaction's id (shared/domain/ids.ts), so a new
+ * transaction writes no record pointer items, and a record is still found by its id alone;
+ * records of transactions written before that layout are found through their pointer items.
+ */
+const { pub, capture, op } = usePublicApi('consent-record-ids');
+
+const recordIdsOf = async (transactionId: string): Promise<string[]> => {
+  const r = await pub.f.call('GET', `${P}/${transactionId}`, { headers: secret(pub.a) });
+  expect(r.status).toBe(200);
+  return r.body.records.map((x: { recordId: string }) => x.recordId);
+};
+
+describe('record ids derived from the transaction id', () => {
+  it('a capture writes no record pointers; each record is found by its id', async () => {
+    const c = await capture();
+    expect(c.transactionId.endsWith('00')).toBe(true);
+    const ids = await recordIdsOf(c.transactionId);
+    expect(ids).toEqual([1, 2, 3].map((n) => recordUuid(c.transactionId, n)));
+    for (const id of ids) expect(transactionOfRecord(id)).toBe(c.transactionId);
+
+    const items = await pub.f.itemsOf(pub.a.app.appId);
+    const pointers = items.all.filter((i) => String(i.pk).includes('#REC#'));
+    expect(pointers).toEqual([]);
+    expect(items.kinds('record')).toEqual([]);
+
+    const r = await op(`/records/${ids[1]}/revoke`, { referenceId: c.referenceId });
+    expect(r.status).toBe(200);
+    expect(r.body.transactionId).toBe(c.transactionId);
+    expect(r.body.records.map((x: { state: string }) => x.state)).toEqual([
+      'granted',
+      'revoked',
+      'denied',
+    ]);
+  });
+
+  it('an id derived from a real transaction but naming no record of it is 404, as is another principal’s', async () => {
+    const c = await capture();
+    const absent = recordUuid(c.transactionId, 9);
+    const r = await op(`/records/${absent}/grant`);
+    expect(r.status).toBe(404);
+    // The derived transaction is the transaction itself, not a record.
+    expect((await op(`/records/${c.transactionId}/grant`)).status).toBe(404);
+
+    const other = await capture();
+    const [first] = await recordIdsOf(other.transactionId);
+    const wrongPrincipal = await op(`/records/${first}/revoke`, { referenceId: c.referenceId });
+    expect(wrongPrincipal.status).toBe(404);
+  });
+
+  it('another app cannot reach a record by its derived id', async () => {
+    const c = await capture();
+    const [, analytics] = await recordIdsOf(c.transactionId);
+    const b = await pub.f.createApp({
+      notice: { triggerKey: 'signup', purposes: [{ name: 'analytics' }] },
+    });
+    const r = await pub.f.call('POST', `${P}/records/${analytics}/revoke`, {
+      headers: secret(b),
+      body: {},
+    });
+    expect(r.status).toBe(404);
+    expect(JSON.stringify(r.body)).not.toContain(c.referenceId);
+  });
+
+  it('records of a transaction from before the layout are found through their pointer items', async () => {
+    const c = await capture();
+    const rt = pub.f.p.rt;
+    const now = new Date().toISOString();
+    const transactionId = uuidv7().replace(/..$/, 'a7');
+    const recordIds = [uuidv7(), uuidv7()];
+    const legacy: StoredTransaction = {
+      appId: pub.a.app.appId,
+      transactionId,
+      referenceId: c.referenceId,
+      processId: 'signup',
+      noticeId: null,
+      noticeVersion: null,
+      language: 'en',
+      source: 'api',
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      records: [
+        { recordId: recordIds[0]!, purpose: 'analytics', state: 'granted', updatedAt: now },
+        { recordId: recordIds[1]!, purpose: 'marketing', state: 'granted', updatedAt: now },
+      ],
+      version: 1,
+    };
+    await rt.dynamo.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          putTransaction(rt, legacy),
+          ...recordIds.map((id) => putRecordPointer(rt, legacy, id)),
+        ],
+      }),
+    );
+    const r = await op(`/records/${recordIds[1]}/revoke`, { referenceId: c.referenceId });
+    expect(r.status).toBe(200);
+    expect(r.body.transactionId).toBe(transactionId);
+    expect(r.body.records.map((x: { state: string }) => x.state)).toEqual(['granted', 'revoked']);
+    const items = await pub.f.itemsOf(pub.a.app.appId);
+    expect(
+      items.kinds('record').filter((i) => i.pk === keys.record(pub.a.app.appId, recordIds[0]!).pk),
+    ).toHaveLength(1);
+  });
+});
