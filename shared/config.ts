@@ -78,10 +78,16 @@ export const baseConfigSchema = z.object({
    * meanwhile wait and leave together, up to 100 items, in one TransactWriteItems (group commit).
    */
   OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
-  /** Outbox items one relay step reads, publishes and deletes before the next. */
+  /** Commits one relay or retry step publishes at once. */
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
-  /** Outbox items younger than this are left to the fast path. */
-  OUTBOX_RELAY_MIN_AGE_MS: z.coerce.number().int().nonnegative().default(2_000),
+  /**
+   * A writer (a process that commits events) saves its progress item every
+   * OUTBOX_RELAY_INTERVAL_MS; one not saved for this long is taken for stopped, and the relay
+   * publishes its commits from its watermark on (shared/outbox/outbox.ts).
+   */
+  OUTBOX_WRITER_STALE_MS: z.coerce.number().int().positive().default(10_000),
+  /** Stored but unpublished commits a process holds (Kafka down) before it answers 503. */
+  OUTBOX_MAX_OPEN: z.coerce.number().int().positive().default(50_000),
   /**
    * A consumer retries a failed message (anything but a malformed one) for as long as the
    * failure lasts; its back-off doubles from 200 ms up to this cap.

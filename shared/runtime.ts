@@ -73,11 +73,16 @@ export function createRuntime(
       registry,
       keyAttributes: (table) => keyAttributes.get(table) ?? [],
       storeOutages,
+      writerIndex: 'writer',
+      carriers: [{ table: tables.entities, index: 'outbox' }],
     },
     {
       publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS,
       relayBatch: config.OUTBOX_RELAY_BATCH,
       transactionsInFlight: config.OUTBOX_TRANSACTIONS_IN_FLIGHT,
+      retryIntervalMs: config.OUTBOX_RELAY_INTERVAL_MS,
+      staleMs: config.OUTBOX_WRITER_STALE_MS,
+      maxOpen: config.OUTBOX_MAX_OPEN,
     },
   );
   const processed = new Processed(dynamo.doc, tables.processed);

@@ -11,8 +11,17 @@ export interface TableDef {
   name: string;
   partitionKey: string;
   sortKey?: string;
-  /** Projection ALL unless `keysOnly` (the index then holds its keys and the table's). */
-  indexes?: { name: string; partitionKey: string; sortKey?: string; keysOnly?: boolean }[];
+  /**
+   * Projection ALL unless `keysOnly` (the index then holds its keys and the table's) or
+   * `include` (those keys and the attributes named).
+   */
+  indexes?: {
+    name: string;
+    partitionKey: string;
+    sortKey?: string;
+    keysOnly?: boolean;
+    include?: readonly string[];
+  }[];
   /** Attribute holding an epoch-seconds expiry; DynamoDB deletes the item after it. */
   ttlAttribute?: string;
   description: string;
@@ -26,6 +35,17 @@ export const tableDefs = {
     indexes: [
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
+      // Sparse: items that carry the events of the commit that created them, by writer and
+      // creation time (shared/outbox/outbox.ts, `commit`'s carrier), for the relay.
+      { name: 'outbox', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true },
+      // Sparse: the due entries derived from the items they belong to (shared/timers/derived.ts),
+      // with only what their sweep needs. A lease or any other change of the item writes nothing here.
+      {
+        name: 'due',
+        partitionKey: 'duepk',
+        sortKey: 'duesk',
+        include: ['duekind', 'appId', 'referenceId', 'transactionId'],
+      },
     ],
     description:
       'Apps, keys, notices, principals, transactions, records and their history (one table, typed keys)',
@@ -33,8 +53,12 @@ export const tableDefs = {
   outbox: {
     name: 'outbox',
     partitionKey: 'id',
+    // Sparse: each writer's commits by creation time, and its progress item under `writers`
+    // (shared/outbox/outbox.ts): how the relay finds the events of a writer that stopped.
+    indexes: [{ name: 'writer', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true }],
     ttlAttribute: 'expiresAt',
-    description: 'Events written in the same transaction as their change, deleted once published',
+    description:
+      'Events written in the same transaction as their change, never deleted by the service (TTL after 14 days); each writer’s progress item',
   },
   processed: {
     name: 'processed',
@@ -99,7 +123,11 @@ export function indexInput(ix: IndexDef) {
   return {
     IndexName: ix.name,
     KeySchema: keySchemaOf(ix.partitionKey, ix.sortKey),
-    Projection: { ProjectionType: ix.keysOnly ? ('KEYS_ONLY' as const) : ('ALL' as const) },
+    Projection: ix.keysOnly
+      ? { ProjectionType: 'KEYS_ONLY' as const }
+      : ix.include
+        ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...ix.include] }
+        : { ProjectionType: 'ALL' as const },
   };
 }
 

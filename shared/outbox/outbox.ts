@@ -1,15 +1,23 @@
 import {
+  BatchGetCommand,
   BatchWriteCommand,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
   ScanCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Gauge, Counter, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { backoffMs } from '../backoff.js';
+import { AppError } from '../errors.js';
+import { ulid } from 'ulid';
 import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
 import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
@@ -24,9 +32,9 @@ export interface OutboxItem extends OutMessage {
 }
 
 /**
- * One outbox item: every message of one commit, in order, under the first one's id, stored as
- * gzip-compressed JSON (`packed`): a commit's events repeat most of their text, and DynamoDB
- * bills writes (and the delete) by the kilobyte. `envelopeOf` also reads the shape written
+ * The messages of one commit, in order, under the first one's id, stored as gzip-compressed JSON
+ * (`packed` in an outbox item, `obx` in a carrier item): a commit's events repeat most of their
+ * text, and DynamoDB bills writes by the kilobyte. `envelopeOf` also reads the shape written
  * before: one message per item, at the top level.
  */
 interface Envelope {
@@ -44,8 +52,47 @@ function envelopeOf(item: Record<string, unknown>): Envelope {
       createdAtMs,
       messages: JSON.parse(gunzipSync(item.packed).toString('utf8')) as OutMessage[],
     };
+  const at = item[ATTR.at];
+  const packed = item[ATTR.packed];
+  if (typeof at === 'string' && packed instanceof Uint8Array) {
+    const first = parseAt(at);
+    return {
+      id: first.id,
+      createdAtMs: first.ms,
+      messages: JSON.parse(gunzipSync(packed).toString('utf8')) as OutMessage[],
+    };
+  }
   const { topic, key, value, headers } = item as unknown as OutMessage;
   return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
+}
+
+/**
+ * Attribute names of the writer layout. An outbox item, and any item of another table that
+ * carries a commit's events (a "carrier", see `commit`), holds `obxw` = `{writer id}#{shard}` and
+ * `obxt` = `{createdAtMs, 15 digits}#{first event id}`, the keys of a sparse index over which the
+ * relay finds a dead writer's events; a carrier holds the packed messages in `obx`.
+ */
+export const ATTR = { writer: 'obxw', at: 'obxt', packed: 'obx' } as const;
+/** Index partitions per writer, so one busy writer never makes one hot index partition. */
+export const WRITER_SHARDS = 8;
+/** The index partition listing every writer's progress item. */
+const WRITERS = 'writers';
+const PROGRESS_PREFIX = 'writer#';
+const LEGACY_MARKER = 'legacy#drained';
+const RETENTION_S = 14 * 86_400;
+
+const atKey = (ms: number, id: string) => `${String(ms).padStart(15, '0')}#${id}`;
+function parseAt(at: string): { ms: number; id: string } {
+  const i = at.indexOf('#');
+  return { ms: Number(at.slice(0, i)), id: at.slice(i + 1) };
+}
+const shardOf = (id: string) =>
+  createHash('sha256').update(id).digest().readUInt8(0) % WRITER_SHARDS;
+
+/** A table whose items may carry a commit's events, and its index over `obxw` / `obxt`. */
+export interface CarrierSource {
+  table: string;
+  index: string;
 }
 
 export interface OutboxDeps {
@@ -58,6 +105,10 @@ export interface OutboxDeps {
   keyAttributes?: (table: string) => readonly string[];
   /** The store's outages: committed writes are checked again after one (group commit). */
   storeOutages?: StoreOutages;
+  /** The outbox table's index over `obxw` / `obxt` (default `writer`). */
+  writerIndex?: string;
+  /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
+  carriers?: CarrierSource[];
 }
 
 function outboxMetrics(registry: Registry) {
@@ -68,7 +119,7 @@ function outboxMetrics(registry: Registry) {
       () =>
         new Counter({
           name: 'svc_outbox_published_total',
-          help: 'Outbox items published, by path (fast = at write time, relay = re-published later)',
+          help: 'Outbox messages published, by path (fast = at write time, retry = later by the writer itself, relay = by the relay for a writer that stopped)',
           labelNames: ['path'],
           registers: [registry],
         }),
@@ -79,7 +130,7 @@ function outboxMetrics(registry: Registry) {
       () =>
         new Gauge({
           name: 'svc_outbox_backlog',
-          help: 'Outbox items waiting to be published, as of the last complete relay pass',
+          help: 'Commits of this process stored but not yet published to Kafka',
           registers: [registry],
         }),
     ),
@@ -89,7 +140,7 @@ function outboxMetrics(registry: Registry) {
       () =>
         new Gauge({
           name: 'svc_outbox_oldest_age_seconds',
-          help: 'Age of the oldest unpublished outbox item seen by the relay (0 when none): the relay lag',
+          help: 'Age of the oldest stored but unpublished commit of this process (0 when none): the outbox lag',
           registers: [registry],
         }),
     ),
@@ -104,40 +155,94 @@ function outboxMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
+    recovered: getOrCreate(
+      registry,
+      'svc_outbox_writers_recovered_total',
+      () =>
+        new Counter({
+          name: 'svc_outbox_writers_recovered_total',
+          help: 'Writers that stopped (no progress within OUTBOX_WRITER_STALE_MS) whose events the relay published from their watermark',
+          registers: [registry],
+        }),
+    ),
   };
 }
 
 export interface OutboxOptions {
   /**
    * How long a write waits for its events' fast-path publish before it answers anyway (the
-   * items are already stored; the relay publishes whatever the fast path did not).
+   * events are already stored; the writer publishes them itself later, or the relay if it dies).
    */
   publishWaitMs?: number;
-  /** Items one relay step reads, publishes and deletes before it reads the next. */
+  /** Commits one relay or retry step publishes at once. */
   relayBatch?: number;
   /**
    * Commit transactions in flight at once; commits made meanwhile wait and leave together in
    * one transaction of up to 100 items (group commit).
    */
   transactionsInFlight?: number;
+  /** How often the writer retries its unpublished commits and saves its progress item. */
+  retryIntervalMs?: number;
+  /** A writer whose progress item is older than this is taken for stopped by the relay. */
+  staleMs?: number;
+  /** Stored but unpublished commits a writer holds before it refuses new ones (503). */
+  maxOpen?: number;
 }
 
+/** A commit of this writer that is not published yet. */
+interface Open {
+  env: Envelope;
+  /** writing: its transaction is in flight; committed; unknown: the transaction failed without saying whether it applied. */
+  state: 'writing' | 'committed' | 'unknown';
+  /** A publish of it is in flight (fast path or retry). */
+  sending: boolean;
+  /** Where its events are stored (to look up an `unknown` one). */
+  where: { table: string; key: Record<string, unknown> };
+  at: string;
+  /** unknown: when the transaction failed, and when it was last found absent. */
+  failedAt?: number;
+  absentAt?: number;
+}
+
+/** Errors after which the transaction certainly did not apply. */
+function certainlyNotApplied(err: unknown): boolean {
+  if (err instanceof AppError) return true;
+  const name = (err as { name?: string } | undefined)?.name;
+  return name === 'TransactionCanceledException' || name === 'ValidationException';
+}
+
+/** A failed transaction whose outcome is unknown is taken for not applied once found absent this long after it failed, twice. */
+const UNKNOWN_SETTLE_MS = 60_000;
+
 /**
- * Transactional outbox. `commit` writes a change and its events in one TransactWriteItems (the
- * events together in one outbox item), then publishes the events at once (fast path) and
- * deletes the item. If Kafka
- * cannot take them in time, the items stay and the relay (`relayOnce`) publishes them later.
- * Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
+ * Transactional outbox without deletes. `commit` writes a change and its events in one
+ * TransactWriteItems (the events together in one outbox item, or inside one of the change's own
+ * items, the carrier), then publishes the events at once (fast path). Nothing is written when
+ * they are published: each writer (one per process, `writerId`) keeps its unpublished commits in
+ * memory, publishes them itself when Kafka is back, and saves a progress item once a second:
+ * its watermark (every commit created before it is published) and a heartbeat. If a writer stops
+ * (killed, or its machine gone), its progress item goes stale, and the relay (`relayOnce`, any
+ * process) reads the writer's commits from its watermark on through the sparse `obxw`/`obxt`
+ * index and publishes them, then deletes the progress item. Outbox items expire by TTL
+ * (`expiresAt`, 14 days; TTL deletes cost no write units on AWS). Delivery is at-least-once:
+ * consumers deduplicate by event id (see idempotency.ts).
  */
 export class Outbox {
   private readonly m;
-  /** Published items to delete, in order; a Set, as one id may be published more than once. */
-  private readonly pendingDeletes = new Set<string>();
-  /** Published items whose delete has not succeeded yet: the relay knows they are out. */
-  private readonly published = new Set<string>();
-  private deleting: Promise<void> | undefined;
+  /** This writer's unpublished commits, in creation order (a Map keeps insertion order). */
+  private readonly open = new Map<number, Open>();
+  private seq = 0;
+  private lastMs = 0;
   private closed = false;
+  private registered: Promise<void> | undefined;
+  private loop: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private failures = 0;
+  private legacyDone = false;
+  private heartbeatAt = 0;
 
+  /** This process's writer id: the partition of its commits in the writer index. */
+  readonly writerId = `w${ulid()}`;
   /** Concurrent commits share TransactWriteItems requests (group commit). */
   readonly group: GroupCommit;
 
@@ -161,71 +266,214 @@ export class Outbox {
     );
   }
 
-  /** The outbox Put to include in a transaction: one item for all of a commit's messages. */
-  private item(e: Envelope): TransactItem {
+  /** Creation times never go back within a writer, so its watermark is exact. */
+  private stamp(): number {
+    this.lastMs = Math.max(this.lastMs, Date.now());
+    return this.lastMs;
+  }
+
+  /** Every commit of this writer created before the watermark is published. */
+  private watermark(): number {
+    for (const e of this.open.values()) return e.env.createdAtMs;
+    return this.stamp();
+  }
+
+  private progressItem(): Record<string, unknown> {
+    const now = Date.now();
+    this.heartbeatAt = now;
     return {
-      Put: {
-        TableName: this.d.table,
-        Item: {
-          id: e.id,
-          packed: gzipSync(
-            JSON.stringify(
-              e.messages.map((m) => ({
-                topic: m.topic,
-                key: m.key,
-                value: m.value,
-                headers: m.headers ?? {},
-              })),
-            ),
-          ),
-          createdAtMs: e.createdAtMs,
-          // Never expire before the relay had days to publish it; TTL is a last-resort cap.
-          expiresAt: Math.floor(e.createdAtMs / 1000) + 14 * 86400,
-        },
-        ConditionExpression: 'attribute_not_exists(id)',
-      },
+      id: `${PROGRESS_PREFIX}${this.writerId}`,
+      [ATTR.writer]: WRITERS,
+      [ATTR.at]: this.writerId,
+      writer: this.writerId,
+      watermark: this.watermark(),
+      heartbeatAt: now,
+      expiresAt: Math.floor(now / 1000) + RETENTION_S,
     };
   }
 
   /**
-   * Writes `changes` plus one outbox item holding the messages atomically, then publishes.
-   * Resolves once the transaction committed, whether or not the fast path published: a failed
-   * or slow publish is the relay's work, not the caller's error. The client request token makes
-   * the SDK's retry of a transaction that timed out after it was applied succeed instead of
-   * failing on its own outbox item.
+   * The progress item exists before this writer's first commit can land (the relay finds a
+   * writer only through it); the retry loop starts with it.
    */
-  async commit(changes: TransactItem[], messages: OutboxItem[]): Promise<{ published: boolean }> {
-    // The active trace (the HTTP request's) travels with each event, through the relay too.
-    const envelope: Envelope | undefined =
-      messages.length > 0
-        ? {
-            id: messages[0]!.id,
-            createdAtMs: Math.min(...messages.map((m) => m.createdAtMs)),
-            messages: messages.map((m) => ({
-              topic: m.topic,
-              key: m.key,
-              value: m.value,
-              headers: withTraceHeaders(m.headers),
-            })),
-          }
-        : undefined;
-    const items = [...changes, ...(envelope ? [this.item(envelope)] : [])];
-    await this.group.write(items);
-    return { published: envelope ? await this.publishFast(envelope) : true };
+  private register(): Promise<void> {
+    this.registered ??= this.d.doc
+      .send(new PutCommand({ TableName: this.d.table, Item: this.progressItem() }))
+      .then(() => this.schedule())
+      .catch((err: unknown) => {
+        this.registered = undefined;
+        throw err;
+      });
+    return this.registered;
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    const every = this.o.retryIntervalMs ?? 1_000;
+    const pause = every * Math.min(1 + this.failures, 10);
+    this.loop = setTimeout(() => {
+      this.ticking = this.tick().finally(() => {
+        this.ticking = undefined;
+        this.schedule();
+      });
+    }, pause);
+    this.loop.unref();
+  }
+
+  /** One step of the writer's own loop: look up unknown commits, retry unpublished ones, save progress. */
+  private async tick(): Promise<void> {
+    try {
+      await this.resolveUnknown();
+      const ok = await this.retryOnce();
+      this.failures = ok ? 0 : this.failures + 1;
+    } catch (err) {
+      this.failures++;
+      this.d.log.warn({ err }, 'outbox retry step failed');
+    }
+    this.gauges();
+    try {
+      await this.d.doc.send(new PutCommand({ TableName: this.d.table, Item: this.progressItem() }));
+    } catch (err) {
+      this.d.log.warn({ err }, 'outbox progress not saved; retrying');
+    }
+  }
+
+  private gauges(): void {
+    let n = 0;
+    let oldest: number | undefined;
+    for (const e of this.open.values()) {
+      if (e.state === 'writing') continue;
+      n++;
+      oldest ??= e.env.createdAtMs;
+    }
+    this.m.backlog.set(n);
+    this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
+  }
+
+  /** Where a commit's events go: an outbox item, or attributes of its carrier item. */
+  private place(
+    changes: TransactItem[],
+    env: Envelope,
+    carrier: number | undefined,
+  ): { items: TransactItem[]; where: Open['where']; at: string } {
+    const at = atKey(env.createdAtMs, env.id);
+    const writer = `${this.writerId}#${shardOf(env.id)}`;
+    const packed = gzipSync(
+      JSON.stringify(
+        env.messages.map((m) => ({
+          topic: m.topic,
+          key: m.key,
+          value: m.value,
+          headers: m.headers ?? {},
+        })),
+      ),
+    );
+    if (carrier === undefined) {
+      const item: TransactItem = {
+        Put: {
+          TableName: this.d.table,
+          Item: {
+            id: env.id,
+            packed,
+            createdAtMs: env.createdAtMs,
+            [ATTR.writer]: writer,
+            [ATTR.at]: at,
+            // Kept for the relay in case this writer stops; TTL removes it at no write cost.
+            expiresAt: Math.floor(env.createdAtMs / 1000) + RETENTION_S,
+          },
+          ConditionExpression: 'attribute_not_exists(id)',
+        },
+      };
+      return { items: [...changes, item], where: { table: this.d.table, key: { id: env.id } }, at };
+    }
+    const put = changes[carrier]?.Put;
+    if (!put?.TableName || !put.Item)
+      throw new Error('an outbox carrier must be a Put of the same commit');
+    const items = [...changes];
+    items[carrier] = {
+      Put: {
+        ...put,
+        Item: { ...put.Item, [ATTR.packed]: packed, [ATTR.writer]: writer, [ATTR.at]: at },
+      },
+    };
+    const names = this.d.keyAttributes?.(put.TableName) ?? ['pk', 'sk'];
+    const key = Object.fromEntries(names.map((k) => [k, put.Item![k]]));
+    return { items, where: { table: put.TableName, key }, at };
   }
 
   /**
-   * The fast path: skipped while Kafka is failing (the relay probes it), and waited for at most
-   * `publishWaitMs`; a publish still in flight then finishes (and deletes) in the background.
+   * Writes `changes` and the messages atomically, then publishes. The messages go into one
+   * outbox item, or, with `carrier` (the index of a Put in `changes` that creates its item), into
+   * that item itself, so the commit writes no item of its own for them. Resolves once the
+   * transaction committed, whether or not the fast path published: a failed or slow publish is
+   * retried by this writer (or the relay, if it stops), not the caller's error. The client request
+   * token makes the SDK's retry of a transaction that timed out after it was applied succeed
+   * instead of failing on its own outbox item.
    */
-  private async publishFast(envelope: Envelope): Promise<boolean> {
+  async commit(
+    changes: TransactItem[],
+    messages: OutboxItem[],
+    o: { carrier?: number } = {},
+  ): Promise<{ published: boolean }> {
+    if (messages.length === 0) {
+      await this.group.write(changes);
+      return { published: true };
+    }
+    if (this.open.size >= (this.o.maxOpen ?? 50_000))
+      throw new AppError(
+        'SVC_UNAVAILABLE',
+        'Too many events are waiting for Kafka; retry shortly',
+        { retryAfterS: 5 },
+      );
+    await this.register();
+    const env: Envelope = {
+      id: messages[0]!.id,
+      createdAtMs: this.stamp(),
+      // The active trace (the HTTP request's) travels with each event, through the relay too.
+      messages: messages.map((m) => ({
+        topic: m.topic,
+        key: m.key,
+        value: m.value,
+        headers: withTraceHeaders(m.headers),
+      })),
+    };
+    const placed = this.place(changes, env, o.carrier);
+    const n = this.seq++;
+    const entry: Open = {
+      env,
+      state: 'writing',
+      sending: false,
+      where: placed.where,
+      at: placed.at,
+    };
+    this.open.set(n, entry);
+    try {
+      await this.group.write(placed.items);
+    } catch (err) {
+      if (certainlyNotApplied(err)) this.open.delete(n);
+      else {
+        // A timeout or a lost connection: it may have applied (or may still). Looked up later.
+        entry.state = 'unknown';
+        entry.failedAt = Date.now();
+      }
+      throw err;
+    }
+    entry.state = 'committed';
+    return { published: await this.publishFast(n, entry) };
+  }
+
+  /**
+   * The fast path: skipped while Kafka is failing (the retry loop probes it), and waited for at
+   * most `publishWaitMs`; a publish still in flight then finishes in the background.
+   */
+  private async publishFast(n: number, entry: Open): Promise<boolean> {
     if (!this.d.producer.healthy) return false;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), this.o.publishWaitMs ?? 1_000);
     });
     try {
-      const published = await Promise.race([this.publish([envelope], 'fast'), late]);
+      const published = await Promise.race([this.publish([[n, entry]], 'fast'), late]);
       // Not published in time: later writes skip the wait until a send succeeds again.
       if (!published) this.d.producer.markSlow();
       return published;
@@ -234,145 +482,380 @@ export class Outbox {
     }
   }
 
-  /** Publishes and deletes outbox items; false (items kept) when Kafka could not take them. */
-  private async publish(envelopes: Envelope[], path: 'fast' | 'relay'): Promise<boolean> {
-    const messages = envelopes.flatMap((e) => e.messages);
-    if (messages.length === 0) return true;
+  /** Publishes this writer's commits; false (kept) when Kafka could not take them. */
+  private async publish(entries: [number, Open][], path: 'fast' | 'retry'): Promise<boolean> {
+    for (const [, e] of entries) e.sending = true;
+    const messages = entries.flatMap(([, e]) => e.env.messages);
     try {
       await this.d.producer.send(messages);
     } catch (err) {
       this.d.log.warn(
         { err, count: messages.length, path },
-        'outbox publish failed; left for the relay',
+        'outbox publish failed; the writer retries',
       );
       return false;
+    } finally {
+      for (const [, e] of entries) e.sending = false;
     }
     this.m.published.inc({ path }, messages.length);
-    // Deletes leave in the background, batched 25 to a request: they are bookkeeping, not
-    // part of the answer, and a lost one only makes the relay publish again (consumers dedupe).
-    for (const e of envelopes) {
-      this.published.add(e.id);
-      this.pendingDeletes.add(e.id);
-    }
-    void this.flushDeletes();
+    for (const [n] of entries) this.open.delete(n);
     return true;
   }
 
-  /**
-   * Deletes published items, 25 per BatchWriteItem, while any are queued. A failed request
-   * is tried again after a pause (the store may be stalled); its ids stay known as published
-   * meanwhile, so the relay does not send them again.
-   */
-  private flushDeletes(): Promise<void> {
-    this.deleting ??= (async () => {
-      let failures = 0;
-      try {
-        while (this.pendingDeletes.size > 0) {
-          // A batch may not name one key twice (DynamoDB refuses the whole request).
-          const ids: string[] = [];
-          for (const id of this.pendingDeletes) if (ids.push(id) === 25) break;
-          for (const id of ids) this.pendingDeletes.delete(id);
-          try {
-            const r = await this.d.doc.send(
-              new BatchWriteCommand({
-                RequestItems: {
-                  [this.d.table]: ids.map((id) => ({ DeleteRequest: { Key: { id } } })),
-                },
-              }),
-            );
-            const left = new Set<string>();
-            for (const it of r.UnprocessedItems?.[this.d.table] ?? []) {
-              const id: unknown = it.DeleteRequest?.Key?.id;
-              if (typeof id === 'string') left.add(id);
-            }
-            // Throttled deletes go round again.
-            for (const id of ids) {
-              if (left.has(id)) this.pendingDeletes.add(id);
-              else this.published.delete(id);
-            }
-            failures = 0;
-          } catch (err) {
-            for (const id of ids) this.pendingDeletes.add(id);
-            if (this.closed) return;
-            this.d.log.warn({ err, count: ids.length }, 'outbox delete failed; retrying');
-            await new Promise((r) =>
-              setTimeout(r, backoffMs(failures++, { baseMs: 200, maxMs: 5_000 })),
-            );
-          }
-        }
-      } finally {
-        this.deleting = undefined;
+  /** Publishes committed commits the fast path did not, oldest first, a batch at a time. */
+  private async retryOnce(): Promise<boolean> {
+    const limit = this.o.relayBatch ?? 500;
+    const minAge = this.o.publishWaitMs ?? 1_000;
+    const now = Date.now();
+    for (;;) {
+      const batch: [number, Open][] = [];
+      for (const entry of this.open) {
+        const e = entry[1];
+        if (e.state !== 'committed' || e.sending || now - e.env.createdAtMs < minAge) continue;
+        if (batch.push(entry) === limit) break;
       }
-    })();
-    return this.deleting;
-  }
-
-  /** Waits for queued deletes (shutdown, tests); gives up on them once closed. */
-  async drain(): Promise<void> {
-    while ((this.deleting || this.pendingDeletes.size > 0) && !this.closed)
-      await this.flushDeletes();
-  }
-
-  /** Stops retrying deletes after one last try (shutdown): the relay covers what is left. */
-  async close(timeoutMs = 2_000): Promise<void> {
-    await Promise.race([this.drain(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
-    this.closed = true;
+      if (batch.length === 0) return true;
+      if (!(await this.publish(batch, 'retry'))) return false;
+    }
   }
 
   /**
-   * One relay pass: reads the outbox a bounded batch at a time, publishes the batch's items
-   * older than `minAgeMs` (younger ones belong to a fast path still in progress) and deletes
-   * them before it reads the next batch, so a backlog shrinks with every step and nothing
-   * known to be out is sent again. Stops at the first batch Kafka does not take. Returns how
-   * many messages were published.
+   * Commits whose transaction failed without an answer: found stored, they are published like
+   * any other; found absent twice, the second time at least `UNKNOWN_SETTLE_MS` after the
+   * failure (a stalled store may apply a request it had already received once it resumes), they
+   * are dropped: their caller was answered with an error and nothing of them is stored.
    */
-  async relayOnce(minAgeMs: number, now = Date.now()): Promise<number> {
+  private async resolveUnknown(): Promise<void> {
+    const now = Date.now();
+    for (const [n, e] of this.open) {
+      if (e.state !== 'unknown') continue;
+      if (e.absentAt !== undefined && now - e.absentAt < 5_000) continue;
+      const r = await this.d.doc.send(
+        new GetCommand({
+          TableName: e.where.table,
+          Key: e.where.key,
+          ConsistentRead: true,
+          ProjectionExpression: '#at',
+          ExpressionAttributeNames: { '#at': ATTR.at },
+        }),
+      );
+      if (r.Item && r.Item[ATTR.at] === e.at) {
+        e.state = 'committed';
+        continue;
+      }
+      if (e.absentAt !== undefined && now - (e.failedAt ?? 0) >= UNKNOWN_SETTLE_MS)
+        this.open.delete(n);
+      else e.absentAt = now;
+    }
+  }
+
+  /** Waits until every commit of this writer is published (tests, shutdown), or it is closed. */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (!this.closed && Date.now() < until) {
+      let waiting = false;
+      for (const e of this.open.values()) if (e.state !== 'writing') waiting = true;
+      if (!waiting) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /**
+   * Shutdown: one last try to publish what is left (for at most `timeoutMs`), then the progress
+   * item is deleted if nothing is left, or saved for the relay if something is.
+   */
+  async close(timeoutMs = 2_000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.loop) clearTimeout(this.loop);
+    await this.ticking?.catch(() => undefined);
+    if (this.registered === undefined) return;
+    await Promise.race([
+      this.retryOnce().catch(() => false),
+      new Promise((r) => setTimeout(r, timeoutMs).unref()),
+    ]);
+    const left = [...this.open.values()].some((e) => e.state !== 'writing');
     try {
-      return await this.relayPass(minAgeMs, now);
+      if (left)
+        await this.d.doc.send(
+          new PutCommand({
+            TableName: this.d.table,
+            // Stale at once: the relay takes it over on its next pass.
+            Item: { ...this.progressItem(), heartbeatAt: 0 },
+          }),
+        );
+      else
+        await this.d.doc.send(
+          new DeleteCommand({
+            TableName: this.d.table,
+            Key: { id: `${PROGRESS_PREFIX}${this.writerId}` },
+          }),
+        );
+    } catch (err) {
+      this.d.log.warn({ err, left }, 'outbox progress not saved at shutdown; the relay covers it');
+    }
+  }
+
+  /** Stops without a word, as a killed process would (tests). */
+  abandon(): void {
+    this.closed = true;
+    if (this.loop) clearTimeout(this.loop);
+  }
+
+  /**
+   * One relay pass: for every writer whose progress item is older than `staleMs` (it stopped),
+   * publishes its commits from its watermark on, a bounded batch at a time, moving its watermark
+   * after each batch, then deletes its progress item. Also publishes (and deletes) items of the
+   * layout written before writers, until a pass finds none. Stops at the first batch Kafka does
+   * not take. Returns how many messages were published.
+   */
+  async relayOnce(o: { staleMs?: number; now?: number } = {}): Promise<number> {
+    try {
+      return await this.relayPass(o.staleMs ?? this.o.staleMs ?? 10_000, o.now ?? Date.now());
     } catch (err) {
       this.m.passes.inc({ result: 'failed' });
       throw err;
     }
   }
 
-  private async relayPass(minAgeMs: number, now: number): Promise<number> {
+  private async relayPass(staleMs: number, now: number): Promise<number> {
+    const legacy = await this.relayLegacy();
+    if (legacy === false) {
+      this.m.passes.inc({ result: 'kafka_unavailable' });
+      return 0;
+    }
+    let sent = legacy;
+    for (const w of await this.listWriters()) {
+      if (w === this.writerId) continue;
+      const p = (
+        await this.d.doc.send(
+          new GetCommand({
+            TableName: this.d.table,
+            Key: { id: `${PROGRESS_PREFIX}${w}` },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+      if (!p || now - Number(p.heartbeatAt) < staleMs) continue;
+      const r = await this.recoverWriter(w, p);
+      sent += r.sent;
+      if (!r.ok) {
+        this.m.passes.inc({ result: 'kafka_unavailable' });
+        return sent;
+      }
+    }
+    this.m.passes.inc({ result: 'ok' });
+    if (sent > 0) this.d.log.info({ sent }, 'outbox relay published events of stopped writers');
+    return sent;
+  }
+
+  private async listWriters(): Promise<string[]> {
+    const out: string[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.d.doc.send(
+        new QueryCommand({
+          TableName: this.d.table,
+          IndexName: this.d.writerIndex ?? 'writer',
+          KeyConditionExpression: '#w = :w',
+          ExpressionAttributeNames: { '#w': ATTR.writer },
+          ExpressionAttributeValues: { ':w': WRITERS },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const i of page.Items ?? []) out.push(String(i[ATTR.at]));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
+  }
+
+  /** The sources a writer's commits may be in: the outbox table and the carrier tables. */
+  private sources(): CarrierSource[] {
+    return [
+      { table: this.d.table, index: this.d.writerIndex ?? 'writer' },
+      ...(this.d.carriers ?? []),
+    ];
+  }
+
+  /** Publishes a stopped writer's commits after its watermark, in creation order. */
+  private async recoverWriter(
+    w: string,
+    p: Record<string, unknown>,
+  ): Promise<{ sent: number; ok: boolean }> {
     const limit = this.o.relayBatch ?? 500;
-    let startKey: Record<string, unknown> | undefined;
+    const seenBeat = Number(p.heartbeatAt);
+    let after = typeof p.after === 'string' ? p.after : undefined;
+    const from = atKey(Number(p.watermark), '');
     let sent = 0;
-    let seen = 0;
-    let oldest: number | undefined;
+    for (;;) {
+      const found: { table: string; key: Record<string, unknown>; at: string }[] = [];
+      for (const src of this.sources())
+        for (let s = 0; s < WRITER_SHARDS; s++) {
+          const page = await this.d.doc.send(
+            new QueryCommand({
+              TableName: src.table,
+              IndexName: src.index,
+              KeyConditionExpression:
+                after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
+              ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
+              ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
+              Limit: limit,
+            }),
+          );
+          const names =
+            this.d.keyAttributes?.(src.table) ??
+            (src.table === this.d.table ? ['id'] : ['pk', 'sk']);
+          for (const i of page.Items ?? [])
+            found.push({
+              table: src.table,
+              key: Object.fromEntries(names.map((k) => [k, i[k]])),
+              at: String(i[ATTR.at]),
+            });
+        }
+      found.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+      const batch = found.slice(0, limit);
+      if (batch.length === 0) {
+        await this.d.doc
+          .send(
+            new DeleteCommand({
+              TableName: this.d.table,
+              Key: { id: `${PROGRESS_PREFIX}${w}` },
+              ConditionExpression: 'heartbeatAt = :hb',
+              ExpressionAttributeValues: { ':hb': seenBeat },
+            }),
+          )
+          .catch((err: unknown) => {
+            if ((err as { name?: string })?.name !== 'ConditionalCheckFailedException') throw err;
+          });
+        this.m.recovered.inc();
+        this.d.log.warn({ writer: w, sent }, 'outbox relay took over a stopped writer');
+        return { sent, ok: true };
+      }
+      const envelopes = await this.fetchEnvelopes(batch);
+      const messages = envelopes.flatMap((e) => e.messages);
+      try {
+        if (messages.length > 0) await this.d.producer.send(messages);
+      } catch (err) {
+        this.d.log.warn({ err, writer: w, count: messages.length }, 'outbox relay publish failed');
+        return { sent, ok: false };
+      }
+      this.m.published.inc({ path: 'relay' }, messages.length);
+      sent += messages.length;
+      after = batch[batch.length - 1]!.at;
+      try {
+        await this.d.doc.send(
+          new UpdateCommand({
+            TableName: this.d.table,
+            Key: { id: `${PROGRESS_PREFIX}${w}` },
+            UpdateExpression: 'SET #after = :after',
+            ConditionExpression: 'heartbeatAt = :hb',
+            ExpressionAttributeNames: { '#after': 'after' },
+            ExpressionAttributeValues: { ':after': after, ':hb': seenBeat },
+          }),
+        );
+      } catch (err) {
+        // The writer came back (a new heartbeat): it publishes its own commits again.
+        if ((err as { name?: string })?.name === 'ConditionalCheckFailedException')
+          return { sent, ok: true };
+        throw err;
+      }
+    }
+  }
+
+  /** The envelopes stored in these items (consistent reads, 100 keys a request), in order. */
+  private async fetchEnvelopes(
+    refs: { table: string; key: Record<string, unknown>; at: string }[],
+  ): Promise<Envelope[]> {
+    const byAt = new Map<string, Envelope>();
+    for (let i = 0; i < refs.length; i += 100) {
+      const chunk = refs.slice(i, i + 100);
+      let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> =
+        {};
+      for (const r of chunk) {
+        request[r.table] ??= { Keys: [], ConsistentRead: true };
+        request[r.table]!.Keys.push(r.key);
+      }
+      for (let round = 0; Object.keys(request).length > 0; round++) {
+        if (round > 0)
+          await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 1_000 })));
+        const res = await this.d.doc.send(new BatchGetCommand({ RequestItems: request }));
+        for (const items of Object.values(res.Responses ?? {}))
+          for (const item of items) {
+            const at: unknown = item[ATTR.at];
+            if (typeof at === 'string') byAt.set(at, envelopeOf(item));
+          }
+        request = (res.UnprocessedKeys ?? {}) as typeof request;
+      }
+    }
+    // An item whose carrier changed since (its index entry moved) is skipped: its events are
+    // those of the commit now stored there, found under their own key.
+    return refs.flatMap((r) => byAt.get(r.at) ?? []);
+  }
+
+  /**
+   * Items of the layout written before writers (deleted once published, no `obxw`): read,
+   * published and deleted a bounded batch at a time until a whole pass finds none; a marker item
+   * then keeps later passes (and processes) from scanning again. False when Kafka refused.
+   */
+  private async relayLegacy(): Promise<number | false> {
+    if (this.legacyDone) return 0;
+    const marker = await this.d.doc.send(
+      new GetCommand({ TableName: this.d.table, Key: { id: LEGACY_MARKER }, ConsistentRead: true }),
+    );
+    if (marker.Item) {
+      this.legacyDone = true;
+      return 0;
+    }
+    const limit = this.o.relayBatch ?? 500;
+    let start: Record<string, unknown> | undefined;
+    let sent = 0;
+    let found = 0;
     do {
       const page = await this.d.doc.send(
         new ScanCommand({
           TableName: this.d.table,
           ConsistentRead: true,
           Limit: limit,
-          ExclusiveStartKey: startKey,
+          ExclusiveStartKey: start,
+          FilterExpression:
+            'attribute_not_exists(#w) AND attribute_not_exists(watermark) AND id <> :marker',
+          ExpressionAttributeNames: { '#w': ATTR.writer },
+          ExpressionAttributeValues: { ':marker': LEGACY_MARKER },
         }),
       );
-      const items = (page.Items ?? []).map(envelopeOf);
-      seen += items.length;
-      for (const it of items) oldest = Math.min(oldest ?? it.createdAtMs, it.createdAtMs);
-      const due = items
-        .filter((p) => now - p.createdAtMs >= minAgeMs && !this.published.has(p.id))
+      const items = (page.Items ?? [])
+        .map(envelopeOf)
         .sort((a, b) => a.createdAtMs - b.createdAtMs);
-      if (due.length > 0) {
-        if (!(await this.publish(due, 'relay'))) {
-          this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
-          this.m.passes.inc({ result: 'kafka_unavailable' });
-          return sent;
+      found += items.length;
+      if (items.length > 0) {
+        const messages = items.flatMap((e) => e.messages);
+        try {
+          await this.d.producer.send(messages);
+        } catch (err) {
+          this.d.log.warn({ err, count: messages.length }, 'outbox relay publish failed');
+          return false;
         }
-        sent += due.reduce((n, e) => n + e.messages.length, 0);
-        // Deleted before the next batch is read: a stalled store slows the relay down
-        // instead of letting it re-send what it already published.
-        await this.flushDeletes();
+        this.m.published.inc({ path: 'relay' }, messages.length);
+        sent += messages.length;
+        for (let i = 0; i < items.length; i += 25)
+          await this.d.doc.send(
+            new BatchWriteCommand({
+              RequestItems: {
+                [this.d.table]: items
+                  .slice(i, i + 25)
+                  .map((e) => ({ DeleteRequest: { Key: { id: e.id } } })),
+              },
+            }),
+          );
       }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    this.m.backlog.set(seen);
-    this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
-    this.m.passes.inc({ result: 'ok' });
-    if (sent > 0) this.d.log.info({ sent, pending: seen }, 'outbox relay published pending events');
+      start = page.LastEvaluatedKey;
+    } while (start);
+    if (found === 0) {
+      await this.d.doc.send(
+        new PutCommand({ TableName: this.d.table, Item: { id: LEGACY_MARKER, at: Date.now() } }),
+      );
+      this.legacyDone = true;
+    }
     return sent;
   }
 }
@@ -380,7 +863,7 @@ export class Outbox {
 /** Runs `relayOnce` every `intervalMs` until stopped. */
 export function startRelay(
   outbox: Outbox,
-  o: { intervalMs: number; minAgeMs: number; log: Logger },
+  o: { intervalMs: number; staleMs?: number; log: Logger },
 ) {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
@@ -388,7 +871,7 @@ export function startRelay(
   let failures = 0;
   const tick = () => {
     running = outbox
-      .relayOnce(o.minAgeMs)
+      .relayOnce(o.staleMs === undefined ? {} : { staleMs: o.staleMs })
       .then(
         () => (failures = 0),
         (err: unknown) => {

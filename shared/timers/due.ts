@@ -18,6 +18,8 @@ import { isConditionFailure } from '../storage/dynamo.js';
  * (`retry#`), the SLA checks (`sla#`), the consent expiry timers (`expiry#`) and the grievance and
  * breach-report deadlines (`duty#`) without one sweeper ever reading another's entries.
  * Invariant (retry family): a dispatch has at most one entry, named by its `duePk`/`dueSk`.
+ * An entry may also be derived from the item it belongs to instead of written here (a sparse
+ * index on the item's due time, derived.ts): the expiry family's sweep reads both.
  * Shard counts may grow but never shrink (entries in a dropped shard would not be read).
  */
 
@@ -30,10 +32,21 @@ export interface DueKey {
   sk: string;
 }
 
+/** The key of an item of a table with `pk` and `sk`. */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
 /** Any entry of the index: its keys, when it is due, and what to do (`kind`). */
 export interface TimerEntry extends DueKey {
   dueAt: string;
   kind: string;
+  /**
+   * The item an entry derived from it belongs to (shared/timers/derived.ts): its table and key.
+   * Absent for an entry of the timers table.
+   */
+  from?: ItemKey & { table: string };
 }
 
 /** A retry-family entry (the dispatcher's). */

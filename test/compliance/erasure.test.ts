@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHash } from '../../shared/domain/crypto.js';
@@ -73,6 +74,10 @@ describe('data.deleted without confirmation, and the erasure sweep', () => {
       userId,
       email: `${userId}@mail.example`,
     });
+    // The transaction still carries the events it was created with (they name the user).
+    const earlyTxn = early.find((i) => String(i.sk).startsWith('TXN#'))!;
+    expect(earlyTxn.obx).toBeInstanceOf(Uint8Array);
+    expect(gunzipSync(earlyTxn.obx as Uint8Array).toString('utf8')).toContain(userId);
 
     f.clock.advance(31 * DAY);
     const d = await f.waitForFlags(hook.dispatchId, ['at_risk', 'unconfirmed_erasure']);
@@ -96,6 +101,7 @@ describe('data.deleted without confirmation, and the erasure sweep', () => {
     expect(principal).toMatchObject({ referenceId: u.referenceId, userIdHash: hash });
     const txn = items.find((i) => String(i.sk).startsWith('TXN#'))!;
     expect(txn).not.toHaveProperty('userId');
+    for (const carried of ['obx', 'obxw', 'obxt']) expect(txn).not.toHaveProperty(carried);
     expect(txn).toMatchObject({ transactionId: u.transactionId, userIdHash: hash });
     expect(txn.records.map((r: { state: string }) => r.state)).toEqual(['erased', 'erased']);
     const history = txn.history as { operation: string; to: string }[];

@@ -201,6 +201,17 @@ export function garbageCred(c: Ctx): Cred[] {
   ];
 }
 
+/** True once a principal token's own expiry (`e` in its payload, ms) is in the past. */
+function pastExpiry(token: string): boolean {
+  try {
+    const payload = token.replace(/^svc_pt_/, '').split('.')[0] ?? '';
+    const { e } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { e?: unknown };
+    return typeof e === 'number' && e < Date.now();
+  } catch {
+    return true;
+  }
+}
+
 export function staleCred(c: Ctx): Cred[] {
   const { rng, X, route } = c;
   const options: (() => Cred[])[] = [];
@@ -217,8 +228,10 @@ export function staleCred(c: Ctx): Cred[] {
       { kind: 'secretKey', value: s.key, placement: 'x-secret-key', app: X, live: false },
     ]);
   }
-  if (X.expiredTokens.length > 0) {
-    const tok = rng.pick(X.expiredTokens);
+  // Minted with a 1 s lifetime: only those whose expiry (`e`, ms) has passed are stale yet.
+  const expired = X.expiredTokens.filter(pastExpiry);
+  if (expired.length > 0) {
+    const tok = rng.pick(expired);
     options.push(() => [
       ...rightCreds(c, X, c.P).filter((r) => r.kind !== 'token' && r.kind !== 'secretKey'),
       { kind: 'token', value: tok, placement: 'authorization', app: X, live: false },

@@ -23,7 +23,7 @@ export function fuzzEnv(adminToken: string): Record<string, string> {
     DYNAMODB_REQUEST_TIMEOUT_MS: '10000',
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
     OUTBOX_RELAY_INTERVAL_MS: '200',
-    OUTBOX_RELAY_MIN_AGE_MS: '500',
+    OUTBOX_WRITER_STALE_MS: '3000',
   };
 }
 

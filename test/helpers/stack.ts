@@ -32,7 +32,7 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
   return loadConfig({
     ...stackEnv(name),
     OUTBOX_RELAY_INTERVAL_MS: '200',
-    OUTBOX_RELAY_MIN_AGE_MS: '500',
+    OUTBOX_WRITER_STALE_MS: '3000',
     // Test receivers listen on loopback; outside the embedded default that must be configured.
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
     // Feature tests share two cores with two JVMs and other test files; the 1.8 s answer

@@ -38,4 +38,24 @@ describe('applyTables', () => {
     await applyTables(dynamo.client, prefix);
     expect(await indexes()).toHaveLength(3);
   });
+
+  it('creates the sparse due index of entities with only the attributes named', async () => {
+    const prefix = `t_due_${randomBytes(3).toString('hex')}_`;
+    await applyTables(dynamo.client, prefix);
+    const t = await dynamo.client.send(
+      new DescribeTableCommand({ TableName: `${prefix}entities` }),
+    );
+    const due = t.Table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === 'due');
+    expect(due?.KeySchema).toEqual([
+      { AttributeName: 'duepk', KeyType: 'HASH' },
+      { AttributeName: 'duesk', KeyType: 'RANGE' },
+    ]);
+    expect(due?.Projection?.ProjectionType).toBe('INCLUDE');
+    expect([...(due?.Projection?.NonKeyAttributes ?? [])].sort()).toEqual([
+      'appId',
+      'duekind',
+      'referenceId',
+      'transactionId',
+    ]);
+  });
 });

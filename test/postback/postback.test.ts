@@ -74,12 +74,13 @@ describe('accepted postbacks', () => {
       postbackId: r.body.postbackId,
       receivedAt: r.body.receivedAt,
     });
-    // Published on the fast path: its outbox item is deleted (in the background) after it.
-    await vi.waitFor(async () => {
-      const left = await p.rt.dynamo.doc.send(
-        new GetCommand({ TableName: p.rt.tables.outbox, Key: { id: r.body.postbackId } }),
-      );
-      expect(left.Item).toBeUndefined();
+    // Stored in its writer's outbox partition, kept (not deleted) until its TTL.
+    const kept = await p.rt.dynamo.doc.send(
+      new GetCommand({ TableName: p.rt.tables.outbox, Key: { id: r.body.postbackId } }),
+    );
+    expect(kept.Item).toMatchObject({
+      obxw: expect.stringMatching(new RegExp(`^${p.rt.outbox.writerId}#[0-7]$`)),
+      expiresAt: expect.any(Number),
     });
   });
 

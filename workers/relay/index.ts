@@ -1,13 +1,16 @@
 import type { WorkerModule } from '../../shared/process.js';
 import { startRelay } from '../../shared/outbox/outbox.js';
 
-/** Publishes outbox items the fast path could not (e.g. Kafka was down at write time). */
+/**
+ * Publishes the commits of writers that stopped (killed, or their machine gone) from their
+ * watermark on; a live writer publishes its own (shared/outbox/outbox.ts).
+ */
 export const relayWorker: WorkerModule = {
   name: 'outbox-relay',
   start: async (rt) =>
     startRelay(rt.outbox, {
       intervalMs: rt.config.OUTBOX_RELAY_INTERVAL_MS,
-      minAgeMs: rt.config.OUTBOX_RELAY_MIN_AGE_MS,
+      staleMs: rt.config.OUTBOX_WRITER_STALE_MS,
       log: rt.log.child({ worker: 'outbox-relay' }),
     }),
 };

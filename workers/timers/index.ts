@@ -52,6 +52,8 @@ export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
       const expiry = new FamilySweeper(rt, {
         ...common,
         family: 'expiry',
+        // A new transaction's first reminder or expiry is derived from the transaction item.
+        derivedFrom: [rt.tables.entities],
         act: (e, nowMs) => fireExpiry(rt, e, new Date(nowMs), tally),
         onSweep: (s) => {
           count(s);

@@ -7,6 +7,12 @@ import {
   type DueFamily,
   type TimerEntry,
 } from '../../shared/timers/due.js';
+import {
+  deleteDerivedDue,
+  leaseDerivedDue,
+  listDerivedDue,
+  releaseDerivedDue,
+} from '../../shared/timers/derived.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -32,6 +38,9 @@ export interface SweepStats {
  * copy wins), its action run, then deleted; if the action fails the lease is given back and
  * the next sweep tries again, and if this copy dies the lease runs out and another copy
  * fires it. Actions are idempotent, so the rare double firing after a lease ran out is safe.
+ * Besides the timers table, a family may have entries derived from the items they belong to
+ * (`derivedFrom`: tables whose `due` index holds them, shared/timers/derived.ts): each bucket is
+ * read from every source, and an entry is leased, fired and removed where it came from (`from`).
  */
 export class FamilySweeper {
   private readonly walker: BucketWalker;
@@ -52,6 +61,8 @@ export class FamilySweeper {
       act: (e: TimerEntry, nowMs: number) => Promise<void>;
       /** Called after each sweep that did something (for logs and metrics). */
       onSweep?: (s: SweepStats) => void;
+      /** Tables whose `due` index also holds entries of this family (derived.ts). */
+      derivedFrom?: readonly string[];
     },
   ) {
     this.walker = new BucketWalker(rt, { family: o.family, shards: o.shards });
@@ -89,11 +100,43 @@ export class FamilySweeper {
     return stats;
   }
 
-  /** Fires a bucket's due entries; returns whether it held any. */
+  /**
+   * Fires a bucket's due entries, from the timers table and from each derived index; returns
+   * whether it held any. A derived index that cannot be read (e.g. still being built after it
+   * was added) leaves the bucket held, so the watermark waits for it, and the other sources go on.
+   */
   private async drainBucket(b: number, shard: number, nowMs: number, stats: SweepStats) {
+    const { family } = this.o;
+    let seen = await this.drainSource(
+      () => listDue<TimerEntry>(this.rt, b, shard, nowMs, BATCH, family),
+      nowMs,
+      stats,
+    );
+    for (const table of this.o.derivedFrom ?? []) {
+      try {
+        const held = await this.drainSource(
+          () => listDerivedDue(this.rt, table, b, shard, nowMs, BATCH, family),
+          nowMs,
+          stats,
+        );
+        seen ||= held;
+      } catch (err) {
+        this.o.log.warn({ err, family, table, bucket: b, shard }, 'derived due index not read');
+        seen = true;
+      }
+    }
+    return seen;
+  }
+
+  /** Fires the due entries one source lists for a bucket; returns whether it listed any. */
+  private async drainSource(
+    list: () => Promise<TimerEntry[]>,
+    nowMs: number,
+    stats: SweepStats,
+  ): Promise<boolean> {
     let seen = false;
     for (let round = 0; round < MAX_ROUNDS && !this.stopped; round++) {
-      const entries = await listDue<TimerEntry>(this.rt, b, shard, nowMs, BATCH, this.o.family);
+      const entries = await list();
       if (entries.length === 0) break;
       seen = true;
       let fired = 0;
@@ -117,17 +160,24 @@ export class FamilySweeper {
   /** Leases one entry, runs its action, deletes it; gives the lease back when the action fails. */
   async fire(e: TimerEntry, nowMs = this.o.now()): Promise<FireOutcome> {
     const token = randomUUID();
-    if (!(await leaseDue(this.rt, e, nowMs, this.o.leaseMs, token))) return 'taken';
+    const { rt } = this;
+    const from = e.from;
+    const leased = from
+      ? await leaseDerivedDue(rt, { sk: e.sk, from }, nowMs, this.o.leaseMs, token)
+      : await leaseDue(rt, e, nowMs, this.o.leaseMs, token);
+    if (!leased) return 'taken';
     try {
       await this.o.act(e, nowMs);
     } catch (err) {
       this.o.log.warn({ err, kind: e.kind, sk: e.sk }, 'timer action failed; it will be retried');
-      await releaseDue(this.rt, e, token).catch(() => undefined);
+      await (
+        from ? releaseDerivedDue(rt, { sk: e.sk, from }, token) : releaseDue(rt, e, token)
+      ).catch(() => undefined);
       return 'failed';
     }
     // Left behind, the entry fires again once the lease runs out: harmless, actions are idempotent.
-    await deleteDue(this.rt, e).catch((err: unknown) =>
-      this.o.log.warn({ err, sk: e.sk }, 'fired timer not deleted'),
+    await (from ? deleteDerivedDue(rt, { sk: e.sk, from }) : deleteDue(rt, e)).catch(
+      (err: unknown) => this.o.log.warn({ err, sk: e.sk }, 'fired timer not deleted'),
     );
     return 'done';
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { DueAttributes, DueLease } from '../../timers/derived.js';
 import { patterns } from '../ids.js';
 import {
   RECORD_STATES,
@@ -104,7 +105,13 @@ export interface ParentalVerification {
 }
 
 /** The transaction item in `entities`; records inline, `version` for optimistic locking. */
-export interface StoredTransaction {
+/**
+ * A stored transaction. It may carry its pending first expiry-family timer and that timer's
+ * lease (`duepk`, `duesk`, `duekind`, `dueLeaseUntil`, `dueLeaseToken`: storage attributes of
+ * the derived due-index, shared/timers/derived.ts and timers.ts), loaded and written back with
+ * the rest so a rewrite keeps them; no view or event shows them.
+ */
+export interface StoredTransaction extends Partial<DueAttributes & DueLease> {
   appId: string;
   transactionId: string;
   referenceId: string;

@@ -3,6 +3,7 @@ import { AppError } from '../../errors.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../../storage/query.js';
+import { unchangedDueCondition } from '../../timers/derived.js';
 import { patterns, transactionOfRecord } from '../ids.js';
 import type {
   Actor,
@@ -19,6 +20,8 @@ import type {
  * - principal   pk APP#{appId}#REF#{ref}   sk PRINCIPAL
  * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId
  * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
+ *                 and, while its first timer is pending, due {family}#{bucket}#{shard} /
+ *                 {dueAt}#{kind}:{appId}:{id} (`duepk`/`duesk`/`duekind`, sparse; timers.ts)
  * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId; only for
  *   records whose id is not derived from their transaction's (ids.ts, `recordUuid`): those of
  *   transactions created before that layout
@@ -209,13 +212,17 @@ export function putUser(rt: Runtime, u: UserPointer): TransactItem {
 
 /**
  * Writes the whole transaction item. `expectedVersion` undefined: it must not exist yet;
- * otherwise the stored version must still be that one (optimistic locking).
+ * otherwise the stored version must still be that one (optimistic locking), and so must its
+ * derived timer and that timer's lease, which `t` carries as loaded: a timer fired (removed) or
+ * leased since the load makes the write fail and be retried on a fresh read, so a rewrite never
+ * brings a fired timer back nor drops a sweeper's lease.
  */
 export function putTransaction(
   rt: Runtime,
   t: StoredTransaction,
   expectedVersion?: number,
 ): TransactItem {
+  const due = unchangedDueCondition(t);
   return {
     Put: {
       TableName: rt.tables.entities,
@@ -228,9 +235,9 @@ export function putTransaction(
       ...(expectedVersion === undefined
         ? { ConditionExpression: 'attribute_not_exists(pk)' }
         : {
-            ConditionExpression: '#v = :v',
+            ConditionExpression: `#v = :v AND ${due.expression}`,
             ExpressionAttributeNames: { '#v': 'version' },
-            ExpressionAttributeValues: { ':v': expectedVersion },
+            ExpressionAttributeValues: { ':v': expectedVersion, ...due.values },
           }),
     },
   };

@@ -1,3 +1,4 @@
+import { ATTR } from '../../outbox/outbox.js';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
@@ -46,6 +47,8 @@ function principalItems(rt: Runtime, appId: string, referenceId: string): Promis
 /** When the transaction's last record was erased (records carry the time of their last change). */
 const erasedAt = (t: StoredTransaction) =>
   Math.max(Date.parse(t.updatedAt), ...t.records.map((r) => Date.parse(r.updatedAt)));
+
+const CARRIED = [ATTR.packed, ATTR.writer, ATTR.at].join(', ');
 
 export async function scrubPrincipal(
   rt: Runtime,
@@ -115,7 +118,9 @@ export async function scrubPrincipal(
       new UpdateCommand({
         TableName: rt.tables.entities,
         Key: { pk: item.pk, sk: item.sk },
-        UpdateExpression: `SET ${sets.join(', ')} REMOVE userId, email`,
+        // A transaction also drops the events it carried since its creation (outbox.ts, carrier):
+        // they name the user.
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE userId, email${isTxn ? `, ${CARRIED}` : ''}`,
         ConditionExpression: condition,
         ...(isTxn ? { ExpressionAttributeNames: { '#v': 'version' } } : {}),
         ExpressionAttributeValues: values,

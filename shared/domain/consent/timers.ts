@@ -1,3 +1,4 @@
+import { dueAttributes } from '../../timers/derived.js';
 import { duePutItem, timerKey, type TimerEntry } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
@@ -10,8 +11,12 @@ import { deriveStatus } from './states.js';
  * The consent domain's timers in the `expiry#` family of the due-index, written in the same
  * commit as the change that makes them due, and fired by the timers worker:
  * - the validity window: `reminder` for a new transaction, and its `expire` once the reminder
- *   fired (a transaction without a reminder gets its `expire` at once), so a new transaction
- *   writes one timer,
+ *   fired (a transaction without a reminder gets its `expire` at once). The new transaction's
+ *   first timer is no item of its own: the transaction item carries it (`withFirstTimer`:
+ *   `duepk`/`duesk`/`duekind`, the keys it would have in the timers table) and the sparse `due`
+ *   index of `entities` exposes it to the sweep (shared/timers/derived.ts), so a new transaction
+ *   writes no timer item. The `expire` the reminder writes goes to the timers table, as do
+ *   transactions' timers written before the index existed, which keep firing from there,
  * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep),
  * - `inactivity` for a principal of an app with an inactivity policy: written when the principal
  *   is created (or gets a new transaction) and rescheduled by itself when it fires early
@@ -129,6 +134,42 @@ export function inactivityTimerItem(
   );
 }
 
+/**
+ * The first timer of a new transaction: its `reminder`, or its `expire` when it has no reminder
+ * (never before `nowMs`). The expiry is scheduled when the reminder fires (`expireTimerItem`).
+ */
+export function firstExpiryEntry(
+  rt: Runtime,
+  app: Pick<App, 'slaTimeScale'>,
+  txn: Pick<
+    StoredTransaction,
+    'appId' | 'referenceId' | 'transactionId' | 'createdAt' | 'expiresAt'
+  >,
+  nowMs: number,
+  reminderDaysBefore = DEFAULT_REMINDER_DAYS,
+): ExpiryEntry {
+  const when = expiryInstants(txn, reminderDaysBefore, app);
+  const [kind, atMs] =
+    when.reminderAt !== undefined
+      ? (['reminder', when.reminderAt] as const)
+      : (['expire', when.expireAt] as const);
+  return expiryEntry(kind, txn, Math.max(atMs, nowMs), rt.config.TIMER_SHARDS);
+}
+
+/**
+ * A new transaction carrying its first timer (`firstExpiryEntry`) as the attributes of the
+ * derived due-index: written with the transaction item, it costs no item of its own.
+ */
+export function withFirstTimer(
+  rt: Runtime,
+  app: Pick<App, 'slaTimeScale'>,
+  txn: StoredTransaction,
+  nowMs: number,
+  reminderDaysBefore?: number,
+): StoredTransaction {
+  return { ...txn, ...dueAttributes(firstExpiryEntry(rt, app, txn, nowMs, reminderDaysBefore)) };
+}
+
 /** The erase of the last live record of a transaction: its principal may be scrubbed later. */
 export function completesErasure(txn: StoredTransaction, changes: readonly RecordChange[]) {
   return (
@@ -139,7 +180,8 @@ export function completesErasure(txn: StoredTransaction, changes: readonly Recor
 
 /**
  * The timer puts to add to a commit that changes `txn`. Due times are never before `nowMs`
- * (an entry below a sweeper's watermark would never be read).
+ * (an entry below a sweeper's watermark would never be read). A new transaction's first timer
+ * is not among them: the transaction carries it (`withFirstTimer`).
  */
 export function timerItems(
   rt: Runtime,
@@ -149,29 +191,22 @@ export function timerItems(
     created: boolean;
     changes: readonly RecordChange[];
     nowMs: number;
-    reminderDaysBefore?: number | undefined;
   },
 ): TransactItem[] {
   const shards = rt.config.TIMER_SHARDS;
-  const put = (kind: ExpiryKind, atMs: number, withTxn: boolean) =>
-    duePutItem(
-      rt,
-      expiryEntry(
-        kind,
-        { ...txn, transactionId: withTxn ? txn.transactionId : undefined },
-        Math.max(atMs, o.nowMs),
-        shards,
+  const out: TransactItem[] = [];
+  if (completesErasure(txn, o.changes))
+    out.push(
+      duePutItem(
+        rt,
+        expiryEntry(
+          'scrub',
+          { appId: txn.appId, referenceId: txn.referenceId },
+          o.nowMs + SCRUB_AFTER_MS / scaleOf(app),
+          shards,
+        ),
       ),
     );
-  const out: TransactItem[] = [];
-  if (o.created) {
-    // The expiry is scheduled when the reminder fires (`expireTimerItem`), not now.
-    const when = expiryInstants(txn, o.reminderDaysBefore ?? DEFAULT_REMINDER_DAYS, app);
-    if (when.reminderAt !== undefined) out.push(put('reminder', when.reminderAt, true));
-    else out.push(put('expire', when.expireAt, true));
-  }
-  if (completesErasure(txn, o.changes))
-    out.push(put('scrub', o.nowMs + SCRUB_AFTER_MS / scaleOf(app), false));
   // A new transaction is the principal's activity: its inactivity timer starts from now.
   const inactive = o.created && inactivityTimerItem(rt, app, txn, o.nowMs, o.nowMs);
   if (inactive) out.push(inactive);

@@ -31,7 +31,7 @@ import {
   putUser,
   withHistory,
 } from './repository.js';
-import { timerItems } from './timers.js';
+import { timerItems, withFirstTimer } from './timers.js';
 
 /**
  * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
@@ -56,9 +56,8 @@ const bySystem = (a: Actor) => a.credential.startsWith('system:');
 
 const clock = (ctx: WriteContext) => ctx.now?.() ?? new Date();
 
-/** What a commit adds beyond the planned events: timers of a new transaction, extra events. */
+/** What a commit adds beyond the planned events: extra events. */
 interface CommitOptions {
-  reminderDaysBefore?: number | undefined;
   events?: ((c: EventContext) => ConsentEvent[]) | undefined;
 }
 
@@ -99,22 +98,23 @@ async function commit(
       (c) => c.operation === 'create' && transactionOfRecord(c.recordId) !== txn.transactionId,
     )
     .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
-  const timers = timerItems(ctx.rt, ctx.app, txn, {
-    created,
-    changes,
-    nowMs: now.getTime(),
-    reminderDaysBefore: o.reminderDaysBefore,
-  });
-  if (timers.length > 0)
+  const timers = timerItems(ctx.rt, ctx.app, txn, { created, changes, nowMs: now.getTime() });
+  // The transaction item may carry a due entry itself (its first timer, `withFirstTimer`).
+  if (timers.length > 0 || txn.duesk !== undefined)
     await ensureFamily(ctx.rt, 'expiry', ctx.rt.config.TIMER_SHARDS, now.getTime());
   const all = [...items, ...pointers, ...timers];
   if (all.length + events.length > 100)
     throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
       errors: [{ path: '/consents', message: 'too many purposes for one change' }],
     });
+  // A new transaction's item carries its own events: no outbox item for the commonest write.
+  const carrier = created
+    ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
+    : -1;
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
+    carrier >= 0 ? { carrier } : {},
   );
   return events;
 }
@@ -156,7 +156,13 @@ export async function createWithPrincipal(
     const referenceId = newReferenceId();
     const built: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
     const changes = creations(built);
-    const txn = withHistory(built, changes, ctx.actor, at);
+    const txn = withFirstTimer(
+      ctx.rt,
+      ctx.app,
+      withHistory(built, changes, ctx.actor, at),
+      now.getTime(),
+      o.reminderDaysBefore,
+    );
     const items = [
       putPrincipal(ctx.rt, {
         appId: ctx.app.appId,
@@ -179,10 +185,7 @@ export async function createWithPrincipal(
         }),
       );
     try {
-      await commit(ctx, txn, changes, items, true, now, {
-        reminderDaysBefore: o.reminderDaysBefore,
-        events: o.events,
-      });
+      await commit(ctx, txn, changes, items, true, now, { events: o.events });
       return txn;
     } catch (err) {
       const c = cancellationReasons(err);
@@ -220,7 +223,13 @@ export async function createInPrincipal(
     version: 1,
   };
   const changes = creations(built);
-  const txn = withHistory(built, changes, ctx.actor, at);
+  const txn = withFirstTimer(
+    ctx.rt,
+    ctx.app,
+    withHistory(built, changes, ctx.actor, at),
+    now.getTime(),
+    reminderDaysBefore,
+  );
   const items: TransactItem[] = [
     {
       Update: {
@@ -234,7 +243,7 @@ export async function createInPrincipal(
     putTransaction(ctx.rt, txn),
   ];
   try {
-    await commit(ctx, txn, changes, items, true, now, { reminderDaysBefore, events });
+    await commit(ctx, txn, changes, items, true, now, { events });
   } catch (err) {
     const c = cancellationReasons(err);
     if (c?.failed.has(0)) throw unknown();
