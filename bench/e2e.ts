@@ -42,6 +42,8 @@ interface RateResult {
   postP50: number;
   postP99: number;
   writeUnits: number;
+  /** Write units AWS would bill per consent (svc_dynamodb_billed_write_units_total, a model). */
+  billedUnits: number;
   writeRequests: number;
   /** Items put, updated or deleted per consent (svc_dynamodb_items_written_total). */
   itemsWritten: number;
@@ -109,6 +111,7 @@ async function runRate(
 ): Promise<
   RateResult & {
     tables: Map<string, number>;
+    billedTables: Map<string, number>;
     itemTables: Map<string, number>;
     operations: Map<string, number>;
   }
@@ -185,6 +188,10 @@ async function runRate(
   const tables = new Map<string, number>();
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_write_units_total@')) tables.set(k.split('@')[1]!, per(diff(k)));
+  const billedTables = new Map<string, number>();
+  for (const k of after.keys())
+    if (k.startsWith('svc_dynamodb_billed_write_units_total@'))
+      billedTables.set(k.split('@')[1]!, per(diff(k)));
   const operations = new Map<string, number>();
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
@@ -201,6 +208,7 @@ async function runRate(
     postP50: percentile(postMs, 50),
     postP99: percentile(postMs, 99),
     writeUnits: per(diff('svc_dynamodb_write_units_total')),
+    billedUnits: per(diff('svc_dynamodb_billed_write_units_total')),
     itemsWritten: per(diff('svc_dynamodb_items_written_total')),
     writeRequests: per(
       WRITE_OPS.reduce((s, op) => s + diff(`svc_dynamodb_requests_total:${op}`), 0),
@@ -211,6 +219,7 @@ async function runRate(
       [...backingAfter].map(([k, v]) => [k, per((v - (backingBefore.get(k) ?? 0)) * 1000)]),
     ),
     tables,
+    billedTables,
     itemTables,
     operations,
   };
@@ -220,7 +229,7 @@ const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
 const HEADER =
-  'rate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  items written/consent  WCU/consent  CPU ms/consent';
+  'rate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  items written/consent  WCU/consent (Local / AWS model)  CPU ms/consent';
 
 function row(r: RateResult, dynamo: boolean): string {
   const d = (x: string) => (dynamo ? x : '-');
@@ -234,7 +243,7 @@ function row(r: RateResult, dynamo: boolean): string {
     `${f0(r.postP50)}/${f0(r.postP99)}`.padStart(17),
     d(f1(r.requests)).padStart(21),
     d(f1(r.itemsWritten)).padStart(22),
-    d(f1(r.writeUnits)).padStart(13),
+    d(`${f1(r.writeUnits)} / ${f1(r.billedUnits)}`).padStart(32),
     f1(r.cpuMs).padStart(15),
   ].join(' ');
 }
@@ -265,7 +274,10 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
         `        items written/consent by table: ${[...r.itemTables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}; write requests/consent ${f1(r.writeRequests)}`,
       );
       console.log(
-        `        WCU/consent by table: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
+        `        WCU/consent by table, as DynamoDB Local reports them: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
+      );
+      console.log(
+        `        WCU/consent by table, as AWS would bill them (model, shared/storage/billing.ts): ${[...r.billedTables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
       );
       console.log(
         `        DynamoDB requests/consent by operation: ${[...r.operations].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,

@@ -51,7 +51,14 @@ export function createRuntime(
   const kafka = createKafka(config, parseBrokers(config.KAFKA_BROKERS), log);
   const producer = new Producer(kafka, log);
   const dynamo = createDynamo(config);
-  instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX);
+  instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX, (table) => {
+    const def = Object.values(tableDefs).find((d) => `${config.TABLE_PREFIX}${d.name}` === table);
+    if (!def) return undefined;
+    return {
+      keys: 'sortKey' in def ? [def.partitionKey, def.sortKey] : [def.partitionKey],
+      indexes: 'indexes' in def ? def.indexes : [],
+    };
+  });
   const storeOutages = new StoreOutages();
   storeOutages.watch(dynamo.client);
   const tables = tableNames(config.TABLE_PREFIX);

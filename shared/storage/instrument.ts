@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Counter, type Registry } from 'prom-client';
 import { getOrCreate } from '../metrics.js';
+import { billedUnits, type TableShape } from './billing.js';
 
 /**
  * Counts what the process asks of DynamoDB: every request by operation, and the write
@@ -29,6 +30,8 @@ export function instrumentDynamo(
   client: DynamoDBClient,
   registry: Registry,
   tablePrefix: string,
+  /** The keys and indexes of a table, by full name (for `svc_dynamodb_billed_write_units_total`). */
+  shapeOf: (table: string) => TableShape | undefined = () => undefined,
 ): void {
   const requests = getOrCreate(
     registry,
@@ -63,6 +66,17 @@ export function instrumentDynamo(
         registers: [registry],
       }),
   );
+  const billed = getOrCreate(
+    registry,
+    'svc_dynamodb_billed_write_units_total',
+    () =>
+      new Counter({
+        name: 'svc_dynamodb_billed_write_units_total',
+        help: 'Write units AWS DynamoDB on demand would bill for the writes sent (a model of its rules, from the requests: exact for puts, a floor for updates and deletes; shared/storage/billing.ts), by table and operation',
+        labelNames: ['table', 'operation'],
+        registers: [registry],
+      }),
+  );
   const short = (t: string | undefined) =>
     t === undefined ? 'unknown' : t.startsWith(tablePrefix) ? t.slice(tablePrefix.length) : t;
   client.middlewareStack.add(
@@ -79,10 +93,16 @@ export function instrumentDynamo(
       if (write) {
         const left = (result.output as { UnprocessedItems?: Record<string, unknown[]> })
           .UnprocessedItems;
-        for (const [table, n] of itemsOf(command, args.input)) {
+        const counts = itemsOf(command, args.input);
+        for (const [table, n] of counts) {
           // Items a batch left unprocessed were not written (they are counted when retried).
           const written = n - (left?.[table]?.length ?? 0);
           if (written > 0) items.inc({ table: short(table), operation }, written);
+        }
+        for (const [table, units] of billedUnits(command, args.input, shapeOf)) {
+          const n = counts.get(table) ?? 0;
+          const share = n > 0 ? (n - (left?.[table]?.length ?? 0)) / n : 1;
+          if (units * share > 0) billed.inc({ table: short(table), operation }, units * share);
         }
       }
       if (write) {
