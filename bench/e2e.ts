@@ -1,5 +1,11 @@
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  ScanCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -300,11 +306,12 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
   const dir = path.join(stackPaths().root, 'bench', `e2e-${Date.now().toString(36)}`);
   fs.mkdirSync(dir, { recursive: true });
   const adminToken = `bench_admin_${'x'.repeat(24)}`;
+  const prefix = `bench${Date.now().toString(36)}`;
   const app = new AppProcess({
     role: 'all',
     name: 'e2e-app',
     stack,
-    prefix: `bench${Date.now().toString(36)}`,
+    prefix,
     adminToken,
     logDir: dir,
     // BENCH_E2E_CPU_PROF=1: the service writes a V8 CPU profile into the log folder on exit.
@@ -335,7 +342,7 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     );
   } finally {
     await app.stop();
-    await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`).catch((err: unknown) =>
+    await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix).catch((err: unknown) =>
       console.error(`store floor not measured: ${String(err)}`),
     );
     await stack.stop();
@@ -396,72 +403,123 @@ export async function run(): Promise<void> {
 }
 
 /**
- * The store's own floor for ingress, in the same run and on the same DynamoDB Local: raw
- * TransactWriteItems of a consent's shape (7 items: principal, transaction with its history,
- * user pointer, 2 record pointers, reminder timer, one gzip outbox item; sizes as the service
- * writes them, roughly), for `seconds` each, 4 requests in flight: one consent per request (what
- * ingress sent before group commit), then 12 per request (84 items, as group commit sends them
- * under load). A breakdown, not the headline: no HTTP, no Kafka, no service.
+ * The store's own floor, in the same run, on the same DynamoDB Local, after the service stopped:
+ * the DynamoDB writes of one consent, copied from a consent the service wrote in this run (the
+ * same tables and indexes, the same item sizes), with fresh keys: its `TransactWriteItems`
+ * (principal, transaction item carrying its events and first timer, user pointer) and its two
+ * dispatch items, `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them.
+ * 4 requests in flight; one consent per transaction, then 12 per transaction (as group commit
+ * sends them under load). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
  */
-async function storeFloor(endpoint: string, seconds = 5): Promise<void> {
+async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
   const doc = DynamoDBDocumentClient.from(client);
-  const table = `floor${Date.now().toString(36)}`;
+  const entities = `${prefix}_entities`;
+  const ledger = `${prefix}_ledger`;
   try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
-        ],
-        KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-      }),
-    );
-    const sizes = [300, 1_400, 150, 150, 150, 200, 700];
-    const consent = () => {
-      const id = randomUUID();
-      return sizes.map((n, i) => ({
-        Put: {
-          TableName: table,
-          Item: { pk: `${id}#${i}`, sk: 'v', d: 'x'.repeat(n) },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        },
-      }));
-    };
+    const sample = await sampleConsent(doc, entities, ledger);
+    if (!sample) {
+      console.log('\nstore floor: no consent of this run found to copy');
+      return;
+    }
     console.log(
-      '\nstore floor (same DynamoDB Local, raw TransactWriteItems of a consent’s 7 items, 4 in flight):',
+      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: ${sample.entities.length}-item TransactWriteItems ${sample.entities.map((x) => `${Buffer.byteLength(JSON.stringify(x))} B`).join(' + ')}, 2 dispatch items ${sample.dispatches.map((x) => `${Buffer.byteLength(JSON.stringify(x))} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
     );
+    let n = 0;
+    const fresh = (item: Record<string, unknown>, tag: string) => {
+      const out: Record<string, unknown> = { ...item };
+      for (const k of ['pk', 'gsi1pk', 'gsi2pk', 'gsi3pk', 'obxt', 'duesk'])
+        if (typeof out[k] === 'string') out[k] = `${String(out[k])}#floor${tag}`;
+      return out;
+    };
     for (const perRequest of [1, 12]) {
       let done = 0;
       const end = Date.now() + seconds * 1000;
+      const pendingDispatches: Record<string, unknown>[] = [];
+      const flushDispatches = async (all = false) => {
+        while (pendingDispatches.length >= 25 || (all && pendingDispatches.length > 0)) {
+          const batch = pendingDispatches.splice(0, 25);
+          let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> = {
+            [ledger]: batch.map((Item) => ({ PutRequest: { Item } })),
+          };
+          while (Object.keys(request).length > 0) {
+            const r = await doc.send(new BatchWriteCommand({ RequestItems: request }));
+            request = (r.UnprocessedItems ?? {}) as typeof request;
+          }
+        }
+      };
       await Promise.all(
         Array.from({ length: 4 }, async () => {
           while (Date.now() < end) {
+            const tags = Array.from({ length: perRequest }, () => String(n++));
             await doc.send(
               new TransactWriteCommand({
-                TransactItems: Array.from({ length: perRequest }, consent).flat(),
+                TransactItems: tags.flatMap((tag) =>
+                  sample.entities.map((item) => ({
+                    Put: {
+                      TableName: entities,
+                      Item: fresh(item, tag),
+                      ConditionExpression: 'attribute_not_exists(pk)',
+                    },
+                  })),
+                ),
                 ClientRequestToken: randomUUID(),
               }),
             );
+            for (const tag of tags)
+              for (const d of sample.dispatches) pendingDispatches.push(fresh(d, tag));
+            await flushDispatches();
             done += perRequest;
           }
         }),
       );
+      await flushDispatches(true);
       console.log(
-        `  ${String(perRequest).padStart(2)} consent(s) per request: ${f0(done / seconds)} consents/s`,
+        `  ${String(perRequest).padStart(2)} consent(s) per transaction: ${f0(done / seconds)} consents/s`,
       );
     }
   } finally {
-    await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
     client.destroy();
   }
+}
+
+/** One consent of the run, as stored: its entities items and two dispatch items. */
+async function sampleConsent(
+  doc: DynamoDBDocumentClient,
+  entities: string,
+  ledger: string,
+): Promise<
+  { entities: Record<string, unknown>[]; dispatches: Record<string, unknown>[] } | undefined
+> {
+  const txns = await doc.send(
+    new ScanCommand({
+      TableName: entities,
+      FilterExpression: '#k = :t AND attribute_exists(userId)',
+      ExpressionAttributeNames: { '#k': 'kind' },
+      ExpressionAttributeValues: { ':t': 'transaction' },
+    }),
+  );
+  const txn = txns.Items?.[0];
+  if (!txn) return undefined;
+  const get = async (table: string, key: Record<string, unknown>) =>
+    (await doc.send(new GetCommand({ TableName: table, Key: key }))).Item;
+  const principal = await get(entities, { pk: txn.pk, sk: 'PRINCIPAL' });
+  const user = await get(entities, {
+    pk: `APP#${String(txn.appId)}#USER#${String(txn.userId)}`,
+    sk: 'USER',
+  });
+  const heads = await doc.send(
+    new ScanCommand({
+      TableName: ledger,
+      FilterExpression: 'sk = :dsp AND attribute_exists(firstAttempt)',
+      ExpressionAttributeValues: { ':dsp': 'DSP' },
+    }),
+  );
+  const dispatches = (heads.Items ?? []).slice(0, 2);
+  if (!principal || !user || dispatches.length < 2) return undefined;
+  return { entities: [principal, txn, user], dispatches };
 }
