@@ -12,6 +12,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
+import { itemBytes } from '../shared/storage/billing.js';
 import { percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 
@@ -28,7 +29,9 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  *
  * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
- * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer.
+ * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer,
+ * BENCH_E2E_DRAIN_MS; after the rates, a burst of 10× the sustained rate for the same time
+ * (BENCH_E2E_BURST=0 to skip it, BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
  */
 
 const RATES = (process.env.BENCH_E2E_RATES ?? '25,50,100,200,300,400,600').split(',').map(Number);
@@ -55,6 +58,14 @@ interface RateResult {
   itemsWritten: number;
   requests: number;
   cpuMs: number;
+  /** Answers by HTTP status ('none': no answer within 10 s, or a refused connection). */
+  answers: Map<string, number>;
+  /** 429 and 503 answers without a Retry-After header. */
+  noRetryAfter: number;
+  /** From the end of the load to the last consent.granted that arrived. */
+  drainedAfterMs: number;
+  /** Outbox messages published during the rate, by path (fast, retry, relay). */
+  published: Map<string, number>;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
   backingCpuMs: Map<string, number>;
 }
@@ -73,6 +84,8 @@ function sums(text: string): Map<string, number> {
     if (op) out.set(`${key}:${op}`, (out.get(`${key}:${op}`) ?? 0) + Number(m[3]));
     const table = /table="(\w+)"/.exec(labels)?.[1];
     if (table) out.set(`${key}@${table}`, (out.get(`${key}@${table}`) ?? 0) + Number(m[3]));
+    const path = /path="(\w+)"/.exec(labels)?.[1];
+    if (path) out.set(`${key}{path="${path}"}`, Number(m[3]));
   }
   return out;
 }
@@ -114,6 +127,7 @@ async function runRate(
   receiver: Receiver,
   rate: number,
   tag: string,
+  drainMs = DRAIN_MS,
 ): Promise<
   RateResult & {
     tables: Map<string, number>;
@@ -128,6 +142,8 @@ async function runRate(
   const started = new Map<string, number>();
   const postMs: number[] = [];
   let refused = 0;
+  const answers = new Map<string, number>();
+  let noRetryAfter = 0;
   const inflight = new Set<Promise<void>>();
   const t0 = Date.now();
   let n = 0;
@@ -151,9 +167,14 @@ async function runRate(
           postMs.push(Date.now() - at);
           if (r.status === 201 && body.referenceId) started.set(body.referenceId, at);
           else refused++;
+          const key = String(r.status);
+          answers.set(key, (answers.get(key) ?? 0) + 1);
+          if ((r.status === 429 || r.status === 503) && !r.headers.get('retry-after'))
+            noRetryAfter++;
         })
         .catch(() => {
           refused++;
+          answers.set('none', (answers.get('none') ?? 0) + 1);
         })
         .finally(() => inflight.delete(p));
       inflight.add(p);
@@ -164,7 +185,8 @@ async function runRate(
   const sent = n;
   // Wait for every accepted consent's consent.granted (or the drain limit).
   const arrived = new Map<string, number>();
-  const deadline = Date.now() + DRAIN_MS;
+  const loadEnd = Date.now();
+  const deadline = Date.now() + drainMs;
   let seen = 0;
   for (;;) {
     const d = receiver.deliveries;
@@ -208,6 +230,15 @@ async function runRate(
     accepted,
     refused,
     undelivered: accepted - arrived.size,
+    answers,
+    noRetryAfter,
+    drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
+    published: new Map(
+      ['fast', 'retry', 'relay'].map((path) => [
+        path,
+        diff(`svc_outbox_published_total{path="${path}"}`),
+      ]),
+    ),
     p50: percentile(lat, 50),
     p99: percentile(lat, 99),
     max: lat.at(-1) ?? NaN,
@@ -294,7 +325,32 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
     );
     if (!sustainedOk(r)) break;
   }
+  if (process.env.BENCH_E2E_BURST !== '0') await burst(t, receiver, results);
   return results;
+}
+
+/** How long after a burst its consents may still arrive before they count as undelivered. */
+const BURST_DRAIN_MS = Number(process.env.BENCH_E2E_BURST_DRAIN_MS ?? 120_000);
+
+/**
+ * A burst of 10× the sustained rate (BENCH_E2E_BURST_RATE to choose) for the same 10 s, then a
+ * wait of up to BENCH_E2E_BURST_DRAIN_MS for every accepted consent: what was answered (a
+ * refusal must carry Retry-After), whether everything accepted arrived and how long after the
+ * load the last one did, and, for ours, what the outbox published by path (a storm would show
+ * as retry or relay publishes far above the accepted commits).
+ */
+async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promise<void> {
+  const rate = Number(process.env.BENCH_E2E_BURST_RATE ?? (sustainedOf(steps) || RATES[0]!) * 10);
+  console.error(`[${t.name}] burst: ${SECONDS} s at ${rate}/s`);
+  const b = await runRate(t, receiver, rate, 'burst', BURST_DRAIN_MS);
+  const answers = [...b.answers].map(([k, v]) => `${v} × ${k}`).join(', ');
+  console.log(
+    `  burst ${rate}/s for ${SECONDS} s: sent ${b.sent}, accepted ${b.accepted} (answers: ${answers}; refusals without Retry-After: ${b.noRetryAfter}); delivered ${b.accepted - b.undelivered} of ${b.accepted}, the last ${f1(b.drainedAfterMs / 1000)} s after the load ended (waited up to ${BURST_DRAIN_MS / 1000} s); POST→webhook p50/p99 ${f0(b.p50)}/${f0(b.p99)} ms`,
+  );
+  if (t.metrics)
+    console.log(
+      `        outbox messages published during it: ${[...b.published].map(([k, v]) => `${k} ${v}`).join(', ')} (2 per accepted consent); items written/consent ${f1(b.itemsWritten)}; DynamoDB requests/consent ${f1(b.requests)}`,
+    );
 }
 
 const sustainedOf = (rs: RateResult[]) =>
@@ -427,7 +483,7 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
       return;
     }
     console.log(
-      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: ${sample.entities.length}-item TransactWriteItems ${sample.entities.map((x) => `${Buffer.byteLength(JSON.stringify(x))} B`).join(' + ')}, 2 dispatch items ${sample.dispatches.map((x) => `${Buffer.byteLength(JSON.stringify(x))} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
+      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: ${sample.entities.length}-item TransactWriteItems ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')}, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
     );
     let n = 0;
     const fresh = (item: Record<string, unknown>, tag: string) => {

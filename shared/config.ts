@@ -77,7 +77,7 @@ export const baseConfigSchema = z.object({
    * Commit transactions (a change and its events) in flight at once per process; commits made
    * meanwhile wait and leave together, up to 100 items, in one TransactWriteItems (group commit).
    */
-  OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
+  OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(1),
   /** Commits one relay or retry step publishes at once. */
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /**

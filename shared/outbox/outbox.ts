@@ -257,7 +257,7 @@ export class Outbox {
           new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
         ),
       {
-        maxInFlight: o.transactionsInFlight ?? 4,
+        maxInFlight: o.transactionsInFlight ?? 1,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
         registry: d.registry,
         log: d.log,

@@ -38,6 +38,7 @@ const TRAFFIC_METRICS = new Set([
   'svc_outbox_published_total',
   'svc_consumer_lag',
   'svc_dynamodb_write_units_total',
+  'svc_dynamodb_billed_write_units_total',
   'svc_dynamodb_requests_total',
 ]);
 
