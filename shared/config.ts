@@ -203,6 +203,8 @@ export const baseConfigSchema = z.object({
   /** Shards of the SLA-check and consent-expiry due-index (grow only), and how often it is swept. */
   TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
   TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+  /** The expiry family's sweep (reminders, expiries, erasure scrubs, inactivity): days-scale timers. */
+  EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(10_000),
   /** How long a timers worker holds a due entry it fired; past it another copy fires it again. */
   TIMER_LEASE_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the compliance worker refreshes the awaiting-postback and erasure gauges. */

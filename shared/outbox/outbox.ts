@@ -187,6 +187,11 @@ export interface OutboxOptions {
   staleMs?: number;
   /** Stored but unpublished commits a writer holds before it refuses new ones (503). */
   maxOpen?: number;
+  /**
+   * A commit whose transaction failed without an answer is dropped once found absent twice, the
+   * second time at least this long after the failure (default 60 s).
+   */
+  unknownSettleMs?: number;
 }
 
 /** A commit of this writer that is not published yet. */
@@ -529,7 +534,11 @@ export class Outbox {
     const now = Date.now();
     for (const [n, e] of this.open) {
       if (e.state !== 'unknown') continue;
-      if (e.absentAt !== undefined && now - e.absentAt < 5_000) continue;
+      if (
+        e.absentAt !== undefined &&
+        now - e.absentAt < Math.min(5_000, this.o.unknownSettleMs ?? 5_000)
+      )
+        continue;
       const r = await this.d.doc.send(
         new GetCommand({
           TableName: e.where.table,
@@ -543,21 +552,28 @@ export class Outbox {
         e.state = 'committed';
         continue;
       }
-      if (e.absentAt !== undefined && now - (e.failedAt ?? 0) >= UNKNOWN_SETTLE_MS)
+      if (
+        e.absentAt !== undefined &&
+        now - (e.failedAt ?? 0) >= (this.o.unknownSettleMs ?? UNKNOWN_SETTLE_MS)
+      )
         this.open.delete(n);
       else e.absentAt = now;
     }
   }
 
-  /** Waits until every commit of this writer is published (tests, shutdown), or it is closed. */
-  async drain(timeoutMs = 30_000): Promise<void> {
+  /**
+   * Waits until every commit of this writer is published or dropped (tests, shutdown): true
+   * then, false if it is closed or `timeoutMs` passed first.
+   */
+  async drain(timeoutMs = 30_000): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     while (!this.closed && Date.now() < until) {
       let waiting = false;
       for (const e of this.open.values()) if (e.state !== 'writing') waiting = true;
-      if (!waiting) return;
+      if (!waiting) return true;
       await new Promise((r) => setTimeout(r, 50));
     }
+    return false;
   }
 
   /**

@@ -63,6 +63,7 @@ export async function startPipeline(name: string, extra: Record<string, string> 
       WEBHOOK_TIMEOUT_MS: '2000',
       DISPATCH_SAFETY_NET_MS: '10000',
       TIMER_SWEEP_INTERVAL_MS: '100',
+      EXPIRY_SWEEP_INTERVAL_MS: '100',
       COMPLIANCE_GAUGE_INTERVAL_MS: '200',
       ...extra,
     },

@@ -154,6 +154,7 @@ beforeAll(async () => {
       WEBHOOK_TIMEOUT_MS: '2000',
       DISPATCH_SAFETY_NET_MS: '10000',
       TIMER_SWEEP_INTERVAL_MS: '100',
+      EXPIRY_SWEEP_INTERVAL_MS: '100',
     },
   );
   // Set up as an operator would through the admin API: the app, a notice, a record key, and

@@ -308,7 +308,7 @@ describe('writers: no delete, own retries, carriers', () => {
         },
         { timeout: 15_000 },
       );
-      await writer.drain(5_000);
+      expect(await writer.drain(5_000)).toBe(true);
       // Publishing wrote no outbox item (no delete); only progress saves touch the table.
       const progressSaves = (await writes()) - before;
       expect(progressSaves).toBeLessThan(ids.length + 60);
@@ -374,6 +374,67 @@ describe('writers: no delete, own retries, carriers', () => {
         { timeout: 15_000 },
       );
     } finally {
+      await seen.stop();
+    }
+  });
+
+  /**
+   * Fault injection in front of the real DynamoDB Local: a transaction whose answer is lost on
+   * the way back (it applied; the caller sees a timeout), or that never reached the store.
+   */
+  function losingAnswers(mode: { now: 'lose-answer' | 'never-sent' | 'pass' }) {
+    const timeout = () =>
+      Object.assign(new Error('request timed out (injected)'), { name: 'TimeoutError' });
+    return {
+      send: async (command: unknown) => {
+        const isTxn = command instanceof TransactWriteCommand;
+        if (isTxn && mode.now === 'never-sent') throw timeout();
+        const out = await rt.dynamo.doc.send(command as never);
+        if (isTxn && mode.now === 'lose-answer') throw timeout();
+        return out;
+      },
+    } as unknown as typeof rt.dynamo.doc;
+  }
+
+  it('a commit whose answer was lost is looked up, found stored, and published; one that never landed is dropped', async () => {
+    const mode = { now: 'lose-answer' as 'lose-answer' | 'never-sent' | 'pass' };
+    const writer = new Outbox(
+      { ...rtDeps(), doc: losingAnswers(mode), producer: rt.producer },
+      { retryIntervalMs: 100, unknownSettleMs: 500 },
+    );
+    const landed = `evt_${ulid()}`;
+    const lost = `evt_${ulid()}`;
+    const seen = await collectTopic(rt.kafka, rt.topics.consentEvents);
+    try {
+      await expect(writer.commit([change(landed)], [message(landed, 0)])).rejects.toThrow(
+        /injected/,
+      );
+      mode.now = 'never-sent';
+      await expect(writer.commit([change(lost)], [message(lost, 1)])).rejects.toThrow(/injected/);
+      mode.now = 'pass';
+      // The first applied (its change is there); the second did not.
+      const get = async (id: string) =>
+        (
+          await rt.dynamo.doc.send(
+            new GetCommand({
+              TableName: rt.tables.entities,
+              Key: { pk: `change#${id}`, sk: 'v' },
+              ConsistentRead: true,
+            }),
+          )
+        ).Item;
+      expect(await get(landed)).toBeDefined();
+      expect(await get(lost)).toBeUndefined();
+      await vi.waitFor(
+        () => expect(seen.messages.map((x) => (x.value as { id: string }).id)).toContain(landed),
+        { timeout: 15_000 },
+      );
+      // Both leave the writer: the stored one published, the absent one dropped after the
+      // settle time, so its watermark moves on.
+      expect(await writer.drain(10_000)).toBe(true);
+      expect(seen.messages.map((x) => (x.value as { id: string }).id)).not.toContain(lost);
+    } finally {
+      await writer.close();
       await seen.stop();
     }
   });

@@ -20,6 +20,7 @@ export async function startDutyStack(name: string) {
       SMTP_URL: smtp.url,
       MAIL_FROM: 'Consent <consent@svc.test>',
       TIMER_SWEEP_INTERVAL_MS: '100',
+      EXPIRY_SWEEP_INTERVAL_MS: '100',
       COMPLIANCE_GAUGE_INTERVAL_MS: '200',
     },
   });

@@ -160,6 +160,7 @@ beforeAll(async () => {
       SMTP_URL: smtp.url,
       MAIL_FROM: 'Consent <consent@svc.test>',
       TIMER_SWEEP_INTERVAL_MS: '100',
+      EXPIRY_SWEEP_INTERVAL_MS: '100',
       WEBHOOK_TIMEOUT_MS: '2000',
     },
   );

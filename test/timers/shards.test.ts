@@ -28,7 +28,11 @@ async function exists(rt: Runtime, k: { pk: string; sk: string }) {
 }
 
 describe('two timers worker copies', () => {
-  const config = testConfig('timers-copies', { TIMER_SHARDS: '4', TIMER_SWEEP_INTERVAL_MS: '50' });
+  const config = testConfig('timers-copies', {
+    TIMER_SHARDS: '4',
+    TIMER_SWEEP_INTERVAL_MS: '50',
+    EXPIRY_SWEEP_INTERVAL_MS: '50',
+  });
   const copies: Runtime[] = [];
   const stops: (() => Promise<void>)[] = [];
 
