@@ -82,8 +82,9 @@ export const baseConfigSchema = z.object({
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /**
    * A writer (a process that commits events) saves its progress item every
-   * OUTBOX_RELAY_INTERVAL_MS; one not saved for this long is taken for stopped, and the relay
-   * publishes its commits from its watermark on (shared/outbox/outbox.ts).
+   * OUTBOX_RELAY_INTERVAL_MS; one whose heartbeat a relay has watched stand still this long is
+   * taken for stopped, and the relay publishes its commits from its watermark on
+   * (shared/outbox/outbox.ts).
    */
   OUTBOX_WRITER_STALE_MS: z.coerce.number().int().positive().default(10_000),
   /** Stored but unpublished commits a process holds (Kafka down) before it answers 503. */

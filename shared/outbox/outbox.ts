@@ -244,7 +244,10 @@ export class Outbox {
   private ticking: Promise<void> | undefined;
   private failures = 0;
   private legacyDone = false;
-  private heartbeatAt = 0;
+  private beat: NodeJS.Timeout | undefined;
+  private saving = false;
+  /** Relay: each writer's heartbeat as last read, and since when (this process's clock) it has not changed. */
+  private readonly observed = new Map<string, { beat: number; since: number }>();
 
   /** This process's writer id: the partition of its commits in the writer index. */
   readonly writerId = `w${ulid()}`;
@@ -285,7 +288,6 @@ export class Outbox {
 
   private progressItem(): Record<string, unknown> {
     const now = Date.now();
-    this.heartbeatAt = now;
     return {
       id: `${PROGRESS_PREFIX}${this.writerId}`,
       [ATTR.writer]: WRITERS,
@@ -323,9 +325,25 @@ export class Outbox {
       });
     }, pause);
     this.loop.unref();
+    // The heartbeat has a timer of its own: slow publishing or look-ups never delay it.
+    this.beat ??= setInterval(() => void this.saveProgress(), every);
+    this.beat.unref();
   }
 
-  /** One step of the writer's own loop: look up unknown commits, retry unpublished ones, save progress. */
+  /** Saves the progress item (one save in flight at a time). */
+  private async saveProgress(): Promise<void> {
+    if (this.saving || this.closed) return;
+    this.saving = true;
+    try {
+      await this.d.doc.send(new PutCommand({ TableName: this.d.table, Item: this.progressItem() }));
+    } catch (err) {
+      this.d.log.warn({ err }, 'outbox progress not saved; retrying');
+    } finally {
+      this.saving = false;
+    }
+  }
+
+  /** One step of the writer's own loop: look up unknown commits, retry unpublished ones. */
   private async tick(): Promise<void> {
     try {
       await this.resolveUnknown();
@@ -336,11 +354,6 @@ export class Outbox {
       this.d.log.warn({ err }, 'outbox retry step failed');
     }
     this.gauges();
-    try {
-      await this.d.doc.send(new PutCommand({ TableName: this.d.table, Item: this.progressItem() }));
-    } catch (err) {
-      this.d.log.warn({ err }, 'outbox progress not saved; retrying');
-    }
   }
 
   private gauges(): void {
@@ -532,8 +545,11 @@ export class Outbox {
    */
   private async resolveUnknown(): Promise<void> {
     const now = Date.now();
+    // Bounded per step: after a long outage thousands may wait, and each look-up is a read.
+    let budget = 100;
     for (const [n, e] of this.open) {
       if (e.state !== 'unknown') continue;
+      if (budget-- === 0) break;
       if (
         e.absentAt !== undefined &&
         now - e.absentAt < Math.min(5_000, this.o.unknownSettleMs ?? 5_000)
@@ -584,6 +600,7 @@ export class Outbox {
     if (this.closed) return;
     this.closed = true;
     if (this.loop) clearTimeout(this.loop);
+    if (this.beat) clearInterval(this.beat);
     await this.ticking?.catch(() => undefined);
     if (this.registered === undefined) return;
     await Promise.race([
@@ -616,10 +633,12 @@ export class Outbox {
   abandon(): void {
     this.closed = true;
     if (this.loop) clearTimeout(this.loop);
+    if (this.beat) clearInterval(this.beat);
   }
 
   /**
-   * One relay pass: for every writer whose progress item is older than `staleMs` (it stopped),
+   * One relay pass: for every writer whose heartbeat this relay has seen unchanged for
+   * `staleMs` (it stopped),
    * publishes its commits from its watermark on, a bounded batch at a time, moving its watermark
    * after each batch, then deletes its progress item. Also publishes (and deletes) items of the
    * layout written before writers, until a pass finds none. Stops at the first batch Kafka does
@@ -629,6 +648,7 @@ export class Outbox {
     try {
       return await this.relayPass(o.staleMs ?? this.o.staleMs ?? 10_000, o.now ?? Date.now());
     } catch (err) {
+      this.observed.clear();
       this.m.passes.inc({ result: 'failed' });
       throw err;
     }
@@ -641,7 +661,9 @@ export class Outbox {
       return 0;
     }
     let sent = legacy;
-    for (const w of await this.listWriters()) {
+    const writers = await this.listWriters();
+    for (const w of this.observed.keys()) if (!writers.includes(w)) this.observed.delete(w);
+    for (const w of writers) {
       if (w === this.writerId) continue;
       const p = (
         await this.d.doc.send(
@@ -652,7 +674,16 @@ export class Outbox {
           }),
         )
       ).Item;
-      if (!p || now - Number(p.heartbeatAt) < staleMs) continue;
+      if (!p) continue;
+      // Stopped: its heartbeat has not moved for `staleMs` as this relay saw it, on its own
+      // clock, with the store answering all along (a pass that fails starts the watch again).
+      // So no clocks of two machines are compared, and a store outage, during which no writer
+      // can save progress, does not make every writer look stopped. 0: it closed with commits
+      // left over.
+      const beat = Number(p.heartbeatAt);
+      let seen = this.observed.get(w);
+      if (seen?.beat !== beat) this.observed.set(w, (seen = { beat, since: now }));
+      if (beat !== 0 && now - seen.since < staleMs) continue;
       const r = await this.recoverWriter(w, p);
       sent += r.sent;
       if (!r.ok) {

@@ -439,6 +439,32 @@ describe('writers: no delete, own retries, carriers', () => {
     }
   });
 
+  it('the relay takes a writer for stopped only once it has itself watched its heartbeat stand still', async () => {
+    const { producer } = switchable();
+    const writer = new Outbox({ ...rtDeps(), producer }, { retryIntervalMs: 100 });
+    const id = `evt_${ulid()}`;
+    await writer.commit([change(id)], [message(id, 0)]);
+    writer.abandon();
+    // Long silent by the clock already, but this relay has not watched it yet.
+    await new Promise((r) => setTimeout(r, 400));
+    const relay = new Outbox({ ...rtDeps(), producer: rt.producer });
+    const progress = async () =>
+      (
+        await rt.dynamo.doc.send(
+          new GetCommand({
+            TableName: rt.tables.outbox,
+            Key: { id: `writer#${writer.writerId}` },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    await relay.relayOnce({ staleMs: 300 });
+    expect(await progress()).toBeDefined();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await relay.relayOnce({ staleMs: 300 })).toBeGreaterThanOrEqual(1);
+    expect(await progress()).toBeUndefined();
+  });
+
   it('a carrier must be a Put of the same commit', async () => {
     const id = `evt_${ulid()}`;
     await expect(rt.outbox.commit([change(id)], [message(id, 0)], { carrier: 3 })).rejects.toThrow(
