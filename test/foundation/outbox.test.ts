@@ -465,6 +465,32 @@ describe('writers: no delete, own retries, carriers', () => {
     expect(await progress()).toBeUndefined();
   });
 
+  it('refuses new commits with 503 and Retry-After once OUTBOX_MAX_OPEN wait for Kafka', async () => {
+    const { producer } = switchable();
+    const writer = new Outbox({ ...rtDeps(), producer }, { retryIntervalMs: 100, maxOpen: 1 });
+    try {
+      const first = `evt_${ulid()}`;
+      expect((await writer.commit([change(first)], [message(first, 0)])).published).toBe(false);
+      const second = `evt_${ulid()}`;
+      await expect(writer.commit([change(second)], [message(second, 1)])).rejects.toMatchObject({
+        code: 'SVC_UNAVAILABLE',
+        status: 503,
+        retryAfterS: 5,
+      });
+      // Refused before anything was written.
+      const none = await rt.dynamo.doc.send(
+        new GetCommand({
+          TableName: rt.tables.entities,
+          Key: { pk: `change#${second}`, sk: 'v' },
+          ConsistentRead: true,
+        }),
+      );
+      expect(none.Item).toBeUndefined();
+    } finally {
+      writer.abandon();
+    }
+  });
+
   it('a carrier must be a Put of the same commit', async () => {
     const id = `evt_${ulid()}`;
     await expect(rt.outbox.commit([change(id)], [message(id, 0)], { carrier: 3 })).rejects.toThrow(
