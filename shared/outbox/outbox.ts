@@ -607,7 +607,8 @@ export class Outbox {
       this.retryOnce().catch(() => false),
       new Promise((r) => setTimeout(r, timeoutMs).unref()),
     ]);
-    const left = [...this.open.values()].some((e) => e.state !== 'writing');
+    // A commit still being written counts too: it may land after this process is gone.
+    const left = this.open.size > 0;
     try {
       if (left)
         await this.d.doc.send(
