@@ -1,4 +1,4 @@
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
 import { keys, putRecordPointer, putTransaction } from '../../shared/domain/consent/repository.js';
@@ -30,6 +30,22 @@ describe('record ids derived from the transaction id', () => {
     const pointers = items.all.filter((i) => String(i.pk).includes('#REC#'));
     expect(pointers).toEqual([]);
     expect(items.kinds('record')).toEqual([]);
+    // All a widget capture stores: its principal and its transaction item, which carries the
+    // events (no outbox item) and its first timer (no timers item).
+    const mine = items.all.filter((i) => i.referenceId === c.referenceId);
+    expect(mine.map((i) => i.kind).sort()).toEqual(['principal', 'transaction']);
+    const txn = mine.find((i) => i.kind === 'transaction')!;
+    expect(txn.obx).toBeInstanceOf(Uint8Array);
+    expect(txn.duesk).toEqual(expect.stringContaining(c.transactionId));
+    const timers = await pub.f.p.rt.dynamo.doc.send(
+      new ScanCommand({
+        TableName: pub.f.p.rt.tables.timers,
+        FilterExpression: 'contains(sk, :t)',
+        ExpressionAttributeValues: { ':t': c.transactionId },
+        ConsistentRead: true,
+      }),
+    );
+    expect(timers.Items).toEqual([]);
 
     const r = await op(`/records/${ids[1]}/revoke`, { referenceId: c.referenceId });
     expect(r.status).toBe(200);
