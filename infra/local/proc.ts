@@ -24,8 +24,23 @@ export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-/** A port the kernel says is free right now (for test stacks). */
-export function freePort(): Promise<number> {
+/**
+ * A free port for a throw-away stack, picked at random below Linux's ephemeral range
+ * (32768–60999): a port the kernel hands out for port 0 can be taken by any outgoing connection
+ * of the machine before the JVM gets to bind it (seen: Kafka failing to start with "Address
+ * already in use" while another stack ran). The embedded default's fixed ports are skipped.
+ * Falls back to the kernel's pick after 50 tries.
+ */
+export async function freePort(): Promise<number> {
+  const reserved = new Set([28000, 29092, 29093]);
+  for (let i = 0; i < 50; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!reserved.has(port) && (await portFree(port))) return port;
+  }
+  return kernelPort();
+}
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
