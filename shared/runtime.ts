@@ -1,12 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { applyTables, applyTopics } from '../infra/definitions/apply.js';
-import {
-  tableDefs,
-  tableNames,
-  type TableKey,
-  type TableNames,
-} from '../infra/definitions/tables.js';
+import { tableDefs, tableNames, type TableNames } from '../infra/definitions/tables.js';
 import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
 import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
 import { ApiDocs } from './http/openapi.js';
@@ -51,26 +46,23 @@ export function createRuntime(
   const kafka = createKafka(config, parseBrokers(config.KAFKA_BROKERS), log);
   const producer = new Producer(kafka, log);
   const dynamo = createDynamo(config);
-  instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX, (table) => {
-    const def = Object.values(tableDefs).find((d) => `${config.TABLE_PREFIX}${d.name}` === table);
-    if (!def) return undefined;
-    return {
-      keys: 'sortKey' in def ? [def.partitionKey, def.sortKey] : [def.partitionKey],
-      indexes: 'indexes' in def ? def.indexes : [],
-    };
-  });
+  // Each table's keys and indexes, by full name, built once (read on every write).
+  const shapes = new Map(
+    Object.values(tableDefs).map((d) => [
+      `${config.TABLE_PREFIX}${d.name}`,
+      {
+        keys: 'sortKey' in d ? [d.partitionKey, d.sortKey] : [d.partitionKey],
+        indexes: 'indexes' in d ? d.indexes : [],
+      },
+    ]),
+  );
+  instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX, (table) => shapes.get(table));
   const storeOutages = new StoreOutages();
   storeOutages.watch(dynamo.client);
   const tables = tableNames(config.TABLE_PREFIX);
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
   ) as TopicNames;
-  const keyAttributes = new Map<string, string[]>(
-    Object.entries(tableDefs).map(([k, d]) => [
-      tables[k as TableKey],
-      'sortKey' in d ? [d.partitionKey, d.sortKey] : [d.partitionKey],
-    ]),
-  );
   const outbox = new Outbox(
     {
       doc: dynamo.doc,
@@ -78,7 +70,7 @@ export function createRuntime(
       producer,
       log,
       registry,
-      keyAttributes: (table) => keyAttributes.get(table) ?? [],
+      keyAttributes: (table) => shapes.get(table)?.keys ?? [],
       storeOutages,
       writerIndex: 'writer',
       carriers: [{ table: tables.entities, index: 'outbox' }],

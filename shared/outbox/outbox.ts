@@ -7,7 +7,6 @@ import {
   QueryCommand,
   ScanCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { createHash, randomUUID } from 'node:crypto';
@@ -22,6 +21,7 @@ import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
 import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
+import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
 
 export type { TransactItem };
 
@@ -773,7 +773,7 @@ export class Outbox {
             }),
           )
           .catch((err: unknown) => {
-            if ((err as { name?: string })?.name !== 'ConditionalCheckFailedException') throw err;
+            if (!isConditionFailure(err)) throw err;
           });
         this.m.recovered.inc();
         this.d.log.warn({ writer: w, sent }, 'outbox relay took over a stopped writer');
@@ -790,23 +790,16 @@ export class Outbox {
       this.m.published.inc({ path: 'relay' }, messages.length);
       sent += messages.length;
       after = batch[batch.length - 1]!.at;
-      try {
-        await this.d.doc.send(
-          new UpdateCommand({
-            TableName: this.d.table,
-            Key: { id: `${PROGRESS_PREFIX}${w}` },
-            UpdateExpression: 'SET #after = :after',
-            ConditionExpression: 'heartbeatAt = :hb',
-            ExpressionAttributeNames: { '#after': 'after' },
-            ExpressionAttributeValues: { ':after': after, ':hb': seenBeat },
-          }),
-        );
-      } catch (err) {
-        // The writer came back (a new heartbeat): it publishes its own commits again.
-        if ((err as { name?: string })?.name === 'ConditionalCheckFailedException')
-          return { sent, ok: true };
-        throw err;
-      }
+      const moved = await updateIfHolds(this.d.doc, {
+        TableName: this.d.table,
+        Key: { id: `${PROGRESS_PREFIX}${w}` },
+        UpdateExpression: 'SET #after = :after',
+        ConditionExpression: 'heartbeatAt = :hb',
+        ExpressionAttributeNames: { '#after': 'after' },
+        ExpressionAttributeValues: { ':after': after, ':hb': seenBeat },
+      });
+      // The writer came back (a new heartbeat): it publishes its own commits again.
+      if (!moved) return { sent, ok: true };
     }
   }
 

@@ -1,5 +1,9 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { Agent } from 'node:http';
 import type { BaseConfig } from '../config.js';
 
@@ -76,4 +80,21 @@ export function isConditionFailure(err: unknown): boolean {
   if ((err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException')
     return true;
   return (cancellationReasons(err)?.failed.size ?? 0) > 0;
+}
+
+/**
+ * A conditional update whose failed condition is an answer, not an error: true when it applied,
+ * false when its condition did not hold. Any other error is thrown.
+ */
+export async function updateIfHolds(
+  doc: DynamoDBDocumentClient,
+  input: UpdateCommandInput,
+): Promise<boolean> {
+  try {
+    await doc.send(new UpdateCommand(input));
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
 }

@@ -1,6 +1,6 @@
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { updateIfHolds } from '../storage/dynamo.js';
 import { duePk, type DueFamily, type ItemKey, type TimerEntry } from './due.js';
 
 /**
@@ -122,44 +122,31 @@ export async function leaseDerivedDue(
   leaseMs: number,
   token: string,
 ): Promise<string | undefined> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: e.from.table,
-        Key: { pk: e.from.pk, sk: e.from.sk },
-        UpdateExpression: 'SET dueLeaseUntil = :until, dueLeaseToken = :token',
-        ConditionExpression:
-          'duesk = :sk AND (attribute_not_exists(dueLeaseUntil) OR dueLeaseUntil < :now)',
-        ExpressionAttributeValues: {
-          ':sk': e.sk,
-          ':until': nowMs + leaseMs,
-          ':token': token,
-          ':now': nowMs,
-        },
-      }),
-    );
-    return token;
-  } catch (err) {
-    if (isConditionFailure(err)) return undefined;
-    throw err;
-  }
+  const leased = await updateIfHolds(rt.dynamo.doc, {
+    TableName: e.from.table,
+    Key: { pk: e.from.pk, sk: e.from.sk },
+    UpdateExpression: 'SET dueLeaseUntil = :until, dueLeaseToken = :token',
+    ConditionExpression:
+      'duesk = :sk AND (attribute_not_exists(dueLeaseUntil) OR dueLeaseUntil < :now)',
+    ExpressionAttributeValues: {
+      ':sk': e.sk,
+      ':until': nowMs + leaseMs,
+      ':token': token,
+      ':now': nowMs,
+    },
+  });
+  return leased ? token : undefined;
 }
 
 /** Gives a lease of a derived entry back early (as `releaseDue`). */
 export async function releaseDerivedDue(rt: Runtime, e: Derived, token: string): Promise<void> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: e.from.table,
-        Key: { pk: e.from.pk, sk: e.from.sk },
-        UpdateExpression: 'REMOVE dueLeaseUntil, dueLeaseToken',
-        ConditionExpression: 'duesk = :sk AND dueLeaseToken = :token',
-        ExpressionAttributeValues: { ':sk': e.sk, ':token': token },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await updateIfHolds(rt.dynamo.doc, {
+    TableName: e.from.table,
+    Key: { pk: e.from.pk, sk: e.from.sk },
+    UpdateExpression: 'REMOVE dueLeaseUntil, dueLeaseToken',
+    ConditionExpression: 'duesk = :sk AND dueLeaseToken = :token',
+    ExpressionAttributeValues: { ':sk': e.sk, ':token': token },
+  });
 }
 
 /**
@@ -167,17 +154,11 @@ export async function releaseDerivedDue(rt: Runtime, e: Derived, token: string):
  * timers-table entry; nothing when the item no longer carries that entry.
  */
 export async function deleteDerivedDue(rt: Runtime, e: Derived): Promise<void> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: e.from.table,
-        Key: { pk: e.from.pk, sk: e.from.sk },
-        UpdateExpression: 'REMOVE duepk, duesk, duekind, dueLeaseUntil, dueLeaseToken',
-        ConditionExpression: 'duesk = :sk',
-        ExpressionAttributeValues: { ':sk': e.sk },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await updateIfHolds(rt.dynamo.doc, {
+    TableName: e.from.table,
+    Key: { pk: e.from.pk, sk: e.from.sk },
+    UpdateExpression: 'REMOVE duepk, duesk, duekind, dueLeaseUntil, dueLeaseToken',
+    ConditionExpression: 'duesk = :sk',
+    ExpressionAttributeValues: { ':sk': e.sk },
+  });
 }

@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
 
 /**
  * The due-index in the timers table: pk `{family}#{minute bucket}#{shard}`, sk
@@ -207,20 +201,14 @@ export async function advanceWatermark(
   bucket: number,
   family: DueFamily = 'retry',
 ): Promise<void> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.timers,
-        Key: { pk: watermarkPk(family), sk: String(shard) },
-        UpdateExpression: 'SET #b = :b',
-        ConditionExpression: '#b < :b',
-        ExpressionAttributeNames: { '#b': 'bucket' }, // a reserved word
-        ExpressionAttributeValues: { ':b': bucket },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await updateIfHolds(rt.dynamo.doc, {
+    TableName: rt.tables.timers,
+    Key: { pk: watermarkPk(family), sk: String(shard) },
+    UpdateExpression: 'SET #b = :b',
+    ConditionExpression: '#b < :b',
+    ExpressionAttributeNames: { '#b': 'bucket' }, // a reserved word
+    ExpressionAttributeValues: { ':b': bucket },
+  });
 }
 
 /** Past buckets a shard's sweep may catch up on per tick (keeps one tick short after downtime). */
@@ -251,37 +239,24 @@ export async function leaseDue(
   leaseMs: number,
   token: string,
 ): Promise<string | undefined> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.timers,
-        Key: { pk: k.pk, sk: k.sk },
-        UpdateExpression: 'SET leaseUntil = :until, leaseToken = :token',
-        ConditionExpression:
-          'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
-        ExpressionAttributeValues: { ':until': nowMs + leaseMs, ':token': token, ':now': nowMs },
-      }),
-    );
-    return token;
-  } catch (err) {
-    if (isConditionFailure(err)) return undefined;
-    throw err;
-  }
+  const leased = await updateIfHolds(rt.dynamo.doc, {
+    TableName: rt.tables.timers,
+    Key: { pk: k.pk, sk: k.sk },
+    UpdateExpression: 'SET leaseUntil = :until, leaseToken = :token',
+    ConditionExpression:
+      'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
+    ExpressionAttributeValues: { ':until': nowMs + leaseMs, ':token': token, ':now': nowMs },
+  });
+  return leased ? token : undefined;
 }
 
 /** Gives a lease back early (the action failed) so the next sweep retries at once. */
 export async function releaseDue(rt: Runtime, k: DueKey, token: string): Promise<void> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.timers,
-        Key: { pk: k.pk, sk: k.sk },
-        UpdateExpression: 'REMOVE leaseUntil, leaseToken',
-        ConditionExpression: 'leaseToken = :token',
-        ExpressionAttributeValues: { ':token': token },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await updateIfHolds(rt.dynamo.doc, {
+    TableName: rt.tables.timers,
+    Key: { pk: k.pk, sk: k.sk },
+    UpdateExpression: 'REMOVE leaseUntil, leaseToken',
+    ConditionExpression: 'leaseToken = :token',
+    ExpressionAttributeValues: { ':token': token },
+  });
 }

@@ -87,6 +87,12 @@ export function expiryInstants(
     : { expireAt };
 }
 
+/** What a transaction's expiry timers are computed from. */
+type ExpiryTransaction = Pick<
+  StoredTransaction,
+  'appId' | 'referenceId' | 'transactionId' | 'createdAt' | 'expiresAt'
+>;
+
 /**
  * The `expire` timer of a transaction, as the reminder writes it when it fires (never before
  * `nowMs`). Its key depends only on the transaction and the due time, so writing it again (a
@@ -95,10 +101,7 @@ export function expiryInstants(
 export function expireTimerItem(
   rt: Runtime,
   app: Pick<App, 'slaTimeScale'>,
-  txn: Pick<
-    StoredTransaction,
-    'appId' | 'referenceId' | 'transactionId' | 'createdAt' | 'expiresAt'
-  >,
+  txn: ExpiryTransaction,
   nowMs: number,
 ): TransactItem {
   const { expireAt } = expiryInstants(txn, 0, app);
@@ -141,10 +144,7 @@ export function inactivityTimerItem(
 export function firstExpiryEntry(
   rt: Runtime,
   app: Pick<App, 'slaTimeScale'>,
-  txn: Pick<
-    StoredTransaction,
-    'appId' | 'referenceId' | 'transactionId' | 'createdAt' | 'expiresAt'
-  >,
+  txn: ExpiryTransaction,
   nowMs: number,
   reminderDaysBefore = DEFAULT_REMINDER_DAYS,
 ): ExpiryEntry {
