@@ -1,11 +1,15 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
+import { getReferenceKey } from '../domain/apps.js';
+import { keys } from '../domain/consent/repository.js';
+import { derivedReferenceId } from '../domain/ids.js';
 import type { Runtime } from '../runtime.js';
 import type { Affected } from './model.js';
 
 /**
- * Checks that every affected principal a breach names is one of the app's, reading the user
- * pointers and principal items in bounded batches (100 keys per BatchGetItem), and returns
+ * Checks that every affected principal a breach names is one of the app's, reading the
+ * principals (a user's at its derived referenceId, else through its user pointer) in bounded
+ * batches (100 keys per BatchGetItem), and returns
  * them by referenceId, each once. Anything unknown refuses the whole request (422) naming the
  * first entries at fault, so a breach is never recorded against a partial or foreign list.
  */
@@ -15,9 +19,9 @@ const MAX_REPORTED = 20;
 
 type Key = { pk: string; sk: string };
 
-async function batchGet(rt: Runtime, keys: Key[]): Promise<Map<string, Record<string, unknown>>> {
+async function batchGet(rt: Runtime, wanted: Key[]): Promise<Map<string, Record<string, unknown>>> {
   const found = new Map<string, Record<string, unknown>>();
-  const unique = [...new Map(keys.map((k) => [k.pk, k])).values()];
+  const unique = [...new Map(wanted.map((k) => [k.pk, k])).values()];
   for (let i = 0; i < unique.length; i += BATCH_GET) {
     let pending: Key[] = unique.slice(i, i + BATCH_GET);
     for (let round = 0; pending.length > 0; round++) {
@@ -42,12 +46,29 @@ export async function resolveAffected(
   named: readonly { userId?: string | undefined; referenceId?: string | undefined }[],
   path = '/principals',
 ): Promise<Affected[]> {
-  const userKey = (u: string) => ({ pk: `APP#${appId}#USER#${u}`, sk: 'USER' });
-  const refKey = (r: string) => ({ pk: `APP#${appId}#REF#${r}`, sk: 'PRINCIPAL' });
-  const users = await batchGet(
+  const refKey = (r: string) => keys.principal(appId, r);
+  // A user is at its derived referenceId (a principal holding its user id and transaction), or,
+  // failing that, named by a pointer item (repository.ts, `loadUser`).
+  const userIds = [...new Set(named.flatMap((p) => (p.userId !== undefined ? [p.userId] : [])))];
+  const key = userIds.length > 0 ? await getReferenceKey(rt, appId) : undefined;
+  const derivedOf = new Map(userIds.map((u) => [u, derivedReferenceId(key!, u)]));
+  const derived = await batchGet(
     rt,
-    named.flatMap((p) => (p.userId !== undefined ? [userKey(p.userId)] : [])),
+    [...new Set(derivedOf.values())].map((r) => refKey(r)),
   );
+  const atDerived = (u: string) => {
+    const item = derived.get(refKey(derivedOf.get(u)!).pk);
+    return item?.userId === u && item.userTransactionId !== undefined ? item : undefined;
+  };
+  const pointers = await batchGet(
+    rt,
+    userIds.filter((u) => !atDerived(u)).map((u) => keys.user(appId, u)),
+  );
+  const referenceOf = (u: string): string | undefined => {
+    if (atDerived(u)) return derivedOf.get(u);
+    const pointer = pointers.get(keys.user(appId, u).pk);
+    return pointer ? String(pointer.referenceId) : undefined;
+  };
   const refs = await batchGet(
     rt,
     named.flatMap((p) =>
@@ -62,9 +83,8 @@ export async function resolveAffected(
       if (faults++ < MAX_REPORTED) errors.push({ path: `${path}/${i}/${field}`, message });
     };
     if (p.userId !== undefined) {
-      const u = users.get(userKey(p.userId).pk);
-      if (!u) return fault('userId', 'no principal of this app has this userId');
-      const ref = String(u.referenceId);
+      const ref = referenceOf(p.userId);
+      if (ref === undefined) return fault('userId', 'no principal of this app has this userId');
       if (p.referenceId !== undefined && p.referenceId !== ref)
         return fault('referenceId', 'is not the referenceId of this userId');
       out.set(ref, { referenceId: ref, userId: p.userId });

@@ -5,6 +5,7 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
 import { AppError, type FieldError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
@@ -49,6 +50,14 @@ type AppItem = App & Record<string, unknown>;
 
 const appPk = (appId: string) => `APP#${appId}`;
 const secretAad = (appId: string) => `app:${appId}`;
+const referenceAad = (appId: string) => `app-ref:${appId}`;
+/** The sealed attributes of an app item, with the additional data each is bound to. */
+const SEALED = [
+  { attr: 'secretKeyEnc', aad: secretAad },
+  { attr: 'referenceKeyEnc', aad: referenceAad },
+] as const;
+const newReferenceKeyBox = (rt: Runtime, appId: string) =>
+  sealSecret(rt.config, randomBytes(32).toString('base64'), referenceAad(appId));
 const STORAGE_ATTRS = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
 
 /** The API shape: storage keys and every encrypted attribute (`…Enc`) removed. */
@@ -120,6 +129,7 @@ export async function createApp(
         gsi2pk: `SECRET#${sha256hex(secretKey)}`,
         gsi2sk: 'APP',
         secretKeyEnc: sealSecret(rt.config, secretKey, secretAad(appId)),
+        referenceKeyEnc: newReferenceKeyBox(rt, appId),
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     }),
@@ -153,6 +163,49 @@ export function getAppCached(
   o: { refreshAhead?: boolean } = {},
 ): Promise<App | undefined> {
   return cached(rt, `app:${appId}`, () => getApp(rt, appId), o);
+}
+
+/**
+ * The app's reference key: 32 random bytes, sealed in the app item (`referenceKeyEnc`), under
+ * which a user id gives its first referenceId (ids.ts, `derivedReferenceId`). It never changes
+ * (a key rotation reseals the box, `resealSecrets`), so it is cached for the process's life. An
+ * app created before the key gets one on first use, by a conditional write: concurrent first
+ * uses all read the one that landed.
+ */
+export function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
+  let byApp = referenceKeys.get(rt);
+  if (!byApp) referenceKeys.set(rt, (byApp = new Map()));
+  const known = byApp.get(appId);
+  if (known) return known;
+  const key = loadReferenceKey(rt, appId);
+  byApp.set(appId, key);
+  key.catch(() => byApp.delete(appId));
+  return key;
+}
+
+const referenceKeys = new WeakMap<Runtime, Map<string, Promise<Buffer>>>();
+
+async function loadReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
+  let item = await getAppItem(rt, appId);
+  if (item && typeof item.referenceKeyEnc !== 'string') {
+    try {
+      await rt.dynamo.doc.send(
+        new UpdateCommand({
+          TableName: rt.tables.entities,
+          Key: { pk: appPk(appId), sk: 'APP' },
+          UpdateExpression: 'SET referenceKeyEnc = :box',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(referenceKeyEnc)',
+          ExpressionAttributeValues: { ':box': newReferenceKeyBox(rt, appId) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    item = await getAppItem(rt, appId);
+  }
+  if (!item || typeof item.referenceKeyEnc !== 'string')
+    throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+  return Buffer.from(openSecret(rt.config, item.referenceKeyEnc, referenceAad(appId)), 'base64');
 }
 
 /** Resolves an index entry to the app id, then reads the item itself (indexes lag a little). */
@@ -386,8 +439,9 @@ export async function markWidgetVerified(
 }
 
 /**
- * Reseals every app's secret key under the current encryption key (after a key was added to
- * SVC_ENCRYPTION_KEYS), so the old key can then be removed. Each write is conditional on the
+ * Reseals every app's sealed secrets (its secret key and its reference key) under the current
+ * encryption key (after a key was added to SVC_ENCRYPTION_KEYS), so the old key can then be
+ * removed. Each write is conditional on the
  * box being the one read, so a rotation meanwhile is never undone. Idempotent; `left` counts
  * boxes that changed under it (run again).
  */
@@ -402,35 +456,39 @@ export async function resealSecrets(
     const page = await rt.dynamo.doc.send(
       new ScanCommand({
         TableName: rt.tables.entities,
-        FilterExpression: 'sk = :app AND attribute_exists(secretKeyEnc)',
+        FilterExpression:
+          'sk = :app AND (attribute_exists(secretKeyEnc) OR attribute_exists(referenceKeyEnc))',
         ExpressionAttributeValues: { ':app': 'APP' },
-        ProjectionExpression: 'pk, sk, appId, secretKeyEnc',
+        ProjectionExpression: 'pk, sk, appId, secretKeyEnc, referenceKeyEnc',
         ExclusiveStartKey: start,
       }),
     );
-    type AppSecret = { pk: string; sk: string; appId: unknown; secretKeyEnc: unknown };
-    for (const item of (page.Items ?? []) as AppSecret[]) {
-      checked++;
-      const box = String(item.secretKeyEnc);
-      if (!needsReseal(rt.config, box)) continue;
-      const aad = secretAad(String(item.appId));
-      try {
-        await rt.dynamo.doc.send(
-          new UpdateCommand({
-            TableName: rt.tables.entities,
-            Key: { pk: item.pk, sk: item.sk },
-            UpdateExpression: 'SET secretKeyEnc = :new',
-            ConditionExpression: 'secretKeyEnc = :old',
-            ExpressionAttributeValues: {
-              ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
-              ':old': box,
-            },
-          }),
-        );
-        resealed++;
-      } catch (err) {
-        if (!isConditionFailure(err)) throw err;
-        left++;
+    for (const item of (page.Items ?? []) as Record<string, unknown>[]) {
+      for (const { attr, aad: aadOf } of SEALED) {
+        if (typeof item[attr] !== 'string') continue;
+        checked++;
+        const box = item[attr];
+        if (!needsReseal(rt.config, box)) continue;
+        const aad = aadOf(String(item.appId));
+        try {
+          await rt.dynamo.doc.send(
+            new UpdateCommand({
+              TableName: rt.tables.entities,
+              Key: { pk: item.pk, sk: item.sk },
+              UpdateExpression: 'SET #box = :new',
+              ConditionExpression: '#box = :old',
+              ExpressionAttributeNames: { '#box': attr },
+              ExpressionAttributeValues: {
+                ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
+                ':old': box,
+              },
+            }),
+          );
+          resealed++;
+        } catch (err) {
+          if (!isConditionFailure(err)) throw err;
+          left++;
+        }
       }
     }
     start = page.LastEvaluatedKey;

@@ -1,5 +1,7 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  derivedReferenceId,
   newApiKey,
   newAppId,
   newReferenceId,
@@ -55,5 +57,36 @@ describe('record ids derived from the transaction id', () => {
     expect(recordNumber(uuidv7().replace(/..$/, '5c'), uuidv7())).toBeUndefined();
     expect(() => recordUuid(t, 0)).toThrow(RangeError);
     expect(() => recordUuid(t, 256)).toThrow(RangeError);
+  });
+});
+
+describe('referenceIds derived from user ids', () => {
+  const key = Buffer.alloc(32, 7);
+
+  it('are referenceIds, the same for the same key and user id, others otherwise', () => {
+    const a = derivedReferenceId(key, 'user-1');
+    expect(a).toMatch(patterns.referenceId);
+    expect(derivedReferenceId(key, 'user-1')).toBe(a);
+    expect(derivedReferenceId(key, 'user-2')).not.toBe(a);
+    expect(derivedReferenceId(Buffer.alloc(32, 8), 'user-1')).not.toBe(a);
+  });
+
+  it('take the first 40 bits of HMAC-SHA256(key, user id), five bits a character', () => {
+    const mac = createHmac('sha256', key).update('user-1', 'utf8').digest();
+    const bits = [...mac.subarray(0, 5)].map((b) => b.toString(2).padStart(8, '0')).join('');
+    const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+    const expected = Array.from({ length: 8 }, (_, i) =>
+      alphabet.charAt(parseInt(bits.slice(i * 5, i * 5 + 5), 2)),
+    ).join('');
+    expect(derivedReferenceId(key, 'user-1')).toBe(`SVC-REF-${expected}`);
+  });
+
+  it('use every character of the alphabet in every position', () => {
+    const seen = Array.from({ length: 8 }, () => new Set<string>());
+    for (let i = 0; i < 2000; i++) {
+      const ref = derivedReferenceId(key, `u${i}`).slice(8);
+      [...ref].forEach((c, n) => seen[n]!.add(c));
+    }
+    for (const s of seen) expect(s.size).toBe(32);
   });
 });

@@ -1,4 +1,4 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { ulid } from 'ulid';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -21,6 +21,23 @@ export const newSecretKey = (sandbox: boolean) =>
 export const newApiKey = () => `svc_ak_${base62(40)}`;
 export const newApiKeyId = () => `ak_${ulid()}`;
 export const newReferenceId = () => `SVC-REF-${randomString(REF_ALPHABET, 8)}`;
+
+/**
+ * The referenceId a user id is first offered in its app: the first 40 bits of HMAC-SHA256 of the
+ * user id under the app's reference key (apps.ts, `getReferenceKey`), in the referenceId
+ * alphabet. Without the key it reveals nothing of the user id. Two user ids may map to one
+ * referenceId; the writer then gives the second a random one and a user pointer item
+ * (writer.ts, `createWithPrincipal`).
+ */
+export function derivedReferenceId(key: Buffer, userId: string): string {
+  let n = createHmac('sha256', key).update(userId, 'utf8').digest().readUIntBE(0, 5);
+  let out = '';
+  for (let i = 0; i < 8; i++) {
+    out = REF_ALPHABET[n % 32]! + out;
+    n = Math.floor(n / 32);
+  }
+  return `SVC-REF-${out}`;
+}
 export const newEventId = () => `evt_${ulid()}`;
 export const newDispatchId = () => `dsp_${ulid()}`;
 export const newNoticeId = () => `ntc_${ulid()}`;

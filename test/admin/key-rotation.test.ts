@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postbackService } from '../../services/postback/index.js';
-import { createApp, resealSecrets, rotateSecret } from '../../shared/domain/apps.js';
+import {
+  createApp,
+  getReferenceKey,
+  resealSecrets,
+  rotateSecret,
+} from '../../shared/domain/apps.js';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
 import { encrypt, fingerprintKid } from '../../shared/domain/crypto.js';
 import { newDispatchId, newReferenceId } from '../../shared/domain/ids.js';
@@ -66,11 +71,15 @@ const newApp = (s: Awaited<ReturnType<typeof stage>>) =>
     contactEmail: 'ops@shop.example',
   });
 
-async function box(s: Awaited<ReturnType<typeof stage>>, appId: string): Promise<string> {
+async function box(
+  s: Awaited<ReturnType<typeof stage>>,
+  appId: string,
+  attr = 'secretKeyEnc',
+): Promise<string> {
   const r = await s.p.rt.dynamo.doc.send(
     new GetCommand({ TableName: s.p.rt.tables.entities, Key: { pk: `APP#${appId}`, sk: 'APP' } }),
   );
-  return String(r.Item!.secretKeyEnc);
+  return String(r.Item![attr]);
 }
 
 describe('encryption key rotation', () => {
@@ -93,6 +102,8 @@ describe('encryption key rotation', () => {
       }),
     );
     expect(await box(before, legacy.app.appId)).toMatch(/^v1\./);
+    const legacyReferenceKey = await getReferenceKey(before.p.rt, legacy.app.appId);
+    expect(legacyReferenceKey).toHaveLength(32);
     expect(await before.works(fresh.secretKey)).toBe(true);
     expect(await before.works(legacy.secretKey)).toBe(true);
     expect(await before.works(`svc_sk_test_${'x'.repeat(40)}`)).toBe(false);
@@ -105,15 +116,20 @@ describe('encryption key rotation', () => {
     expect(await box(during, fresh.app.appId)).toMatch(/^v2:k2:/);
 
     // Step 2: reseal everything under k2.
-    expect(await resealSecrets(during.p.rt)).toEqual({ checked: 2, resealed: 1, left: 0 });
+    // Two apps, each with a secret key and a reference key: the legacy secret and both
+    // reference keys (sealed under A) move; the rotated secret is under k2 already.
+    expect(await resealSecrets(during.p.rt)).toEqual({ checked: 4, resealed: 3, left: 0 });
     expect(await box(during, legacy.app.appId)).toMatch(/^v2:k2:/);
-    expect(await resealSecrets(during.p.rt)).toEqual({ checked: 2, resealed: 0, left: 0 });
+    expect(await box(during, legacy.app.appId, 'referenceKeyEnc')).toMatch(/^v2:k2:/);
+    expect(await resealSecrets(during.p.rt)).toEqual({ checked: 4, resealed: 0, left: 0 });
 
     // Step 3: the old key is gone; everything still works.
     const after = await stage({ SVC_ENCRYPTION_KEYS: `k2:${B}` });
     expect(await after.works(rotated.secretKey)).toBe(true);
     expect(await after.works(legacy.secretKey)).toBe(true);
     expect(await after.works(fresh.secretKey)).toBe(false); // rotated away in step 1
+    // The reference key (user ids → referenceIds) is the same key, opened under k2.
+    expect(await getReferenceKey(after.p.rt, legacy.app.appId)).toEqual(legacyReferenceKey);
 
     // The old key alone can no longer open them: they really moved. A missing key is the
     // operator's error, not the caller's: 500 (logged with the key id), never a 401.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { captureConsent } from '../../shared/domain/consent/index.js';
+import { derivedReferenceOf } from '../../shared/domain/consent/repository.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { bearer, useRecordApi } from './fixture.js';
 
@@ -50,13 +51,19 @@ describe('POST /api/v1/consents', () => {
     expect(granted!.data.recordIds).toHaveLength(1);
     expect(created!.data.recordIds).toContain(granted!.data.recordIds[0]);
 
-    // The storage layout: principal, user pointer, transaction (with its history); no record
+    // The storage layout: the principal at the referenceId the user id derives to, holding the
+    // user's transaction id (no user pointer), and the transaction (with its history); no record
     // pointers, as the record ids are derived from the transaction id.
+    expect(r.body.referenceId).toBe(await derivedReferenceOf(rec.f.p.rt, rec.a.app.appId, userId));
     const items = await rec.f.itemsOf(rec.a.app.appId);
     const mine = items.all.filter(
       (i) => i.referenceId === r.body.referenceId || i.userId === userId,
     );
-    expect(mine.map((i) => i.kind).sort()).toEqual(['principal', 'transaction', 'user'].sort());
+    expect(mine.map((i) => i.kind).sort()).toEqual(['principal', 'transaction']);
+    expect(items.kinds('principal').find((p) => p.userId === userId)).toMatchObject({
+      referenceId: r.body.referenceId,
+      userTransactionId: r.body.transactionId,
+    });
     const hist = items.history().filter((h) => h.transactionId === r.body.transactionId);
     expect(hist).toHaveLength(2);
     expect(hist[0]).toMatchObject({

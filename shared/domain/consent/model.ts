@@ -143,6 +143,11 @@ export interface StoredPrincipal {
   appId: string;
   referenceId: string;
   userId?: string;
+  /**
+   * The user's record (record API), on a principal whose referenceId was derived from its user
+   * id: it then stands for the user pointer item (repository.ts, `loadUser`).
+   */
+  userTransactionId?: string;
   email?: string;
   createdAt: string;
   updatedAt: string;

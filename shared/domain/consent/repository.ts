@@ -4,7 +4,8 @@ import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../../storage/query.js';
 import { unchangedDueCondition } from '../../timers/derived.js';
-import { patterns, transactionOfRecord } from '../ids.js';
+import { getReferenceKey } from '../apps.js';
+import { derivedReferenceId, patterns, transactionOfRecord } from '../ids.js';
 import type {
   Actor,
   HistoryEntry,
@@ -18,7 +19,12 @@ import type {
  * Storage of principals, transactions, pointers and history in `entities` (layout agreed in
  * the consent design note; keep it exactly):
  * - principal   pk APP#{appId}#REF#{ref}   sk PRINCIPAL
- * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId
+ * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId;
+ *   only for users whose principal is not at the referenceId their user id derives to (ids.ts,
+ *   `derivedReferenceId`): users created before that layout, a user whose derived referenceId
+ *   was taken, a user linked to a widget capture. A principal at its user's derived referenceId
+ *   holds `userId` and `userTransactionId` instead (`loadUser`); each kind of claim checks the
+ *   other kind is absent in the same transaction, so a user id is claimed once.
  * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
  *                 and, while its first timer is pending, due {family}#{bucket}#{shard} /
  *                 {dueAt}#{kind}:{appId}:{id} (`duepk`/`duesk`/`duekind`, sparse; timers.ts)
@@ -64,8 +70,33 @@ export function loadPrincipal(rt: Runtime, appId: string, ref: string) {
   return getItem<StoredPrincipal>(rt, keys.principal(appId, ref));
 }
 
-export function loadUser(rt: Runtime, appId: string, userId: string) {
+/**
+ * The user's record, by user id: first the principal at the referenceId the user id derives to
+ * (ids.ts, `derivedReferenceId`), which stands for the pointer when it holds this user id and
+ * the user's transaction; otherwise the user pointer item (a user created before the derived
+ * layout, one whose derived referenceId was taken, or one linked to a widget capture).
+ */
+export async function loadUser(
+  rt: Runtime,
+  appId: string,
+  userId: string,
+): Promise<UserPointer | undefined> {
+  const ref = derivedReferenceId(await getReferenceKey(rt, appId), userId);
+  const p = await loadPrincipal(rt, appId, ref);
+  if (p?.userId === userId && p.userTransactionId !== undefined)
+    return {
+      appId,
+      userId,
+      referenceId: ref,
+      transactionId: p.userTransactionId,
+      createdAt: p.createdAt,
+    };
   return getItem<UserPointer>(rt, keys.user(appId, userId));
+}
+
+/** The referenceId a user id is first offered in the app (ids.ts, `derivedReferenceId`). */
+export async function derivedReferenceOf(rt: Runtime, appId: string, userId: string) {
+  return derivedReferenceId(await getReferenceKey(rt, appId), userId);
 }
 
 export function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: string) {
@@ -196,6 +227,38 @@ export function putPrincipal(rt: Runtime, p: StoredPrincipal): TransactItem {
       TableName: rt.tables.entities,
       Item: { ...p, ...keys.principal(p.appId, p.referenceId), kind: 'principal' },
       ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/** Part of a write claiming a user at its derived referenceId: the user has no pointer item. */
+export function noUserPointer(rt: Runtime, appId: string, userId: string): TransactItem {
+  return {
+    ConditionCheck: {
+      TableName: rt.tables.entities,
+      Key: keys.user(appId, userId),
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/**
+ * Part of a write claiming a user through a pointer item: the principal at the user's derived
+ * referenceId is not the user's (no user claims it through that principal meanwhile).
+ */
+export function notDerivedUser(
+  rt: Runtime,
+  appId: string,
+  derivedRef: string,
+  userId: string,
+): TransactItem {
+  return {
+    ConditionCheck: {
+      TableName: rt.tables.entities,
+      Key: keys.principal(appId, derivedRef),
+      ConditionExpression:
+        'attribute_not_exists(pk) OR attribute_not_exists(userId) OR userId <> :u',
+      ExpressionAttributeValues: { ':u': userId },
     },
   };
 }

@@ -5,11 +5,13 @@ import type { App } from '../types.js';
 import { applyOperation, applyPreferences } from './apply.js';
 import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
 import {
+  derivedReferenceOf,
   keys,
   loadPrincipal,
   loadTransaction,
   loadTransactionAt,
   loadUser,
+  notDerivedUser,
   putUser,
 } from './repository.js';
 import {
@@ -135,6 +137,7 @@ async function linkCapture(
   const found = await loadTransaction(rt, app.appId, input.consentId);
   if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown consentId');
   const linkedElsewhere = new AppError('SVC_CONFLICT', 'This consentId is linked to another user');
+  const derivedRef = await derivedReferenceOf(rt, app.appId, input.userId);
   const { txn } = await mutateTransaction(
     ctx,
     () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
@@ -172,8 +175,19 @@ async function linkCapture(
               transactionId: t.transactionId,
               createdAt: now,
             }),
-            conflict: 'This user already has a consent record; use PUT',
+            conflict: taken().message,
           },
+          // The user is not claimed at its derived referenceId either (writer.ts,
+          // createWithPrincipal); that principal is this one's only by a 1-in-2^40 chance, and
+          // then the update above already requires it to hold no user id.
+          ...(derivedRef === t.referenceId
+            ? []
+            : [
+                {
+                  item: notDerivedUser(rt, app.appId, derivedRef, input.userId),
+                  conflict: taken().message,
+                },
+              ]),
         ],
       };
     },

@@ -23,8 +23,11 @@ import type {
   StoredTransaction,
 } from './model.js';
 import {
+  derivedReferenceOf,
   keys,
   loadPrincipal,
+  noUserPointer,
+  notDerivedUser,
   putPrincipal,
   putRecordPointer,
   putTransaction,
@@ -134,7 +137,7 @@ export interface NewTransaction {
   /** Everything but the ids and keys, which are assigned here. */
   build(referenceId: string, now: string): Omit<StoredTransaction, 'referenceId' | 'version'>;
   principal: Pick<StoredPrincipal, 'userId' | 'email'>;
-  /** Also claim the user pointer (record API): a second claim for the user is 409. */
+  /** Also claim the user id (record API): a second claim for the user is 409. */
   userId?: string;
   /** The notice's reminder lead time (default 30 days). */
   reminderDaysBefore?: number | undefined;
@@ -143,17 +146,31 @@ export interface NewTransaction {
 }
 
 /**
- * Creates a principal with a fresh referenceId and its first transaction. A referenceId
- * collision (conditional put) is retried with a new one.
+ * Creates a principal and its first transaction. Without a user id the referenceId is random,
+ * and a collision (conditional put) is retried with a new one.
+ *
+ * With a user id (record API) the principal goes first to the referenceId the user id derives
+ * to (ids.ts, `derivedReferenceId`) and stands for the user pointer itself, holding the user's
+ * transaction id: two items, no pointer. The same transaction checks the user has no pointer
+ * item (a user of the older layout). If that referenceId is taken by another principal (another
+ * user id derived to it, or a random one), the principal gets a random referenceId and a user
+ * pointer item, and the transaction checks the derived principal is not this user's. Either way
+ * a second claim of the user id fails its condition: 409.
  */
 export async function createWithPrincipal(
   ctx: WriteContext,
   o: NewTransaction,
 ): Promise<StoredTransaction> {
+  const { appId } = ctx.app;
+  const derivedRef =
+    o.userId === undefined ? undefined : await derivedReferenceOf(ctx.rt, appId, o.userId);
+  let useDerived = derivedRef !== undefined;
+  const taken = () =>
+    new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const now = clock(ctx);
     const at = now.toISOString();
-    const referenceId = newReferenceId();
+    const referenceId = useDerived ? derivedRef! : newReferenceId();
     const built: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
     const changes = creations(built);
     const txn = withFirstTimer(
@@ -165,24 +182,27 @@ export async function createWithPrincipal(
     );
     const items = [
       putPrincipal(ctx.rt, {
-        appId: ctx.app.appId,
+        appId,
         referenceId,
         ...o.principal,
+        ...(useDerived ? { userTransactionId: txn.transactionId } : {}),
         createdAt: at,
         updatedAt: at,
         lastActiveAt: at,
       }),
       putTransaction(ctx.rt, txn),
     ];
-    if (o.userId !== undefined)
+    if (o.userId !== undefined && useDerived) items.push(noUserPointer(ctx.rt, appId, o.userId));
+    else if (o.userId !== undefined)
       items.push(
         putUser(ctx.rt, {
-          appId: ctx.app.appId,
+          appId,
           userId: o.userId,
           referenceId,
           transactionId: txn.transactionId,
           createdAt: at,
         }),
+        notDerivedUser(ctx.rt, appId, derivedRef!, o.userId),
       );
     try {
       await commit(ctx, txn, changes, items, true, now, { events: o.events });
@@ -190,8 +210,14 @@ export async function createWithPrincipal(
     } catch (err) {
       const c = cancellationReasons(err);
       if (!c) throw err;
-      if (c.failed.has(2))
-        throw new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
+      if (c.failed.has(2) || c.failed.has(3)) throw taken();
+      if (c.failed.has(0) && useDerived) {
+        // The derived referenceId is taken: by this user (409), or by someone else.
+        const holder = await loadPrincipal(ctx.rt, appId, referenceId);
+        if (holder?.userId === o.userId) throw taken();
+        if (holder) useDerived = false;
+        continue;
+      }
       if (c.failed.has(0) || c.contention) continue; // referenceId taken, or contention
       throw err;
     }
