@@ -174,7 +174,7 @@ export function getAppCached(
  */
 export function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
   let byApp = referenceKeys.get(rt);
-  if (!byApp) referenceKeys.set(rt, (byApp = new Map()));
+  if (!byApp) referenceKeys.set(rt, (byApp = new Map<string, Promise<Buffer>>()));
   const known = byApp.get(appId);
   if (known) return known;
   const key = loadReferenceKey(rt, appId);
