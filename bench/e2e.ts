@@ -462,7 +462,8 @@ export async function run(): Promise<void> {
  * The store's own floor, in the same run, on the same DynamoDB Local, after the service stopped:
  * the DynamoDB writes of one consent, copied from a consent the service wrote in this run (the
  * same tables and indexes, the same item sizes), with fresh keys: its `TransactWriteItems`
- * (principal, transaction item carrying its events and first timer, user pointer) and its two
+ * (principal, transaction item carrying its events and first timer, the check that the user has
+ * no pointer item) and its two
  * dispatch items, `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them.
  * 4 requests in flight; one consent per transaction, then 12 per transaction (as group commit
  * sends them under load). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
@@ -483,7 +484,7 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
       return;
     }
     console.log(
-      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: ${sample.entities.length}-item TransactWriteItems ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')}, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
+      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: TransactWriteItems of ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')} and a condition check, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
     );
     let n = 0;
     const fresh = (item: Record<string, unknown>, tag: string) => {
@@ -514,15 +515,22 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
             const tags = Array.from({ length: perRequest }, () => String(n++));
             await doc.send(
               new TransactWriteCommand({
-                TransactItems: tags.flatMap((tag) =>
-                  sample.entities.map((item) => ({
+                TransactItems: tags.flatMap((tag) => [
+                  ...sample.entities.map((item) => ({
                     Put: {
                       TableName: entities,
                       Item: fresh(item, tag),
                       ConditionExpression: 'attribute_not_exists(pk)',
                     },
                   })),
-                ),
+                  {
+                    ConditionCheck: {
+                      TableName: entities,
+                      Key: { pk: `USER#${sample.userPointer}#floor${tag}`, sk: 'USER' },
+                      ConditionExpression: 'attribute_not_exists(pk)',
+                    },
+                  },
+                ]),
                 ClientRequestToken: randomUUID(),
               }),
             );
@@ -543,13 +551,21 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
   }
 }
 
-/** One consent of the run, as stored: its entities items and two dispatch items. */
+/**
+ * One consent of the run, as stored: its entities items (principal, transaction), the user id
+ * whose pointer its transaction checks is absent, and two dispatch items.
+ */
 async function sampleConsent(
   doc: DynamoDBDocumentClient,
   entities: string,
   ledger: string,
 ): Promise<
-  { entities: Record<string, unknown>[]; dispatches: Record<string, unknown>[] } | undefined
+  | {
+      entities: Record<string, unknown>[];
+      dispatches: Record<string, unknown>[];
+      userPointer: string;
+    }
+  | undefined
 > {
   const txns = await doc.send(
     new ScanCommand({
@@ -564,10 +580,6 @@ async function sampleConsent(
   const get = async (table: string, key: Record<string, unknown>) =>
     (await doc.send(new GetCommand({ TableName: table, Key: key }))).Item;
   const principal = await get(entities, { pk: txn.pk, sk: 'PRINCIPAL' });
-  const user = await get(entities, {
-    pk: `APP#${String(txn.appId)}#USER#${String(txn.userId)}`,
-    sk: 'USER',
-  });
   const heads = await doc.send(
     new ScanCommand({
       TableName: ledger,
@@ -576,6 +588,6 @@ async function sampleConsent(
     }),
   );
   const dispatches = (heads.Items ?? []).slice(0, 2);
-  if (!principal || !user || dispatches.length < 2) return undefined;
-  return { entities: [principal, txn, user], dispatches };
+  if (!principal || dispatches.length < 2) return undefined;
+  return { entities: [principal, txn], dispatches, userPointer: String(txn.userId) };
 }
