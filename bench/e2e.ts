@@ -64,6 +64,11 @@ interface RateResult {
   noRetryAfter: number;
   /** From the end of the load to the last consent.granted that arrived. */
   drainedAfterMs: number;
+  /**
+   * Webhook attempts during the rate, by outcome (delivered or the error class), and first
+   * attempts left to the durable due-index, by reason (svc_webhook_attempts_deferred_total).
+   */
+  attempts: Map<string, number>;
   /** Outbox messages published during the rate, by path (fast, retry, relay). */
   published: Map<string, number>;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
@@ -84,6 +89,14 @@ function sums(text: string): Map<string, number> {
     if (op) out.set(`${key}:${op}`, (out.get(`${key}:${op}`) ?? 0) + Number(m[3]));
     const table = /table="(\w+)"/.exec(labels)?.[1];
     if (table) out.set(`${key}@${table}`, (out.get(`${key}@${table}`) ?? 0) + Number(m[3]));
+    for (const label of ['reason', 'outcome']) {
+      const v = new RegExp(`${label}="(\\w+)"`).exec(labels)?.[1];
+      if (v)
+        out.set(
+          `${key}{${label}="${v}"}`,
+          (out.get(`${key}{${label}="${v}"}`) ?? 0) + Number(m[3]),
+        );
+    }
     const path = /path="(\w+)"/.exec(labels)?.[1];
     if (path) out.set(`${key}{path="${path}"}`, Number(m[3]));
   }
@@ -233,6 +246,21 @@ async function runRate(
     answers,
     noRetryAfter,
     drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
+    attempts: new Map(
+      [...after.keys()]
+        .filter(
+          (k) =>
+            (k.startsWith('svc_webhook_deliveries_total{') ||
+              k.startsWith('svc_webhook_attempts_deferred_total{')) &&
+            diff(k) > 0,
+        )
+        .map((k) => [
+          k
+            .replace('svc_webhook_deliveries_total', '')
+            .replace('svc_webhook_attempts_deferred_total', 'deferred'),
+          diff(k),
+        ]),
+    ),
     published: new Map(
       ['fast', 'retry', 'relay'].map((path) => [
         path,
@@ -318,6 +346,9 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
       );
       console.log(
         `        DynamoDB requests/consent by operation: ${[...r.operations].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
+      );
+      console.log(
+        `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       );
     }
     console.log(
