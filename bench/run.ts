@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<void>> = {
   dispatch: async () => (await import('./dispatch.js')).run(),
   widget: async () => (await import('./widget.js')).run(),
   timers: async () => (await import('./timers.js')).run(),
+  store: async () => (await import('./store.js')).run(),
 };
 
 const name = process.argv[2];

@@ -1,0 +1,239 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { createTableInput, tableDefs, type TableDef } from '../infra/definitions/tables.js';
+import { itemBytes } from '../shared/storage/billing.js';
+import { ChaosStack } from '../test/chaos/harness.js';
+
+/**
+ * `npm run bench -- store`: what each kind of request the service sends costs DynamoDB Local in
+ * CPU, on its own stack with nothing else running. A breakdown of `npm run bench -- e2e`'s
+ * "CPU ms/consent, DynamoDB Local" (not a headline: no service, no Kafka): its requests per
+ * consent times these costs. Items have the sizes of a consent of the record API and of its
+ * dispatch items (about 340 B, 1,730 B and 2,020 B). Each case: a warm-up of WARM requests
+ * (DynamoDB Local's JIT compiles on the first ones), then COUNT requests, 4 in flight (a quarter
+ * of each for 12-consent transactions, a tenth for 25-item batches). BENCH_STORE_COUNT,
+ * BENCH_STORE_WARM.
+ */
+const COUNT = Number(process.env.BENCH_STORE_COUNT ?? 2_000);
+const WARM = Number(process.env.BENCH_STORE_WARM ?? 300);
+
+function cpuMs(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks (100/s) → ms
+}
+
+/** A string attribute that brings `item` to about `bytes` bytes. */
+function sized(item: Record<string, unknown>, bytes: number): Record<string, unknown> {
+  const base = itemBytes({ ...item, data: '' });
+  return {
+    ...item,
+    data: randomBytes(bytes)
+      .toString('base64')
+      .slice(0, Math.max(0, bytes - base)),
+  };
+}
+
+export async function run(): Promise<void> {
+  const stack = await ChaosStack.create((m) => console.error(`[stack] ${m}`));
+  const client = new DynamoDBClient({
+    endpoint: stack.dynamoEndpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const doc = DynamoDBDocumentClient.from(client);
+  const pid = stack.pid('dynamodb');
+  const ledgerAs = (indexes: TableDef['indexes']): TableDef => ({ ...tableDefs.ledger, indexes });
+  const ledgers = {
+    'as declared (gsi1, gsi2 ALL; gsi3 keys only)': ledgerAs(tableDefs.ledger.indexes),
+    'gsi1, gsi2, gsi3 keys only': ledgerAs(
+      tableDefs.ledger.indexes.map((ix) => ({ ...ix, keysOnly: true })),
+    ),
+    'no indexes': ledgerAs([]),
+  };
+  try {
+    const prefix = `store${Date.now().toString(36)}_`;
+    const tables = [
+      tableDefs.entities,
+      tableDefs.timers,
+      ...Object.values(ledgers).map((d, i) => ({ ...d, name: `ledger${i}` })),
+    ];
+    for (const d of tables) await client.send(new CreateTableCommand(createTableInput(prefix, d)));
+    const entities = `${prefix}${tableDefs.entities.name}`;
+    const timers = `${prefix}${tableDefs.timers.name}`;
+
+    const measure = measurer(pid);
+    console.log(
+      `DynamoDB Local, ${COUNT} requests per case after ${WARM} not counted (fewer for the large ones), 4 in flight:`,
+    );
+    await measure('Query, an empty due-index bucket (what the sweeps send)', 1, (i) =>
+      doc.send(
+        new QueryCommand({
+          TableName: timers,
+          KeyConditionExpression: 'pk = :p AND sk <= :s',
+          ExpressionAttributeValues: { ':p': `retry#${i % 8}`, ':s': '2027' },
+        }),
+      ),
+    );
+    await measure('GetItem, consistent (a cache refresh, a lookup)', 1, (i) =>
+      doc.send(
+        new GetCommand({
+          TableName: entities,
+          Key: { pk: `APP#app_bench#REF#${i}`, sk: 'PRINCIPAL' },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    for (const [label, token] of [
+      ['TransactWriteItems, one consent, with a request token (as sent)', true],
+      ['TransactWriteItems, one consent, without a request token', false],
+    ] as const)
+      await measure(label, 1, (i) =>
+        doc.send(
+          new TransactWriteCommand({
+            TransactItems: consent(entities, `c${i}`),
+            ...(token ? { ClientRequestToken: randomUUID() } : {}),
+          }),
+        ),
+      );
+    await measure(
+      'TransactWriteItems, 12 consents (group commit under load)',
+      12,
+      (i) =>
+        doc.send(
+          new TransactWriteCommand({
+            TransactItems: Array.from({ length: 12 }, (_, k) =>
+              consent(entities, `g${i}-${k}`),
+            ).flat(),
+            ClientRequestToken: randomUUID(),
+          }),
+        ),
+      0.25,
+    );
+    let li = 0;
+    for (const [label] of Object.entries(ledgers)) {
+      const table = `${prefix}ledger${li++}`;
+      await measure(
+        `BatchWriteItem, 25 dispatch items, ledger indexes ${label}`,
+        25,
+        (i) =>
+          writeAll(
+            doc,
+            table,
+            Array.from({ length: 25 }, (_, k) => dispatch(`${table}-${i}-${k}`)),
+          ),
+        0.1,
+      );
+    }
+  } finally {
+    client.destroy();
+    await stack.stop();
+  }
+}
+
+/** The writes of one consent of the record API: principal, transaction, the pointer check. */
+function consent(entities: string, tag: string) {
+  const pk = `APP#app_bench#REF#${tag}`;
+  return [
+    {
+      Put: {
+        TableName: entities,
+        Item: sized({ pk, sk: 'PRINCIPAL', kind: 'principal' }, 340),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+    {
+      Put: {
+        TableName: entities,
+        Item: sized(
+          {
+            pk,
+            sk: `TXN#${tag}`,
+            kind: 'transaction',
+            gsi1pk: `APP#app_bench#TXN#${tag}`,
+            gsi1sk: 'TXN',
+            duepk: `expiry#20271126#${tag.length % 8}`,
+            duesk: `2027-11-26T00:00:00.000Z#expiry:${tag}`,
+            obxw: 'w_bench',
+            obxt: `${Date.now()}#${tag}`,
+          },
+          1_730,
+        ),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+    {
+      ConditionCheck: {
+        TableName: entities,
+        Key: { pk: `APP#app_bench#USER#${tag}`, sk: 'USER' },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+  ];
+}
+
+/** A dispatch item holding its first attempt, about 2 KB, with its three index keys. */
+const dispatch = (tag: string) =>
+  sized(
+    {
+      pk: `DSP#${tag}`,
+      sk: 'DSP',
+      gsi1pk: 'APP#app_bench',
+      gsi1sk: `${new Date().toISOString()}#${tag}`,
+      gsi2pk: `APP#app_bench#REF#${tag}`,
+      gsi2sk: `${new Date().toISOString()}#${tag}`,
+      gsi3pk: `CHG#${tag.length % 16}`,
+      gsi3sk: `${Date.now()}#${tag}`,
+    },
+    2_020,
+  );
+
+/** Runs one case and prints DynamoDB Local's CPU per request (and per item or consent). */
+function measurer(pid: number) {
+  let n = 0;
+  return async (label: string, per: number, op: (i: number) => Promise<unknown>, share = 1) => {
+    const count = Math.max(1, Math.round(COUNT * share));
+    const warm = Math.max(1, Math.round(WARM * share));
+    let next = 0;
+    const loop = async (count: number) =>
+      Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < count) await op(n + next++);
+        }),
+      );
+    await loop(warm);
+    n += next;
+    next = 0;
+    const c0 = cpuMs(pid);
+    const t0 = Date.now();
+    await loop(count);
+    n += next;
+    const cpu = (cpuMs(pid) - c0) / count;
+    const rate = count / ((Date.now() - t0) / 1000);
+    console.log(
+      `  ${label.padEnd(72)} ${cpu.toFixed(2).padStart(6)} ms CPU a request${per > 1 ? ` (${(cpu / per).toFixed(2)} per ${per === 25 ? 'item' : 'consent'})` : ''}, ${rate.toFixed(0)} requests/s`,
+    );
+  };
+}
+
+async function writeAll(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  items: Record<string, unknown>[],
+) {
+  let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> = {
+    [table]: items.map((Item) => ({ PutRequest: { Item } })),
+  };
+  while (Object.keys(request).length > 0) {
+    const r = await doc.send(new BatchWriteCommand({ RequestItems: request }));
+    request = (r.UnprocessedItems ?? {}) as typeof request;
+  }
+}
