@@ -34,3 +34,30 @@ export async function withRetries<T>(fn: () => Promise<T>, tries = 3): Promise<T
     }
   }
 }
+
+/**
+ * Retries `fn` on transient errors, with back-off from 100 ms doubling to `maxMs`, for as long
+ * as they last, until `signal` aborts (then the last error is thrown). For a write whose work
+ * is done already (a webhook sent) and must not be given up on while the store is only slow.
+ */
+export async function retryWhileTransient<T>(
+  fn: () => Promise<T>,
+  o: {
+    signal?: AbortSignal | undefined;
+    maxMs?: number;
+    onRetry?: (err: unknown, tries: number) => void;
+  },
+): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!coerceError(err).retriable || o.signal?.aborted) throw err;
+      o.onRetry?.(err, i + 1);
+      await new Promise((r) =>
+        setTimeout(r, backoffMs(i, { baseMs: 100, maxMs: o.maxMs ?? 5_000 })),
+      );
+      if (o.signal?.aborted) throw err;
+    }
+  }
+}

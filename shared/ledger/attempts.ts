@@ -201,11 +201,13 @@ export type FirstAttemptsCommit =
  * dispatcher's `safe` mode): one transaction putting every record's timer items and its
  * dispatch item, each ledger item only if absent (at most 100 items). A cancellation by those
  * conditions is answered (`committed: false`); every other failure, contention included, is
- * thrown as it came, for the caller to classify (`cancellationReasons`).
+ * thrown as it came, for the caller to classify (`cancellationReasons`). `requestToken` makes the
+ * request idempotent: sent again after an answer was lost, it succeeds without writing again.
  */
 export async function commitFirstAttempts(
   rt: Runtime,
   recs: readonly FirstAttemptRecord[],
+  requestToken?: string,
 ): Promise<FirstAttemptsCommit> {
   const items: TransactItem[] = [];
   /** Which record each item belongs to. */
@@ -225,7 +227,12 @@ export async function commitFirstAttempts(
     }
   });
   try {
-    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+    await rt.dynamo.doc.send(
+      new TransactWriteCommand({
+        TransactItems: items,
+        ...(requestToken !== undefined ? { ClientRequestToken: requestToken } : {}),
+      }),
+    );
     return { committed: true };
   } catch (err) {
     const c = cancellationReasons(err);

@@ -1,4 +1,4 @@
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
 import { dispatchKey, newDispatchState } from '../../shared/ledger/dispatches.js';
@@ -76,6 +76,59 @@ describe('first-attempt writer, safe mode', () => {
     );
     expect(got.Responses?.[rt.tables.ledger]).toHaveLength(30);
   });
+
+  /**
+   * Fault injection in front of the real DynamoDB Local: transactions that time out before they
+   * reach the store, and one whose answer is lost after it applied.
+   */
+  function faultyStore(plan: ('never-sent' | 'lose-answer')[]) {
+    const sent: (string | undefined)[] = [];
+    const timeout = () =>
+      Object.assign(new Error('request timed out (injected)'), { name: 'TimeoutError' });
+    const doc = {
+      send: async (command: unknown) => {
+        if (!(command instanceof TransactWriteCommand)) return rt.dynamo.doc.send(command as never);
+        sent.push(command.input.ClientRequestToken);
+        const fault = plan.shift();
+        if (fault === 'never-sent') throw timeout();
+        const out = await rt.dynamo.doc.send(command as never);
+        if (fault === 'lose-answer') throw timeout();
+        return out;
+      },
+    } as unknown as typeof rt.dynamo.doc;
+    return { rt: { ...rt, dynamo: { ...rt.dynamo, doc } } as Runtime, sent };
+  }
+
+  it('a transaction that keeps timing out is tried until it lands, its lost answer with the same token: recorded once', async () => {
+    // Six timeouts (as many as the writer used to try before giving up), then an answer lost
+    // after the transaction applied, then the store answers.
+    const faulty = faultyStore([...Array<'never-sent'>(6).fill('never-sent'), 'lose-answer']);
+    const writer = new FirstAttemptWriter(faulty.rt, {
+      metrics: dispatcherMetrics(rt.registry),
+      log: rt.log,
+      maxFlushes: 1,
+    });
+    const recs = Array.from({ length: 3 }, record);
+    const results = await Promise.all(recs.map((r) => writer.write(r, 'safe')));
+    // The retry after the lost answer succeeded as the same request: recorded, not duplicate.
+    expect(results).toEqual(['recorded', 'recorded', 'recorded']);
+    // The first record went alone (the other two queued behind it and went together next):
+    // its transaction was sent 8 times, all with one token; the next one once.
+    expect(faulty.sent).toHaveLength(9);
+    expect(new Set(faulty.sent.slice(0, 8)).size).toBe(1);
+    expect(faulty.sent[8]).not.toBe(faulty.sent[0]);
+    const got = await rt.dynamo.doc.send(
+      new BatchGetCommand({
+        RequestItems: {
+          [rt.tables.ledger]: {
+            Keys: recs.map((r) => dispatchKey(String(r.head.dispatchId))),
+            ConsistentRead: true,
+          },
+        },
+      }),
+    );
+    expect(got.Responses?.[rt.tables.ledger]).toHaveLength(3);
+  }, 60_000);
 
   it('never puts one dispatch twice in a transaction', async () => {
     const writer = new FirstAttemptWriter(rt, {

@@ -2,7 +2,7 @@ import { getAppCached, getAppSecretKey } from '../../shared/domain/apps.js';
 import { cached } from '../../shared/domain/cache.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError, coerceError } from '../../shared/errors.js';
-import { withRetries } from '../../shared/backoff.js';
+import { retryWhileTransient } from '../../shared/backoff.js';
 import {
   firstAttemptRecord,
   recordAttempt,
@@ -194,7 +194,20 @@ export class Attempter {
     });
     const written = job.fresh
       ? await this.writeFirst(plan.record, job.fresh.mode(), plan.endMs)
-      : (await withRetries(() => recordAttempt(rt, plan.record))).result;
+      : // The attempt was made: its record is not given up on while the store is only slow
+        // (given up, the safety net would make the attempt again).
+        (
+          await retryWhileTransient(() => recordAttempt(rt, plan.record), {
+            signal: this.o.signal,
+            onRetry: (err, tries) => {
+              if (tries % 5 === 0)
+                rt.log.warn(
+                  { err, tries, dispatchId: s.dispatchId },
+                  'webhook attempt record failed; retrying until it lands',
+                );
+            },
+          })
+        ).result;
     const m = this.o.metrics;
     m.ledger.inc({ result: written });
     if (written === 'duplicate') return 'duplicate';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AppError, coerceError } from '../../shared/errors.js';
 import {
   commitFirstAttempts,
@@ -34,6 +35,8 @@ const BATCH = 25;
 
 /** Items in one group-committed safe transaction (DynamoDB allows 100). */
 const SAFE_ITEMS = 90;
+/** Longest wait between two tries of a safe transaction that failed transiently. */
+const SAFE_RETRY_MAX_MS = 5_000;
 /** Records written again at once by a recheck (each goes through the safe path). */
 const SAFE_BATCH_RECORDS = 200;
 
@@ -205,18 +208,24 @@ export class FirstAttemptWriter {
 
   /**
    * One conditional transaction for the batch's records. A cancellation whose failed
-   * conditions name some dispatches resolves those as duplicates and commits the rest again;
-   * contention and other transient errors are retried a few times, then the batch fails (its
-   * events are redone from Kafka).
+   * conditions name some dispatches resolves those as duplicates and commits the rest again.
+   * Contention and other transient errors (a timeout, a slow or unavailable store) are retried,
+   * with capped back-off, for as long as they last: each record's webhook was sent already, and
+   * a record given up on would be redone from Kafka, sending it again. A retry after a failure
+   * that was not a cancellation carries the same request token, so a transaction whose answer
+   * was lost succeeds again without writing twice. Only a permanent error or `close` fails the
+   * batch (its events are redone from Kafka).
    */
   private async transact(batch: Pending[]): Promise<void> {
     let left = batch;
+    let token = randomUUID();
     for (let tries = 0; left.length > 0;) {
       try {
         if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
         const r = await commitFirstAttempts(
           this.rt,
           left.map((p) => p.rec),
+          token,
         );
         if (r.committed) {
           this.recent.add(left.map((p) => p.rec));
@@ -226,14 +235,22 @@ export class FirstAttemptWriter {
         const dup = new Set([...r.duplicates].map((i) => left[i]!));
         for (const p of dup) p.resolve('duplicate');
         left = left.filter((p) => !dup.has(p));
+        token = randomUUID();
       } catch (err) {
         const c = cancellationReasons(err);
+        if (c) token = randomUUID(); // cancelled: nothing was written, and the next differs
         const retriable = (c?.contention ?? false) || coerceError(err).retriable;
-        if (!retriable || ++tries >= 6 || this.closed) {
+        if (!retriable || this.closed) {
           for (const p of left) p.reject(err);
           return;
         }
-        await sleep(backoffMs(tries - 1, { baseMs: 100 }));
+        tries++;
+        if (tries % 5 === 0)
+          this.o.log.warn(
+            { err, tries, records: left.length },
+            'ledger transaction failed; retrying until it lands',
+          );
+        await sleep(backoffMs(tries - 1, { baseMs: 100, maxMs: SAFE_RETRY_MAX_MS }));
       }
     }
   }
