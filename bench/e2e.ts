@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
@@ -432,6 +433,10 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix).catch((err: unknown) =>
       console.error(`store floor not measured: ${String(err)}`),
     );
+    kafkaFloorAt100 = await kafkaFloor(stack.brokers, 100, SECONDS).catch((err: unknown) => {
+      console.error(`Kafka floor not measured: ${String(err)}`);
+      return undefined;
+    });
     await stack.stop();
   }
 }
@@ -483,10 +488,81 @@ export async function run(): Promise<void> {
             `  at ${rate}/s: ours p50 ${f0(o.p50)} / p99 ${f0(o.p99)} ms, peer p50 ${f0(q.p50)} / p99 ${f0(q.p99)} ms; CPU per consent ours ${f1(o.cpuMs)} ms, peer ${f1(q.cpuMs)} ms`,
           );
       }
+      const o = at(ours, 100);
+      const q = at(peer, 100);
+      if (o && q && kafkaFloorAt100) {
+        const bound = q.p50 + kafkaFloorAt100.p50 + 5;
+        console.log(
+          `  at 100/s, the targets: p50 ${f0(o.p50)} ms ≤ peer p50 ${f0(q.p50)} + Kafka floor p50 ${f0(kafkaFloorAt100.p50)} + 5 = ${f0(bound)} ms: ${o.p50 <= bound ? 'met' : 'not met'}; p99 ${f0(o.p99)} ms ≤ 100 ms: ${o.p99 <= 100 ? 'met' : 'not met'}`,
+        );
+      }
     }
   } finally {
     await receiver.stop();
   }
+}
+
+/** Kafka's floor at 100/s, measured after ours on its broker (see `kafkaFloor`). */
+let kafkaFloorAt100: { p50: number; p99: number } | undefined;
+
+/**
+ * Kafka's own produce → consume latency, in the same run, on the same broker, after the service
+ * stopped: `rate` messages a second for `seconds` to a scratch topic of 6 partitions, each
+ * timed from just before its send to its arrival at a consumer in this process (kafkajs, as the
+ * service's producer and consumers are). The floor under ours: every consent crosses Kafka once
+ * between its POST and its webhook.
+ */
+async function kafkaFloor(
+  brokers: string,
+  rate: number,
+  seconds: number,
+): Promise<{ p50: number; p99: number }> {
+  const kafka = new Kafka({
+    clientId: 'bench-floor',
+    brokers: [brokers],
+    logLevel: logLevel.ERROR,
+  });
+  const topic = `bench-floor-${Date.now().toString(36)}`;
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer = kafka.producer({ idempotent: true });
+  const consumer = kafka.consumer({ groupId: `${topic}-g`, maxWaitTimeInMs: 100 });
+  const lat: number[] = [];
+  try {
+    await producer.connect();
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      partitionsConsumedConcurrently: 6,
+      eachBatch: async ({ batch }) => {
+        const now = Date.now();
+        for (const m of batch.messages) lat.push(now - Number(m.value?.toString()));
+      },
+    });
+    await delay(3_000); // joined and assigned
+    const t0 = Date.now();
+    let sent = 0;
+    while (sent < rate * seconds) {
+      producer
+        .send({ topic, acks: -1, messages: [{ key: `k${sent}`, value: String(Date.now()) }] })
+        .catch(() => undefined); // a lost one shows as a message short in the count printed
+      sent++;
+      const wait = t0 + (sent / rate) * 1000 - Date.now();
+      if (wait > 0) await delay(wait);
+    }
+    for (const end = Date.now() + 10_000; lat.length < sent && Date.now() < end;) await delay(50);
+  } finally {
+    await consumer.disconnect();
+    await producer.disconnect();
+  }
+  lat.sort((a, b) => a - b);
+  const floor = { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+  console.log(
+    `\nKafka floor (same broker, produce → consume of ${lat.length}/${rate * seconds} messages at ${rate}/s, acks all, 6 partitions): p50 ${f0(floor.p50)} ms, p99 ${f0(floor.p99)} ms`,
+  );
+  return floor;
 }
 
 /**
