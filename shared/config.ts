@@ -78,6 +78,12 @@ export const baseConfigSchema = z.object({
    * meanwhile wait and leave together, up to 100 items, in one TransactWriteItems (group commit).
    */
   OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * Under sustained load (the last commit transaction carried 3 commits or more), commits that
+   * find no transaction in flight wait this long for others to join them; 0 never waits. Below
+   * that load nothing waits.
+   */
+  OUTBOX_GROUP_LINGER_MS: z.coerce.number().int().min(0).max(50).default(5),
   /** Commits one relay or retry step publishes at once. */
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /**
