@@ -80,10 +80,12 @@ export const baseConfigSchema = z.object({
   OUTBOX_TRANSACTIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(1),
   /**
    * Under sustained load (the last commit transaction carried 3 commits or more), commits that
-   * find no transaction in flight wait this long for others to join them; 0 never waits. Below
-   * that load nothing waits.
+   * find no transaction in flight wait this long for others to join them; 0 (the default) never
+   * waits. Below that load nothing waits. Off by default: measured on 2 cores it made 200/s hold
+   * in one run and not in another, and doubled the p99 at 100/s in one of two runs
+   * (docs/benchmarks.md).
    */
-  OUTBOX_GROUP_LINGER_MS: z.coerce.number().int().min(0).max(50).default(5),
+  OUTBOX_GROUP_LINGER_MS: z.coerce.number().int().min(0).max(50).default(0),
   /** Commits one relay or retry step publishes at once. */
   OUTBOX_RELAY_BATCH: z.coerce.number().int().min(1).max(1000).default(500),
   /**
