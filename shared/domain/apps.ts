@@ -8,7 +8,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { AppError, type FieldError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
 import { cached, invalidateCache } from './cache.js';
 import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
@@ -188,19 +188,14 @@ const referenceKeys = new WeakMap<Runtime, Map<string, Promise<Buffer>>>();
 async function loadReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
   let item = await getAppItem(rt, appId);
   if (item && typeof item.referenceKeyEnc !== 'string') {
-    try {
-      await rt.dynamo.doc.send(
-        new UpdateCommand({
-          TableName: rt.tables.entities,
-          Key: { pk: appPk(appId), sk: 'APP' },
-          UpdateExpression: 'SET referenceKeyEnc = :box',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(referenceKeyEnc)',
-          ExpressionAttributeValues: { ':box': newReferenceKeyBox(rt, appId) },
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    // A concurrent first use may have set it first: either way, the stored one is read back.
+    await updateIfHolds(rt.dynamo.doc, {
+      TableName: rt.tables.entities,
+      Key: { pk: appPk(appId), sk: 'APP' },
+      UpdateExpression: 'SET referenceKeyEnc = :box',
+      ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(referenceKeyEnc)',
+      ExpressionAttributeValues: { ':box': newReferenceKeyBox(rt, appId) },
+    });
     item = await getAppItem(rt, appId);
   }
   if (!item || typeof item.referenceKeyEnc !== 'string')
@@ -470,25 +465,19 @@ export async function resealSecrets(
         const box = item[attr];
         if (!needsReseal(rt.config, box)) continue;
         const aad = aadOf(String(item.appId));
-        try {
-          await rt.dynamo.doc.send(
-            new UpdateCommand({
-              TableName: rt.tables.entities,
-              Key: { pk: item.pk, sk: item.sk },
-              UpdateExpression: 'SET #box = :new',
-              ConditionExpression: '#box = :old',
-              ExpressionAttributeNames: { '#box': attr },
-              ExpressionAttributeValues: {
-                ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
-                ':old': box,
-              },
-            }),
-          );
-          resealed++;
-        } catch (err) {
-          if (!isConditionFailure(err)) throw err;
-          left++;
-        }
+        const moved = await updateIfHolds(rt.dynamo.doc, {
+          TableName: rt.tables.entities,
+          Key: { pk: item.pk, sk: item.sk },
+          UpdateExpression: 'SET #box = :new',
+          ConditionExpression: '#box = :old',
+          ExpressionAttributeNames: { '#box': attr },
+          ExpressionAttributeValues: {
+            ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
+            ':old': box,
+          },
+        });
+        if (moved) resealed++;
+        else left++;
       }
     }
     start = page.LastEvaluatedKey;
