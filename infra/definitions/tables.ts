@@ -81,6 +81,15 @@ export const tableDefs = {
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
       // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
+      // Sparse: the dispatcher's retry due-index, derived from the dispatch items that have an
+      // attempt due (shared/ledger/dispatch-due.ts): their `duePk`/`dueSk`, with only what the
+      // sweep needs. Moving a dispatch's due time is an update of its own item.
+      {
+        name: 'due',
+        partitionKey: 'duePk',
+        sortKey: 'dueSk',
+        include: ['dueKind', 'appId', 'dispatchId'],
+      },
     ],
     // Each item's retainUntil comes from its app's ledgerRetentionDays (docs/retention.md).
     ttlAttribute: LEDGER_TTL_ATTR,

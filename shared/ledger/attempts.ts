@@ -1,4 +1,4 @@
-import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
@@ -14,7 +14,8 @@ import {
   type DispatchState,
   dispatchKey,
 } from './dispatches.js';
-import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
+import type { DueEntry } from '../timers/due.js';
+import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { chainHash } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
@@ -48,11 +49,20 @@ export type RecordResult =
 const MAX_RECHAINS = 5;
 
 /**
- * Appends attempt `attempts + 1` and moves the dispatch on, in one transaction that also
- * swaps its due entry, conditional on the dispatch still being where this attempt found it.
- * The condition includes `headHash`: the compliance worker appends postback and flag entries
- * to the same chain, and an entry chained to a stale head would fork it. When only the head
- * moved, the entry is chained again to the new head and the write retried.
+ * Attempts up to this number are appended to the dispatch item itself (`attemptLog`); later
+ * ones (only operators' resends go past the 8 automatic attempts) are items of their own, so
+ * an item that every attempt rewrites stays well under DynamoDB's 400 KB.
+ */
+export const INLINE_ATTEMPTS = 16;
+
+/**
+ * Appends attempt `attempts + 1` and moves the dispatch on: one conditional update of the
+ * dispatch item that appends the entry to its `attemptLog` and moves (or removes) its due
+ * entry, conditional on the dispatch still being where this attempt found it. Past
+ * `INLINE_ATTEMPTS` the entry is an item of its own, written in one transaction with that
+ * update. The condition includes `headHash`: the compliance worker appends postback and flag
+ * entries to the same chain, and an entry chained to a stale head would fork it. When only the
+ * head moved, the entry is chained again to the new head and the write retried.
  */
 export async function recordAttempt(
   rt: Runtime,
@@ -63,7 +73,9 @@ export async function recordAttempt(
   for (let tries = 0; ; tries++) {
     const { entry, items } = attemptItems(rt, { ...r, state }, withDue);
     try {
-      await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      const [only, ...more] = items;
+      if (more.length === 0 && only?.Update) await rt.dynamo.doc.send(new UpdateCommand(only.Update));
+      else await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
       return { result: withDue ? 'recorded' : 'recorded_requeued', entry };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
@@ -88,7 +100,8 @@ export interface FirstAttemptRecord {
   head: Record<string, unknown>;
   /**
    * Timer items written before the head (so a head in the ledger means they are there): the
-   * retry's due entry, the first SLA check. Never a ledger item: the ledger gets one item.
+   * first SLA check. Never a ledger item: the ledger gets one item, which carries the retry's
+   * due entry itself (dispatch-due.ts).
    */
   children: { table: string; item: Record<string, unknown> }[];
 }
@@ -122,7 +135,7 @@ export function firstAttemptRecord(
     lastAttemptAt: entry.time,
     deliveredAt: entry.outcome === 'delivered' ? entry.time : null,
     nextAttemptAt: r.next ? r.next.dueAt : null,
-    ...(r.next ? { duePk: r.next.pk, dueSk: r.next.sk } : {}),
+    ...(r.next ? dispatchDue(r.next) : {}),
   };
   const sla = firstSlaCheck(rt, s, r.nowMs);
   return {
@@ -132,10 +145,7 @@ export function firstAttemptRecord(
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
     },
-    children: [
-      ...(r.next ? [{ table: rt.tables.timers, item: { ...r.next } }] : []),
-      ...(sla ? [{ table: rt.tables.timers, item: { ...sla } }] : []),
-    ],
+    children: sla ? [{ table: rt.tables.timers, item: { ...sla } }] : [],
   };
 }
 
@@ -152,7 +162,7 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
  * Group commit of first-attempt records whose dispatches nobody else can be writing (the
  * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in two phases, to be
  * written in order: every record's timer items (the phase is left out when there are none),
- * then their dispatch items, so a dispatch item in the ledger always has its due entries.
+ * then their dispatch items, so a dispatch item in the ledger always has its SLA check.
  * Each phase goes to `writeBatch` until nothing is left unprocessed.
  */
 export function firstAttemptPhases(rt: Runtime, recs: readonly FirstAttemptRecord[]): BatchPuts[] {
@@ -259,13 +269,18 @@ function attemptItems(
   const entry: AttemptEntry = { ...body, hash: chainHash(r.state.headHash, body) };
   const key = dispatchKey(r.state.dispatchId);
   const ttl = r.retainUntil ?? retainUntilFor(undefined);
-  const put: TransactItem = {
-    Put: {
-      TableName: rt.tables.ledger,
-      Item: { ...entry, pk: key.pk, sk: attemptSk(n), [RETAIN_ATTR]: ttl },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
+  const inline = n <= INLINE_ATTEMPTS;
+  const put: TransactItem[] = inline
+    ? []
+    : [
+        {
+          Put: {
+            TableName: rt.tables.ledger,
+            Item: { ...entry, pk: key.pk, sk: attemptSk(n), [RETAIN_ATTR]: ttl },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      ];
   const changed = changeKeys(r.state, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
   const values: Record<string, unknown> = {
     ':n': n,
@@ -287,6 +302,10 @@ function attemptItems(
     'gsi3pk = :cpk',
     'gsi3sk = :csk',
   ];
+  if (inline) {
+    sets.push('attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)');
+    Object.assign(values, { ':none': [], ':entry': [entry] });
+  }
   if (entry.outcome === 'delivered') sets.push('deliveredAt = if_not_exists(deliveredAt, :at)');
   let cond = 'attempts = :prev AND headHash = :prevHead';
   let remove = '';
@@ -294,12 +313,17 @@ function attemptItems(
     cond += r.state.dueSk ? ' AND dueSk = :oldSk' : ' AND attribute_not_exists(dueSk)';
     if (r.state.dueSk) values[':oldSk'] = r.state.dueSk;
     if (r.next) {
-      sets.push('duePk = :dpk', 'dueSk = :dsk', 'nextAttemptAt = :next');
-      Object.assign(values, { ':dpk': r.next.pk, ':dsk': r.next.sk, ':next': r.next.dueAt });
+      sets.push('duePk = :dpk', 'dueSk = :dsk', 'dueKind = :dkind', 'nextAttemptAt = :next');
+      Object.assign(values, {
+        ':dpk': r.next.pk,
+        ':dsk': r.next.sk,
+        ':dkind': r.next.kind,
+        ':next': r.next.dueAt,
+      });
     } else {
       sets.push('nextAttemptAt = :null');
       values[':null'] = null;
-      remove = ' REMOVE duePk, dueSk';
+      remove = ` REMOVE ${DUE_ATTRS}`;
     }
   }
   const update: TransactItem = {
@@ -311,9 +335,5 @@ function attemptItems(
       ExpressionAttributeValues: values,
     },
   };
-  const swap: TransactItem[] = [];
-  if (withDue && r.state.duePk && r.state.dueSk)
-    swap.push(dueDeleteItem(rt, { pk: r.state.duePk, sk: r.state.dueSk }));
-  if (withDue && r.next) swap.push(duePutItem(rt, r.next));
-  return { entry, items: [put, update, ...swap] };
+  return { entry, items: [...put, update] };
 }

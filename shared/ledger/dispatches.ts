@@ -2,19 +2,20 @@ import { createHash } from 'node:crypto';
 import {
   BatchGetCommand,
   GetCommand,
+  PutCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type BatchGetCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
-import { dueDeleteItem, duePutItem, type DueEntry } from '../timers/due.js';
+import type { DueEntry, DueKind } from '../timers/due.js';
+import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
@@ -78,8 +79,10 @@ export type Dispatch = Omit<DispatchRecord, 'attempts'> & { attemptCount: number
 export interface DispatchState extends DispatchRecord {
   body: string;
   traceparent?: string;
+  /** The attempt due next, while one is (dispatch-due.ts): the due-index's keys and kind. */
   duePk?: string;
   dueSk?: string;
+  dueKind?: DueKind;
   /** Change-index keys (see changes.ts): the period the dispatch last changed in. */
   gsi3pk?: string;
   gsi3sk?: string;
@@ -139,6 +142,8 @@ const INTERNAL = new Set([
   'traceparent',
   'duePk',
   'dueSk',
+  'dueKind',
+  'attemptLog',
   'type',
   'prevHash',
   // The compliance worker's bookkeeping (gauge memberships, flag entry count).
@@ -245,9 +250,10 @@ export function firstSlaCheck(rt: Runtime, state: DispatchState, nowMs: number) 
 }
 
 /**
- * The items that create a dispatch with its safety-net due entry, before any attempt (the
- * caller adds its claim, if any): the path of a dispatch whose first attempt is left to the
- * due-index.
+ * The items that create a dispatch with its due entry (on the dispatch item itself, see
+ * dispatch-due.ts) before any attempt, and its first SLA check when it needs a postback: the
+ * path of a dispatch whose first attempt is left to the due-index or must be findable by a
+ * postback before it is made.
  */
 export function newDispatchItems(
   rt: Runtime,
@@ -266,8 +272,7 @@ export function newDispatchItems(
   const due = o.due(fresh.dispatchId);
   const state: DispatchState = {
     ...fresh,
-    duePk: due.pk,
-    dueSk: due.sk,
+    ...dispatchDue(due),
     ...changeKeys(fresh, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS),
   };
   const sla = firstSlaCheck(rt, state, o.nowMs);
@@ -284,16 +289,15 @@ export function newDispatchItems(
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
-      duePutItem(rt, due),
-      ...(sla ? [duePutItem(rt, sla)] : []),
+      ...(sla ? [{ Put: { TableName: rt.tables.timers, Item: { ...sla } } }] : []),
     ],
   };
 }
 
 /**
- * Writes a new dispatch with its due entry (`newDispatchItems`) in one transaction, the
- * dispatch item only if absent: `duplicate` (nothing written) when a condition fails, i.e. the
- * dispatch exists already.
+ * Writes a new dispatch with its due entry (`newDispatchItems`), the dispatch item only if
+ * absent: one conditional put, or one transaction when an SLA check goes with it.
+ * `duplicate` (nothing written) when the dispatch exists already.
  */
 export async function createDispatch(
   rt: Runtime,
@@ -301,7 +305,9 @@ export async function createDispatch(
 ): Promise<{ result: 'recorded' | 'duplicate'; state: DispatchState }> {
   const created = newDispatchItems(rt, o);
   try {
-    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
+    const [only, ...more] = created.items;
+    if (more.length === 0 && only?.Put) await rt.dynamo.doc.send(new PutCommand(only.Put));
+    else await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
     return { result: 'recorded', state: created.state };
   } catch (err) {
     if (isConditionFailure(err)) return { result: 'duplicate', state: created.state };
@@ -310,10 +316,9 @@ export async function createDispatch(
 }
 
 /**
- * Replaces the due entry `from` of a dispatch with `to` and points the dispatch item at it, in
- * one transaction conditional on `from` still existing and being the dispatch's entry (and,
- * when given, on the dispatch's attempt count). False (nothing written) when a condition did
- * not hold.
+ * Moves a dispatch's due entry from `from` to `to`: one update of the dispatch item,
+ * conditional on `from` still being its entry (and, when given, on its attempt count). False
+ * (nothing written) when a condition did not hold.
  */
 export async function moveDispatchDue(
   rt: Runtime,
@@ -321,59 +326,38 @@ export async function moveDispatchDue(
   to: DueEntry,
   attempts?: number,
 ): Promise<boolean> {
-  try {
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          dueDeleteItem(rt, from, true),
-          duePutItem(rt, to),
-          {
-            Update: {
-              TableName: rt.tables.ledger,
-              Key: dispatchKey(from.dispatchId),
-              UpdateExpression: 'SET duePk = :pk, dueSk = :sk',
-              ConditionExpression:
-                attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
-              ExpressionAttributeValues: {
-                ':pk': to.pk,
-                ':sk': to.sk,
-                ':old': from.sk,
-                ...(attempts === undefined ? {} : { ':n': attempts }),
-              },
-            },
-          },
-        ],
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return updateIfHolds(rt.dynamo.doc, {
+    TableName: rt.tables.ledger,
+    Key: dispatchKey(from.dispatchId),
+    UpdateExpression: 'SET duePk = :pk, dueSk = :sk, dueKind = :kind',
+    ConditionExpression:
+      attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
+    ExpressionAttributeValues: {
+      ':pk': to.pk,
+      ':sk': to.sk,
+      ':kind': to.kind,
+      ':old': from.sk,
+      ...(attempts === undefined ? {} : { ':n': attempts }),
+    },
+  });
 }
 
 /**
- * Removes a dispatch item's reference to its due entry, if that is still `dueSk` (otherwise
- * nothing changes). The entry itself is the caller's to delete (`deleteDue`).
+ * Removes a dispatch's due entry (and so takes it out of the due-index), if that is still
+ * `dueSk` (otherwise nothing changes).
  */
 export async function detachDispatchDue(
   rt: Runtime,
   dispatchId: string,
   dueSk: string,
 ): Promise<void> {
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: dispatchKey(dispatchId),
-        UpdateExpression: 'REMOVE duePk, dueSk',
-        ConditionExpression: 'dueSk = :sk',
-        ExpressionAttributeValues: { ':sk': dueSk },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await updateIfHolds(rt.dynamo.doc, {
+    TableName: rt.tables.ledger,
+    Key: dispatchKey(dispatchId),
+    UpdateExpression: `REMOVE ${DUE_ATTRS}`,
+    ConditionExpression: 'dueSk = :sk',
+    ExpressionAttributeValues: { ':sk': dueSk },
+  });
 }
 
 /** Which of these dispatches exist in the ledger (consistent reads, 100 keys a request). */
@@ -445,9 +429,18 @@ export async function dispatchItems(
   const found = out.find((i) => isDispatchHead(i));
   const entries = out.filter((i) => !isDispatchHead(i));
   if (!found) return entries;
-  // A first attempt kept in the dispatch item is read as the entry it is.
-  const { firstAttempt, ...head } = found;
-  if (firstAttempt && !entries.some((i) => i.sk === attemptSk(1)))
-    entries.unshift({ ...firstAttempt, pk: head.pk, sk: attemptSk(1) });
+  // Attempts kept in the dispatch item are read as the entries they are (an item of its own
+  // under the same key, which only a tamperer would add, wins).
+  const { firstAttempt, attemptLog, ...head } = found;
+  const kept = [
+    ...(firstAttempt ? [firstAttempt as Record<string, unknown>] : []),
+    ...((attemptLog as Record<string, unknown>[] | undefined) ?? []),
+  ];
+  const stored = new Set(entries.map((i) => i.sk));
+  for (const a of kept) {
+    const sk = attemptSk(Number(a.attempt));
+    if (!stored.has(sk)) entries.push({ ...a, pk: head.pk, sk });
+  }
+  entries.sort((a, b) => (String(a.sk) < String(b.sk) ? -1 : String(a.sk) > String(b.sk) ? 1 : 0));
   return [head, ...entries];
 }

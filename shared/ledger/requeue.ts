@@ -1,13 +1,13 @@
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { updateIfHolds } from '../storage/dynamo.js';
 import { getDispatchState, type DispatchState, dispatchKey } from './dispatches.js';
-import { dueDeleteItem, dueEntry, duePutItem, ensureWatermark, shardOf } from '../timers/due.js';
+import { dispatchDue } from './dispatch-due.js';
+import { dueEntry, ensureWatermark, shardOf } from '../timers/due.js';
 import { listDispatchesByApp } from './queries.js';
 
 /**
  * Operator replay: makes a dispatch due now with a `manual` entry, replacing whatever entry it
- * had (so it never ends up with two). The dispatcher's sweeper makes the attempt with the same
+ * had (one update of the dispatch item, which carries its entry: it never has two). The dispatcher's sweeper makes the attempt with the same
  * dispatch id and webhook-id. Returns undefined for an unknown dispatch.
  */
 export async function requeueDispatch(
@@ -22,36 +22,21 @@ export async function requeueDispatch(
     const state = await getDispatchState(rt, dispatchId);
     if (!state) return undefined;
     const entry = dueEntry(dispatchId, state.appId, nowMs, 'manual', shards);
-    try {
-      await rt.dynamo.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            ...(state.duePk && state.dueSk
-              ? [dueDeleteItem(rt, { pk: state.duePk, sk: state.dueSk })]
-              : []),
-            duePutItem(rt, entry),
-            {
-              Update: {
-                TableName: rt.tables.ledger,
-                Key: dispatchKey(dispatchId),
-                UpdateExpression: 'SET duePk = :pk, dueSk = :sk, nextAttemptAt = :at',
-                ConditionExpression: state.dueSk ? 'dueSk = :old' : 'attribute_not_exists(dueSk)',
-                ExpressionAttributeValues: {
-                  ':pk': entry.pk,
-                  ':sk': entry.sk,
-                  ':at': entry.dueAt,
-                  ...(state.dueSk ? { ':old': state.dueSk } : {}),
-                },
-              },
-            },
-          ],
-        }),
-      );
-      return { ...state, duePk: entry.pk, dueSk: entry.sk, nextAttemptAt: entry.dueAt };
-    } catch (err) {
-      // The dispatch moved on meanwhile (an attempt completed): read it again.
-      if (!isConditionFailure(err)) throw err;
-    }
+    const moved = await updateIfHolds(rt.dynamo.doc, {
+      TableName: rt.tables.ledger,
+      Key: dispatchKey(dispatchId),
+      UpdateExpression: 'SET duePk = :pk, dueSk = :sk, dueKind = :kind, nextAttemptAt = :at',
+      ConditionExpression: state.dueSk ? 'dueSk = :old' : 'attribute_not_exists(dueSk)',
+      ExpressionAttributeValues: {
+        ':pk': entry.pk,
+        ':sk': entry.sk,
+        ':kind': entry.kind,
+        ':at': entry.dueAt,
+        ...(state.dueSk ? { ':old': state.dueSk } : {}),
+      },
+    });
+    if (moved) return { ...state, ...dispatchDue(entry), nextAttemptAt: entry.dueAt };
+    // The dispatch moved on meanwhile (an attempt completed): read it again.
   }
   throw new Error(`dispatch ${dispatchId} kept changing; requeue gave up`);
 }

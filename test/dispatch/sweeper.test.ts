@@ -1,7 +1,8 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
-import { bucketOf, dueEntry, listDue } from '../../shared/timers/due.js';
+import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
+import { bucketOf, dueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
 import type { Lane } from '../../workers/dispatcher/lanes.js';
@@ -9,7 +10,11 @@ import { Sweeper } from '../../workers/dispatcher/sweeper.js';
 import { testRuntime } from '../helpers/stack.js';
 import { consentEvent } from './helpers.js';
 
-/** The due-index against DynamoDB Local: claims, catch-up after downtime, stray entries. */
+/**
+ * The retry due-index (the ledger's `due` index of dispatch items) against DynamoDB Local:
+ * claims, catch-up after downtime, entries the index still shows after a move, dispatch items
+ * written before `dueKind`.
+ */
 let rt: Runtime;
 beforeAll(async () => {
   rt = await testRuntime('dispatch-sweeper', {
@@ -63,15 +68,21 @@ describe('retry due-index sweeper', () => {
     await Promise.all(copies.map((c) => c.fire(stored)));
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatchObject({ trigger: 'first', state: { dispatchId: state.dispatchId } });
-    // The claim left a safety-net entry in place of the fired one, referenced by the dispatch.
+    // The claim moved the dispatch's entry on to a safety-net time, on the dispatch item.
     const after = await getDispatchState(rt, state.dispatchId);
     expect(after!.dueSk).not.toBe(state.dueSk);
     expect(after!.dueSk).toBe(jobs[0]!.state.dueSk);
-    const safety = await rt.dynamo.doc.send(
-      new GetCommand({ TableName: rt.tables.timers, Key: { pk: after!.duePk, sk: after!.dueSk } }),
+    expect(after!.dueKind).toBe('attempt');
+    const safetyAt = Date.parse(after!.dueSk!.split('#')[0]!);
+    expect(jobs[0]!.deadlineMs).toBe(safetyAt);
+    // The index has it in the safety-net bucket, and no longer in the fired one.
+    const shard = Number(after!.duePk!.split('#').at(-1));
+    const listed = await listDispatchDue(rt, bucketOf(safetyAt), shard, safetyAt, 100);
+    expect(listed).toContainEqual(
+      expect.objectContaining({ dispatchId: state.dispatchId, sk: after!.dueSk, kind: 'attempt' }),
     );
-    expect(safety.Item).toMatchObject({ dispatchId: state.dispatchId, kind: 'attempt' });
-    expect(jobs[0]!.deadlineMs).toBe(Date.parse(String(safety.Item!.dueAt)));
+    const old = await listDispatchDue(rt, bucketOf(Date.now() - 1000), shard, Date.now(), 100);
+    expect(old.map((e) => e.dispatchId)).not.toContain(state.dispatchId);
   });
 
   it('catches up on buckets left behind while no worker ran, and moves the watermark on', async () => {
@@ -98,25 +109,61 @@ describe('retry due-index sweeper', () => {
         new GetCommand({ TableName: rt.tables.timers, Key: { pk: 'retry#watermark', sk: '0' } }),
       );
       expect(Number(wm.Item!.bucket)).toBeGreaterThanOrEqual(bucketOf(now) - 2);
-      expect(await listDue(rt, bucketOf(longAgo), 0, now, 10)).toEqual([]);
+      for (let shard = 0; shard < 4; shard++)
+        expect(await listDispatchDue(rt, bucketOf(longAgo), shard, now, 10)).toEqual([]);
     } finally {
       await s.stop();
       await s.stop();
     }
   });
 
-  it('drops an entry its dispatch no longer names, without attempting it', async () => {
+  it('ignores an entry its dispatch no longer names (an index behind a move), without attempting it', async () => {
     const state = await storedDispatch(Date.now() + 3_600_000);
-    const stray = dueEntry(state.dispatchId, app.appId, Date.now() - 500, 'attempt', 4);
-    await rt.dynamo.doc.send(new PutCommand({ TableName: rt.tables.timers, Item: { ...stray } }));
+    const stale = dueEntry(state.dispatchId, app.appId, Date.now() - 500, 'attempt', 4);
     const jobs: AttemptJob[] = [];
-    await sweeper(jobs).fire(stray);
+    await sweeper(jobs).fire(stale);
     expect(jobs).toEqual([]);
-    const left = await rt.dynamo.doc.send(
-      new GetCommand({ TableName: rt.tables.timers, Key: { pk: stray.pk, sk: stray.sk } }),
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).toBe(state.dueSk);
+    expect(after!.attempts).toBe(0);
+  });
+
+  it('reads the kind of an entry of a dispatch item written before dueKind from its timers item', async () => {
+    const state = await storedDispatch(Date.now() - 100);
+    // As the dispatch and its operator resend were stored before: the kind only in the
+    // timers table's item.
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: dispatchPk(state.dispatchId), sk: 'DSP' },
+        UpdateExpression: 'SET deliveryStatus = :f REMOVE dueKind',
+        ExpressionAttributeValues: { ':f': 'failed' },
+      }),
     );
-    expect(left.Item).toBeUndefined();
-    expect((await getDispatchState(rt, state.dispatchId))!.dueSk).toBe(state.dueSk);
+    const at = state.dueSk!.split('#')[0]!;
+    await rt.dynamo.doc.send(
+      new PutCommand({
+        TableName: rt.tables.timers,
+        Item: {
+          pk: state.duePk,
+          sk: state.dueSk,
+          dueAt: at,
+          dispatchId: state.dispatchId,
+          appId: app.appId,
+          kind: 'manual',
+        },
+      }),
+    );
+    const shard = Number(state.duePk!.split('#').at(-1));
+    const [listed] = (await listDispatchDue(rt, bucketOf(Date.parse(at)), shard, Date.now(), 100))
+      .filter((e) => e.dispatchId === state.dispatchId);
+    expect(listed).toMatchObject({ legacy: true, kind: 'attempt' });
+    const jobs: AttemptJob[] = [];
+    await sweeper(jobs).fire(listed!);
+    // A failed dispatch's automatic entry would be retired; a resend is made.
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ trigger: 'manual', state: { dispatchId: state.dispatchId } });
+    expect((await getDispatchState(rt, state.dispatchId))!.dueKind).toBe('manual');
   });
 
   it('hands a never-attempted dispatch to the first-attempt lane and a retry to the retry lane', async () => {
@@ -187,10 +234,6 @@ describe('retry due-index sweeper', () => {
     const after = await getDispatchState(rt, state.dispatchId);
     expect(after!.attempts).toBe(0);
     expect(Date.parse(after!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000); // a safety interval on
-    const old = await rt.dynamo.doc.send(
-      new GetCommand({ TableName: rt.tables.timers, Key: { pk: entry.pk, sk: entry.sk } }),
-    );
-    expect(old.Item).toBeUndefined();
   });
 
   it('retires an automatic entry left on a settled dispatch', async () => {
@@ -216,9 +259,7 @@ describe('retry due-index sweeper', () => {
     expect(jobs).toEqual([]);
     const after = await getDispatchState(rt, state.dispatchId);
     expect(after!.dueSk).toBeUndefined();
-    const left = await rt.dynamo.doc.send(
-      new GetCommand({ TableName: rt.tables.timers, Key: { pk: entry.pk, sk: entry.sk } }),
-    );
-    expect(left.Item).toBeUndefined();
+    expect(after!.duePk).toBeUndefined();
+    expect(after!.dueKind).toBeUndefined();
   });
 });

@@ -87,6 +87,7 @@ describe('a process on the real stack', () => {
       new DescribeTableCommand({ TableName: p.rt.tables.ledger }),
     );
     expect(ledger.Table?.GlobalSecondaryIndexes?.map((g) => g.IndexName).sort()).toEqual([
+      'due',
       'gsi1',
       'gsi2',
       'gsi3',

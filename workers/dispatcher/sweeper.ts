@@ -3,7 +3,8 @@ import {
   getDispatchState,
   moveDispatchDue,
 } from '../../shared/ledger/dispatches.js';
-import { deleteDue, dueEntry, listDue, type DueEntry } from '../../shared/timers/due.js';
+import { legacyKind, listDispatchDue } from '../../shared/ledger/dispatch-due.js';
+import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
@@ -19,14 +20,15 @@ export function laneOf(trigger: AttemptJob['trigger']): Lane {
   return trigger === 'first' ? 'first' : 'retry';
 }
 
-/** Entries claimed at once (each claim is a read and a transaction). */
+/** Entries claimed at once (each claim is a read and an update). */
 const CLAIM_CONCURRENCY = 16;
 
 /**
- * Reads the due-index and turns due entries into retry jobs. An entry is claimed with one
- * transaction that deletes it (conditional: exactly one worker copy wins) and writes a new
- * safety-net entry, so a worker that dies mid-attempt loses nothing: the safety net fires
- * and the attempt is redone. Retries due within two sweep intervals also get a local timer,
+ * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
+ * and turns due entries into retry jobs. An entry is claimed with one conditional update of
+ * its dispatch item that moves the entry on to a safety-net time (exactly one worker copy
+ * wins), so a worker that dies mid-attempt loses nothing: the safety net fires and the attempt
+ * is redone. Retries due within two sweep intervals also get a local timer,
  * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
  */
 export class Sweeper {
@@ -78,7 +80,7 @@ export class Sweeper {
     await this.walker.walk(nowMs, async (b, shard) => {
       const room = this.o.room();
       if (room <= 0 || this.stopped) return 'stop';
-      const entries = await listDue(this.rt, b, shard, nowMs, room);
+      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room);
       for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
         await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
       return entries.length > 0;
@@ -112,14 +114,12 @@ export class Sweeper {
     return p;
   }
 
-  private async claim(e: DueEntry): Promise<void> {
+  private async claim(found: DueEntry & { legacy?: true }): Promise<void> {
     const { rt } = this;
-    const state = await getDispatchState(rt, e.dispatchId);
-    if (!state || state.dueSk !== e.sk) {
-      // Not the dispatch's current entry (left behind by an interrupted write): drop it.
-      await deleteDue(rt, e);
-      return;
-    }
+    const state = await getDispatchState(rt, found.dispatchId);
+    // Not the dispatch's current entry: the index had not caught up with a move yet.
+    if (!state || state.dueSk !== found.sk) return;
+    const e = found.legacy ? { ...found, kind: await legacyKind(rt, found) } : found;
     if (state.deliveryStatus !== 'pending' && e.kind !== 'manual') {
       await this.retire(e);
       return;
@@ -134,7 +134,7 @@ export class Sweeper {
     if (!safety) return; // another copy claimed it, or the dispatch moved on
     this.o.enqueue(
       {
-        state: { ...state, duePk: safety.pk, dueSk: safety.sk },
+        state: { ...state, duePk: safety.pk, dueSk: safety.sk, dueKind: safety.kind },
         trigger,
         deadlineMs: nowMs + safetyMs,
       },
@@ -165,10 +165,9 @@ export class Sweeper {
     return (await moveDispatchDue(rt, e, next, attempts)) ? next : undefined;
   }
 
-  /** An automatic entry of a dispatch that is already settled: remove it and its reference. */
+  /** An automatic entry of a dispatch that is already settled: remove it. */
   private async retire(e: DueEntry): Promise<void> {
     await detachDispatchDue(this.rt, e.dispatchId, e.sk);
-    await deleteDue(this.rt, e);
   }
 
   /** Stops sweeping and clears local timers (their entries stay in the index). Idempotent. */

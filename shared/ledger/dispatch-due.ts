@@ -1,0 +1,101 @@
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Runtime } from '../runtime.js';
+import { DUE_INDEX } from '../timers/derived.js';
+import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
+
+/**
+ * The dispatcher's retry due-index, derived from the dispatch items themselves. A dispatch
+ * with an attempt due carries that entry's keys in `duePk`/`dueSk` (the due-index's bucket
+ * `retry#{minute}#{shard}` and `{dueAt ISO}#{dispatchId}`, shared/timers/due.ts) and its kind
+ * in `dueKind`; the ledger's sparse global secondary index `due` (infra/definitions/tables.ts)
+ * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId`. So scheduling,
+ * moving or clearing a dispatch's next attempt is part of the one update of its item that
+ * records an attempt, and nothing is written to the `timers` table.
+ *
+ * The index is eventually consistent. The sweep walks it with the shared bucket walk
+ * (shared/timers/walker.ts), which reads the last three minutes on every pass and passes a
+ * bucket only once it read empty a minute after it ended, so an index that lags by less than
+ * a minute loses nothing. An entry read after it moved on is harmless: the claim re-reads the
+ * dispatch item (consistently) and its update is conditional on `dueSk` still being that entry.
+ *
+ * Dispatch items written before this index existed carry `duePk`/`dueSk` (their entry was an
+ * item of the `timers` table then) but no `dueKind`: the index finds them all the same, and
+ * their kind is read from that timers item (`legacyKind`). Those timers items are no longer
+ * read otherwise.
+ */
+
+/** The attributes a dispatch item carries while an attempt is due. */
+export interface DispatchDue {
+  duePk: string;
+  dueSk: string;
+  dueKind: DueKind;
+}
+
+export const dispatchDue = (e: Pick<DueEntry, 'pk' | 'sk' | 'kind'>): DispatchDue => ({
+  duePk: e.pk,
+  dueSk: e.sk,
+  dueKind: e.kind,
+});
+
+/** The attributes of a dispatch item that name its due entry, removed together. */
+export const DUE_ATTRS = 'duePk, dueSk, dueKind';
+
+/** The entry's due time: its sk starts with it (an ISO time holds no `#`). */
+const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));
+
+/**
+ * Dispatches of one bucket and shard of the ledger's `due` index with an attempt due at or
+ * before `nowMs`, oldest first, as due entries. Not a consistent read (see above); an entry
+ * of a dispatch item written before `dueKind` existed has `legacy: true` and kind `attempt`
+ * until `legacyKind` says otherwise.
+ */
+export async function listDispatchDue(
+  rt: Runtime,
+  bucket: number,
+  shard: number,
+  nowMs: number,
+  limit: number,
+): Promise<(DueEntry & { legacy?: true })[]> {
+  const r = await rt.dynamo.doc.send(
+    new QueryCommand({
+      TableName: rt.tables.ledger,
+      IndexName: DUE_INDEX,
+      KeyConditionExpression: 'duePk = :pk AND dueSk <= :now',
+      ExpressionAttributeValues: {
+        ':pk': duePk(bucket, shard, 'retry'),
+        ':now': `${new Date(nowMs).toISOString()}#~`,
+      },
+      Limit: limit,
+    }),
+  );
+  return (r.Items ?? []).map((item) => {
+    const i = item as Partial<DispatchDue> & { appId: string; dispatchId: string };
+    return {
+      pk: String(i.duePk),
+      sk: String(i.dueSk),
+      dueAt: dueAtOf(String(i.dueSk)),
+      kind: i.dueKind ?? 'attempt',
+      dispatchId: i.dispatchId,
+      appId: i.appId,
+      ...(i.dueKind === undefined ? { legacy: true as const } : {}),
+    };
+  });
+}
+
+/**
+ * The kind of an entry whose dispatch item predates `dueKind`: its timers-table item says
+ * (`attempt` when that item is gone).
+ */
+export async function legacyKind(
+  rt: Runtime,
+  e: Pick<DueEntry, 'pk' | 'sk'>,
+): Promise<DueKind> {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({
+      TableName: rt.tables.timers,
+      Key: { pk: e.pk, sk: e.sk },
+      ProjectionExpression: 'kind',
+    }),
+  );
+  return r.Item?.kind === 'manual' ? 'manual' : 'attempt';
+}
