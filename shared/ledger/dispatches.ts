@@ -21,15 +21,18 @@ import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
 /**
- * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) is
- * followed by immutable attempt entries (sk `ATT#001`…). A dispatch created together with its
- * first attempt (the dispatcher's usual path, `firstAttemptRecord`) keeps that entry in the
- * dispatch item itself (`firstAttempt`, written once and never updated: one ledger item per
- * first delivery); `dispatchItems` reads it back as `ATT#001`. A dispatch written before its
- * first attempt (postback-requiring events, deferred attempts) gets `ATT#001` as an item of
- * its own, like every later attempt. Every entry of a dispatch is
- * hash-chained: `hash = sha256(prevHash + canonical JSON of the entry without hash)`, the
- * dispatch's own creation fields being the first entry; the item keeps `headHash`.
+ * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) holds
+ * its attempt entries; postback and flag entries are items of their own under the same pk. A
+ * dispatch created together with its first attempt (the dispatcher's usual path,
+ * `firstAttemptRecord`) keeps that entry in `firstAttempt` (written once and never updated:
+ * one ledger item per first delivery). Every attempt recorded after the item exists is
+ * appended to its `attemptLog` by the update that records it (`recordAttempt`); past
+ * `INLINE_ATTEMPTS` they are items of their own (sk `ATT#017`…), as every attempt after the
+ * first was before this layout. `dispatchItems` reads them all back as `ATT#001`, `ATT#002`….
+ * While an attempt is due the item also carries its due-index entry (dispatch-due.ts). Every
+ * entry of a dispatch is hash-chained: `hash = sha256(prevHash + canonical JSON of the entry
+ * without hash)`, the dispatch's own creation fields being the first entry; the item keeps
+ * `headHash`.
  */
 
 export const dispatchPk = (id: string) => `DSP#${id}`;

@@ -59,6 +59,47 @@ describe('retry schedule end to end', () => {
     expect((await getEndpointState(f.p.rt, app.appId))?.disabledAt).toBeUndefined();
   });
 
+  it('writes each later attempt as one update of the dispatch item, and nothing else', async () => {
+    const { app } = await sandboxApp(f.p.rt, f.rcv.url('/down-writes'), 100_000);
+    f.rcv.on('/down-writes', (_r, res) => res.writeHead(500).end());
+    const e = consentEvent(app);
+    const id = idOf(app.appId, e.id);
+    // Every item written for this dispatch, in any table, by the process's own client.
+    const writes: string[] = [];
+    const stack = f.p.rt.dynamo.doc.middlewareStack;
+    stack.add(
+      (next, context) => async (args) => {
+        const name = context.commandName ?? '?';
+        const input = args.input as Record<string, unknown>;
+        const mine = (x: unknown) => JSON.stringify(x).includes(id);
+        const table = (t: unknown) => (t === f.p.rt.tables.ledger ? 'ledger' : String(t));
+        if (/^(Put|Update|Delete)ItemCommand$/.test(name) && mine(input))
+          writes.push(`${name} ${table(input.TableName)}`);
+        if (name === 'BatchWriteItemCommand')
+          for (const [t, reqs] of Object.entries(input.RequestItems as Record<string, unknown[]>))
+            for (const r of reqs) if (mine(r)) writes.push(`${name} ${table(t)}`);
+        if (name === 'TransactWriteItemsCommand')
+          for (const item of input.TransactItems as Record<string, { TableName: string }>[]) {
+            const [kind, op] = Object.entries(item)[0]!;
+            if (kind !== 'ConditionCheck' && mine(op)) writes.push(`${name} ${table(op.TableName)}`);
+          }
+        return next(args);
+      },
+      { step: 'initialize', name: 'dispatchWrites' },
+    );
+    try {
+      await publish(f.p.rt, [e]);
+      const d = await waitForDispatch(f.p.rt, id, (x) => expect(x.deliveryStatus).toBe('failed'));
+      expect(d.attemptCount).toBe(8);
+      // The first attempt: the dispatch item holding it (one item, batched or conditional).
+      expect(writes[0]).toMatch(/^(BatchWriteItemCommand|TransactWriteItemsCommand) ledger$/);
+      // Attempts 2…8: one update each, no claim before them, nothing in the timers table.
+      expect(writes.slice(1)).toEqual(Array(7).fill('UpdateItemCommand ledger'));
+    } finally {
+      stack.remove('dispatchWrites');
+    }
+  });
+
   it('disables an endpoint with no success for the disable window and e-mails its contact', async () => {
     const notifications = await collectTopic(f.p.rt.kafka, f.p.rt.topics.notifications);
     const { app } = await sandboxApp(f.p.rt, f.rcv.url('/dead'), 20_000);

@@ -45,13 +45,28 @@ async function storedDispatch(dueAtMs: number) {
 /** Lanes that are full for the app, as the dispatcher's lanes would report. */
 const busy = new Set<Lane>();
 
-function sweeper(jobs: AttemptJob[], lanes: Lane[] = []) {
+function sweeper(
+  jobs: AttemptJob[],
+  lanes: Lane[] = [],
+  leases?: { validUntil: (shard: number) => number },
+) {
   return new Sweeper(rt, {
     enqueue: (j, lane) => (jobs.push(j), lanes.push(lane), true),
     room: () => 100,
     accepts: (_appId, lane) => !busy.has(lane),
+    ...(leases ? { leases } : {}),
   });
 }
+
+/** The entry a dispatch item carries, as the index lists it. */
+const carried = (state: { dispatchId: string; duePk?: string; dueSk?: string }) => ({
+  pk: state.duePk!,
+  sk: state.dueSk!,
+  dispatchId: state.dispatchId,
+  appId: app.appId,
+  dueAt: state.dueSk!.split('#')[0]!,
+  kind: 'attempt' as const,
+});
 
 describe('retry due-index sweeper', () => {
   it('lets exactly one of several worker copies claim a due entry', async () => {
@@ -83,6 +98,31 @@ describe('retry due-index sweeper', () => {
     );
     const old = await listDispatchDue(rt, bucketOf(Date.now() - 1000), shard, Date.now(), 100);
     expect(old.map((e) => e.dispatchId)).not.toContain(state.dispatchId);
+  });
+
+  it("attempts an entry of a shard this copy leases without claiming it, once at a time", async () => {
+    const state = await storedDispatch(Date.now() - 1000);
+    const entry = carried(state);
+    const shard = Number(entry.pk.split('#').at(-1));
+    const leaseEnd = Date.now() + 20_000;
+    const jobs: AttemptJob[] = [];
+    const owner = sweeper(jobs, [], { validUntil: (s) => (s === shard ? leaseEnd : 0) });
+    const other = sweeper(jobs, [], { validUntil: (s) => (s === shard ? 0 : leaseEnd) });
+    await other.fire(entry); // not its shard
+    expect(jobs).toEqual([]);
+    await owner.fire(entry);
+    await owner.fire(entry); // queued already: not twice
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ trigger: 'first', deadlineMs: leaseEnd });
+    // Nothing was written: the dispatch still carries the entry as it was.
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).toBe(state.dueSk);
+    expect(after!.duePk).toBe(state.duePk);
+    expect(after!.attempts).toBe(0);
+    // Once the job is over without a record (say its deadline came first), it is due again.
+    jobs[0]!.done!();
+    await owner.fire(entry);
+    expect(jobs).toHaveLength(2);
   });
 
   it('catches up on buckets left behind while no worker ran, and moves the watermark on', async () => {

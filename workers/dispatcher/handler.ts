@@ -155,8 +155,9 @@ export function consentEventHandler(
 
   /**
    * An event that needs a postback is in the ledger before its first attempt: the app may post
-   * back before it answers the webhook, and the postback API must find the dispatch. A
-   * safety-net due entry redoes the attempt if this worker dies during it.
+   * back before it answers the webhook, and the postback API must find the dispatch. It is
+   * written due again after the safety net, which redoes the attempt if this worker dies
+   * during it.
    */
   async function durableFirst(
     event: ConsentEvent,

@@ -3,6 +3,7 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { DEADLINE_MARGIN_MS } from './attempt.js';
 
 /**
  * Which shards of the retry due-index this worker copy owns. The owner of a shard makes its due
@@ -32,6 +33,22 @@ const copySk = (owner: string) => `copy#${owner}`;
 
 /** How much sooner than its lease's end a copy stops starting attempts on it. */
 export const SKEW_MS = 2_000;
+
+/**
+ * The dispatcher's leases: `DISPATCH_RETRY_LEASE_MS`, but never so short that a lease renewed
+ * on time could end before an attempt found by the sweep after the renewal.
+ */
+export function retryShardLeases(rt: Runtime, log: Logger): ShardLeases {
+  const c = rt.config;
+  return new ShardLeases(rt, {
+    shards: c.DISPATCH_TIMER_SHARDS,
+    leaseMs: Math.max(
+      c.DISPATCH_RETRY_LEASE_MS,
+      2 * (c.WEBHOOK_TIMEOUT_MS + DEADLINE_MARGIN_MS) + SKEW_MS,
+    ),
+    log,
+  });
+}
 
 export class ShardLeases {
   readonly owner = randomUUID();

@@ -9,6 +9,10 @@ import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
 import type { Lane } from './lanes.js';
+import type { ShardLeases } from './shard-leases.js';
+
+/** The shard of an entry: the last part of its bucket key (`retry#{minute}#{shard}`). */
+const shardOfEntry = (e: Pick<DueEntry, 'pk'>) => Number(e.pk.slice(e.pk.lastIndexOf('#') + 1));
 
 /**
  * A dispatch never attempted (its first attempt was left to the due-index: the endpoint's
@@ -25,16 +29,26 @@ const CLAIM_CONCURRENCY = 16;
 
 /**
  * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
- * and turns due entries into retry jobs. An entry is claimed with one conditional update of
- * its dispatch item that moves the entry on to a safety-net time (exactly one worker copy
- * wins), so a worker that dies mid-attempt loses nothing: the safety net fires and the attempt
- * is redone. Retries due within two sweep intervals also get a local timer,
+ * and turns due entries into retry jobs.
+ * - With shard leases (the dispatcher's way, shard-leases.ts): only the shards this copy
+ *   holds are swept, and their entries are queued as they are, unclaimed: no other copy reads
+ *   them while the lease lasts, the attempt must end before it does (`deadlineMs`), and a job is
+ *   not queued twice while it runs here. The attempt's record, which moves the entry on, is its
+ *   only write. A copy that dies mid-attempt loses nothing: the entry is still due, and the
+ *   next holder of the shard makes the attempt again.
+ * - Without: every shard is swept, and an entry is claimed with one conditional update of its
+ *   dispatch item that moves it on to a safety-net time (exactly one worker copy wins); if the
+ *   worker dies mid-attempt the safety net fires and the attempt is redone.
+ *
+ * Either way an entry whose endpoint is busy in its lane is moved one safety interval on. Retries due within two sweep intervals also get a local timer,
  * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
  */
 export class Sweeper {
   private readonly walker: BucketWalker;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly firing = new Map<string, Promise<void>>();
+  /** Dispatches whose unclaimed attempt is queued or running here (a lease's shards). */
+  private readonly active = new Set<string>();
   private loop: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -51,6 +65,12 @@ export class Sweeper {
       room: () => number;
       /** Whether this endpoint can take another job in `lane` now (else its entry is snoozed). */
       accepts: (appId: string, lane: Lane) => boolean;
+      /**
+       * This copy's leases of the due-index shards (shard-leases.ts). When given, only the
+       * shards held are swept, and their entries are attempted without a claim. Without it,
+       * every shard is swept and each entry claimed.
+       */
+      leases?: Pick<ShardLeases, 'validUntil'>;
     },
   ) {
     this.walker = new BucketWalker(rt, {
@@ -77,14 +97,20 @@ export class Sweeper {
    * as many as there is room for, are claimed; the pass ends when the room is used up.
    */
   async sweep(nowMs = Date.now()): Promise<void> {
-    await this.walker.walk(nowMs, async (b, shard) => {
-      const room = this.o.room();
-      if (room <= 0 || this.stopped) return 'stop';
-      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room);
-      for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
-        await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
-      return entries.length > 0;
-    });
+    const { leases } = this.o;
+    await this.walker.walk(
+      nowMs,
+      async (b, shard) => {
+        const room = this.o.room();
+        if (room <= 0 || this.stopped) return 'stop';
+        const entries = await listDispatchDue(this.rt, b, shard, nowMs, room + this.active.size);
+        const todo = entries.filter((e) => !this.active.has(e.dispatchId));
+        for (let i = 0; i < todo.length; i += CLAIM_CONCURRENCY)
+          await Promise.all(todo.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
+        return entries.length > 0;
+      },
+      leases ? (shard) => leases.validUntil(shard) > 0 : undefined,
+    );
   }
 
   /** A recorded retry: also armed locally when due before the sweep would see it. */
@@ -127,6 +153,16 @@ export class Sweeper {
     const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
     const lane = laneOf(trigger);
     if (!this.o.accepts(e.appId, lane)) return this.snooze(e);
+    if (this.o.leases) {
+      // This copy's shard: no other copy sweeps it while the lease lasts, so the attempt is
+      // made without a claim, and its record is the only write.
+      const leaseEndMs = this.o.leases.validUntil(shardOfEntry(e));
+      if (leaseEndMs === 0 || this.active.has(e.dispatchId)) return;
+      this.active.add(e.dispatchId);
+      const done = () => this.active.delete(e.dispatchId);
+      if (!this.o.enqueue({ state, trigger, deadlineMs: leaseEndMs, done }, lane)) done();
+      return;
+    }
     const nowMs = Date.now();
     const safetyMs = rt.config.DISPATCH_SAFETY_NET_MS;
     // Only if no attempt was recorded since the state was read.
@@ -151,9 +187,9 @@ export class Sweeper {
   }
 
   /**
-   * Replaces the due entry `e` with one at `dueAtMs` and points the dispatch at it, in one
-   * transaction conditional on `e` still being the dispatch's entry (and, when given, on its
-   * attempt count). Returns the new entry, or undefined when the condition did not hold.
+   * Moves the dispatch's due entry `e` to `dueAtMs`: one update of the dispatch item,
+   * conditional on `e` still being its entry (and, when given, on its attempt count). Returns
+   * the new entry, or undefined when the condition did not hold.
    */
   private async moveOn(
     e: DueEntry,

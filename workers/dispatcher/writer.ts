@@ -19,8 +19,9 @@ import type { DispatcherMetrics } from './metrics.js';
  * How a first attempt and its dispatch reach the ledger.
  * - `fast`: the event's partition is certainly this worker's, so nobody else can be writing
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
- *   due entries first and the dispatch items (holding their first attempt) after them, so a
- *   dispatch item in the ledger always has its due entries.
+ *   SLA checks first and the dispatch items (holding their first attempt and, when it
+ *   failed, their retry's due entry) after them, so a dispatch item in the ledger always has
+ *   its SLA check.
  * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
  *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
  *   makes its record a duplicate that writes nothing. When a transaction is cancelled because
@@ -156,7 +157,7 @@ export class FirstAttemptWriter {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      // The due entries first, then the dispatch items (see firstAttemptPhases).
+      // The SLA checks first, then the dispatch items (see firstAttemptPhases).
       const recs = batch.map((p) => p.rec);
       for (const phase of firstAttemptPhases(this.rt, recs)) await this.batchWrite(phase);
       this.recent.add(recs);
