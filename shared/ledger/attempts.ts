@@ -74,7 +74,8 @@ export async function recordAttempt(
     const { entry, items } = attemptItems(rt, { ...r, state }, withDue);
     try {
       const [only, ...more] = items;
-      if (more.length === 0 && only?.Update) await rt.dynamo.doc.send(new UpdateCommand(only.Update));
+      if (more.length === 0 && only?.Update)
+        await rt.dynamo.doc.send(new UpdateCommand(only.Update));
       else await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
       return { result: withDue ? 'recorded' : 'recorded_requeued', entry };
     } catch (err) {

@@ -86,10 +86,7 @@ export async function listDispatchDue(
  * The kind of an entry whose dispatch item predates `dueKind`: its timers-table item says
  * (`attempt` when that item is gone).
  */
-export async function legacyKind(
-  rt: Runtime,
-  e: Pick<DueEntry, 'pk' | 'sk'>,
-): Promise<DueKind> {
+export async function legacyKind(rt: Runtime, e: Pick<DueEntry, 'pk' | 'sk'>): Promise<DueKind> {
   const r = await rt.dynamo.doc.send(
     new GetCommand({
       TableName: rt.tables.timers,

@@ -333,8 +333,7 @@ export async function moveDispatchDue(
     TableName: rt.tables.ledger,
     Key: dispatchKey(from.dispatchId),
     UpdateExpression: 'SET duePk = :pk, dueSk = :sk, dueKind = :kind',
-    ConditionExpression:
-      attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
+    ConditionExpression: attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
     ExpressionAttributeValues: {
       ':pk': to.pk,
       ':sk': to.sk,

@@ -81,7 +81,8 @@ describe('retry schedule end to end', () => {
         if (name === 'TransactWriteItemsCommand')
           for (const item of input.TransactItems as Record<string, { TableName: string }>[]) {
             const [kind, op] = Object.entries(item)[0]!;
-            if (kind !== 'ConditionCheck' && mine(op)) writes.push(`${name} ${table(op.TableName)}`);
+            if (kind !== 'ConditionCheck' && mine(op))
+              writes.push(`${name} ${table(op.TableName)}`);
           }
         return next(args);
       },

@@ -100,7 +100,7 @@ describe('retry due-index sweeper', () => {
     expect(old.map((e) => e.dispatchId)).not.toContain(state.dispatchId);
   });
 
-  it("attempts an entry of a shard this copy leases without claiming it, once at a time", async () => {
+  it('attempts an entry of a shard this copy leases without claiming it, once at a time', async () => {
     const state = await storedDispatch(Date.now() - 1000);
     const entry = carried(state);
     const shard = Number(entry.pk.split('#').at(-1));
@@ -195,8 +195,9 @@ describe('retry due-index sweeper', () => {
       }),
     );
     const shard = Number(state.duePk!.split('#').at(-1));
-    const [listed] = (await listDispatchDue(rt, bucketOf(Date.parse(at)), shard, Date.now(), 100))
-      .filter((e) => e.dispatchId === state.dispatchId);
+    const [listed] = (
+      await listDispatchDue(rt, bucketOf(Date.parse(at)), shard, Date.now(), 100)
+    ).filter((e) => e.dispatchId === state.dispatchId);
     expect(listed).toMatchObject({ legacy: true, kind: 'attempt' });
     const jobs: AttemptJob[] = [];
     await sweeper(jobs).fire(listed!);
