@@ -90,7 +90,7 @@ function sums(text: string): Map<string, number> {
     if (op) out.set(`${key}:${op}`, (out.get(`${key}:${op}`) ?? 0) + Number(m[3]));
     const table = /table="(\w+)"/.exec(labels)?.[1];
     if (table) out.set(`${key}@${table}`, (out.get(`${key}@${table}`) ?? 0) + Number(m[3]));
-    for (const label of ['reason', 'outcome']) {
+    for (const label of ['reason', 'outcome', 'result']) {
       const v = new RegExp(`${label}="(\\w+)"`).exec(labels)?.[1];
       if (v)
         out.set(
@@ -385,6 +385,73 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
     );
 }
 
+/**
+ * What a later attempt writes, over REST through the real process: a sandbox app at SLA time
+ * scale 1,000 (its retry delays of 5 s, 5 min, 30 min, 2 h… become 5 ms, 0.3 s, 1.8 s, 7.2 s…)
+ * whose endpoint answers 503 for the first 8 s, gets 100 consents at 20/s; every dispatch is
+ * retried until the endpoint answers 200 again. From the service's own counters over the
+ * phase: webhook attempts, dispatches created (each first attempt is one ledger item), and items
+ * written by table. Later attempts' ledger items = ledger items − first attempts' items. The
+ * other tables' writes (the consents' own, the retry shards' leases and the sweep watermarks,
+ * endpoint health) are printed beside it, not charged to the attempts.
+ */
+async function retryPhase(url: string, adminToken: string, receiver: Receiver): Promise<void> {
+  const tenant = await createTenant(url, adminToken, receiver, 'retries');
+  const patched = await fetch(`${url}/api/v1/admin/apps/${tenant.appId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ slaTimeScale: 1000 }),
+  });
+  if (patched.status !== 200) throw new Error(`PATCH slaTimeScale: ${patched.status}`);
+  console.error('[ours] retry phase: 100 consents at 20/s to an endpoint down for 8 s');
+  const before = await metrics(url);
+  receiver.failing.add('retries');
+  const t0 = Date.now();
+  const refs = new Set<string>();
+  for (let n = 0; n < 100; n++) {
+    const wait = t0 + n * 50 - Date.now();
+    if (wait > 0) await delay(wait);
+    const userId = `retry-${n}-${t0}`;
+    const r = await fetch(`${url}/api/v1/consents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId, consents: { analytics: true, marketing: false } }),
+    });
+    const body = (await r.json().catch(() => ({}))) as { referenceId?: string };
+    if (r.status === 201 && body.referenceId) refs.add(body.referenceId);
+  }
+  await delay(Math.max(0, t0 + 8_000 - Date.now()));
+  receiver.failing.delete('retries');
+  // Every dispatch of the phase delivered (both events of each consent), or 90 s.
+  const delivered = () =>
+    new Set(
+      receiver.deliveries
+        .filter((d) => d.status === 200 && refs.has(d.referenceId))
+        .map((d) => d.webhookId),
+    ).size;
+  for (const end = Date.now() + 90_000; delivered() < 2 * refs.size && Date.now() < end;)
+    await delay(200);
+  await delay(2_000);
+  const after = await metrics(url);
+  const diff = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  const attempts = diff('svc_webhook_deliveries_total');
+  const created = diff('svc_webhook_dispatches_total{result="created"}');
+  const later = attempts - created;
+  const snoozes = diff('svc_webhook_attempts_deferred_total{reason="endpoint_busy"}');
+  const items = (table: string) => diff(`svc_dynamodb_items_written_total@${table}`);
+  const others = [...after.keys()]
+    .filter((k) => k.startsWith('svc_dynamodb_items_written_total@') && !k.endsWith('@ledger'))
+    .map((k) => `${k.split('@')[1]} ${diff(k)}`)
+    .join(', ');
+  console.log(
+    `
+retries (ours; 100 consents at 20/s, endpoint down 8 s, SLA time scale 1,000): accepted ${refs.size}, dispatches delivered ${delivered()} of ${2 * refs.size}; webhook attempts ${attempts}, of them first attempts ${created} and later attempts ${later}`,
+  );
+  console.log(
+    `        ledger items written ${items('ledger')}: first attempts ${created} (one item each), entries moved on while their endpoint's retry lane was full ${snoozes} (one update each), later attempts ${items('ledger') - created - snoozes} = ${f1((items('ledger') - created - snoozes) / later)} per later attempt; other tables over the phase: ${others}`,
+  );
+}
+
 const sustainedOf = (rs: RateResult[]) =>
   rs.filter(sustainedOk).reduce((m, r) => Math.max(m, r.rate), 0);
 
@@ -412,7 +479,7 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     const steadyAt = Date.now() + 65_000;
     const tenant = await createTenant(app.url, adminToken, receiver, 'ours');
     console.error(`service log: ${dir}/e2e-app.log`);
-    return await measure(
+    const results = await measure(
       {
         name: 'ours (npm start: Kafka + DynamoDB Local)',
         url: app.url,
@@ -428,6 +495,11 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
       receiver,
       steadyAt,
     );
+    if (process.env.BENCH_E2E_RETRIES !== '0')
+      await retryPhase(app.url, adminToken, receiver).catch((err: unknown) =>
+        console.error(`retry phase not measured: ${String(err)}`),
+      );
+    return results;
   } finally {
     await app.stop();
     await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix).catch((err: unknown) =>

@@ -43,36 +43,42 @@ describe('retry shard leases', () => {
     expect(a.validUntil(8, now)).toBe(0);
   });
 
-  it('two copies end up with half each, never the same shard', async () => {
-    const a = copy();
-    const b = copy();
-    await a.renew();
-    await b.renew(); // sees a's presence: wants 4, finds none free
-    expect(b.shards()).toEqual([]);
-    expect(a.shards()).toHaveLength(8);
-    await a.renew(); // sees two copies: keeps 4, gives 4 back
-    expect(a.shards()).toHaveLength(4);
-    await b.renew(); // takes the 4 given back
-    expect(b.shards()).toHaveLength(4);
-    expect(disjoint(a.shards(), b.shards())).toBe(true);
+  it('two copies end up with half each, never the same shard, the extra ones taken once run out', async () => {
+    const a = copy(5_000);
+    const b = copy(5_000);
+    const t0 = Date.now();
+    await a.renew(t0);
+    await b.renew(t0 + 10); // sees a's presence: wants 4, finds none free
+    expect(b.shards(t0 + 10)).toEqual([]);
+    expect(a.shards(t0 + 10)).toHaveLength(8);
+    await a.renew(t0 + 100); // sees two copies: keeps and renews 4, stops using the others
+    expect(a.shards(t0 + 100)).toHaveLength(4);
+    // Those are still a's lease until they run out: an attempt a started on one may be running.
+    await b.renew(t0 + 200);
+    expect(b.shards(t0 + 200)).toEqual([]);
+    await a.renew(t0 + 4_000); // renews its 4 (until t0 + 9 s)
+    await b.renew(t0 + 5_001); // the other 4 ran out: b takes them
+    expect(b.shards(t0 + 5_001)).toHaveLength(4);
+    expect(a.shards(t0 + 5_001)).toHaveLength(4);
+    expect(disjoint(a.shards(t0 + 5_001), b.shards(t0 + 5_001))).toBe(true);
     // Steady: more rounds change nothing.
-    const before = [a.shards(), b.shards()];
-    await a.renew();
-    await b.renew();
-    expect([a.shards(), b.shards()]).toEqual(before);
+    const before = [a.shards(t0 + 5_001), b.shards(t0 + 5_001)];
+    await a.renew(t0 + 5_050);
+    await b.renew(t0 + 5_060);
+    expect([a.shards(t0 + 5_060), b.shards(t0 + 5_060)]).toEqual(before);
   });
 
   it('a stopping copy gives its leases back, and the other takes them at its next round', async () => {
-    const a = copy();
-    const b = copy();
-    await a.renew();
-    await b.renew();
-    await a.renew();
-    await b.renew();
-    await a.stop();
+    const a = copy(5_000);
+    const b = copy(5_000);
+    const t0 = Date.now();
+    await a.renew(t0);
+    await b.renew(t0 + 10);
+    await a.renew(t0 + 20); // 4 kept, 4 leaving
+    await a.stop(); // gives back both kinds
     expect(a.shards()).toEqual([]);
-    await b.renew();
-    expect(b.shards()).toHaveLength(8);
+    await b.renew(t0 + 30);
+    expect(b.shards(t0 + 30)).toHaveLength(8);
   });
 
   it("a dead copy's leases are taken once they run out, not before", async () => {

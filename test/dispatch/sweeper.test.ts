@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
+import { recordAttempt } from '../../shared/ledger/attempts.js';
 import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
 import { bucketOf, dueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -238,7 +239,8 @@ describe('retry due-index sweeper', () => {
     expect(jobs.map((j) => [j.state.dispatchId, j.trigger])).toEqual([[fresh.dispatchId, 'first']]);
     expect(lanes).toEqual(['first']);
     const snoozed = await getDispatchState(rt, retried.dispatchId);
-    expect(Date.parse(snoozed!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000);
+    expect(snoozed!.dueSk).not.toBe(retried.dueSk);
+    expect(snoozed!.dueSnoozes).toBe(1);
 
     const more: AttemptJob[] = [];
     const moreLanes: Lane[] = [];
@@ -254,27 +256,68 @@ describe('retry due-index sweeper', () => {
     expect(moreLanes).toEqual(['retry']);
   });
 
-  it('snoozes the entry of an endpoint whose lane is full instead of queueing it', async () => {
+  it('snoozes the entry of an endpoint whose lane is full instead of queueing it, twice as long each time', async () => {
     const state = await storedDispatch(Date.now() - 100);
-    const entry = {
-      pk: state.duePk!,
-      sk: state.dueSk!,
-      dispatchId: state.dispatchId,
-      appId: app.appId,
-      dueAt: state.dueSk!.split('#')[0]!,
-      kind: 'attempt' as const,
-    };
     const jobs: AttemptJob[] = [];
+    const dueIn = async () => {
+      const s = await getDispatchState(rt, state.dispatchId);
+      return { state: s!, inMs: Date.parse(s!.dueSk!.split('#')[0]!) - Date.now() };
+    };
     busy.add('first'); // never attempted: the first-attempt lane
     try {
-      await sweeper(jobs).fire(entry);
+      await sweeper(jobs).fire(carried(state));
+      const first = await dueIn();
+      expect(first.state.dueSnoozes).toBe(1);
+      // A sweep interval (1 s here) on, ±20 %.
+      expect(first.inMs).toBeGreaterThan(600);
+      expect(first.inMs).toBeLessThanOrEqual(1_200);
+      await sweeper(jobs).fire(carried(first.state));
+      const second = await dueIn();
+      expect(second.state.dueSnoozes).toBe(2);
+      expect(second.inMs).toBeGreaterThan(1_400);
+      expect(second.inMs).toBeLessThanOrEqual(2_400);
+      // Never more than the safety net (60 s here).
+      for (let i = 0; i < 5; i++) await sweeper(jobs).fire(carried((await dueIn()).state));
+      const capped = await dueIn();
+      expect(capped.state.dueSnoozes).toBe(7);
+      expect(capped.inMs).toBeGreaterThan(40_000);
+      expect(capped.inMs).toBeLessThanOrEqual(60_000);
     } finally {
       busy.clear();
     }
     expect(jobs).toEqual([]);
-    const after = await getDispatchState(rt, state.dispatchId);
-    expect(after!.attempts).toBe(0);
-    expect(Date.parse(after!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000); // a safety interval on
+    expect((await getDispatchState(rt, state.dispatchId))!.attempts).toBe(0);
+  });
+
+  it('an attempt recorded clears the snoozes of the entry it replaces', async () => {
+    const state = await storedDispatch(Date.now() - 100);
+    busy.add('first');
+    try {
+      await sweeper([]).fire(carried(state));
+    } finally {
+      busy.clear();
+    }
+    const snoozed = (await getDispatchState(rt, state.dispatchId))!;
+    expect(snoozed.dueSnoozes).toBe(1);
+    const next = dueEntry(state.dispatchId, app.appId, Date.now() + 5_000, 'attempt', 4);
+    const { result } = await recordAttempt(rt, {
+      state: snoozed,
+      entry: {
+        trigger: 'first',
+        time: new Date().toISOString(),
+        durationMs: 3,
+        destination: 'http://127.0.0.1/hook',
+        statusCode: 500,
+        responseExcerpt: '',
+        outcome: 'failed',
+      },
+      deliveryStatus: 'pending',
+      next,
+    });
+    expect(result).toBe('recorded');
+    const after = (await getDispatchState(rt, state.dispatchId))!;
+    expect(after).toMatchObject({ attempts: 1, dueSk: next.sk, dueKind: 'attempt' });
+    expect(after.dueSnoozes).toBeUndefined();
   });
 
   it('retires an automatic entry left on a settled dispatch', async () => {

@@ -82,6 +82,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     accepts: (appId, lane) =>
       lane === 'first' ? lanes.acceptsFirst(appId) : lanes.acceptsRetry(appId),
     leases,
+    onSnooze: () => metrics.deferred.inc({ reason: 'endpoint_busy' }),
   });
   const runner = runtimePipeline(rt, {
     name: CONSUMER,

@@ -16,7 +16,8 @@ import { DEADLINE_MARGIN_MS } from './attempt.js';
  * - `shard#{n}`: the lease of shard n (`owner`, `leaseUntil`), taken and renewed by a
  *   conditional put (`takeGaugeLease`);
  * - `copy#{owner}`: each live copy's presence, so the copies share the shards: each aims at
- *   `ceil(shards / live copies)` and gives back what it holds beyond that.
+ *   `ceil(shards / live copies)`, and stops using and renewing what it holds beyond that, which
+ *   another copy takes once it has run out.
  *
  * Every `leaseMs / 3` a copy reads these items (one query) and writes its presence and each
  * lease it keeps or takes: a few writes a period, whatever the load. Leases are judged by each
@@ -54,6 +55,12 @@ export class ShardLeases {
   readonly owner = randomUUID();
   /** Shard → when its lease ends (as written by this copy, on its clock). */
   private readonly held = new Map<number, number>();
+  /**
+   * Shards this copy holds beyond its share, left to run out rather than given back: an
+   * attempt this copy started on one ends before its lease does (the attempter's deadline),
+   * so the next holder never finds an attempt of it still running. Not renewed, not used.
+   */
+  private readonly leaving = new Set<number>();
   private loop: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -128,17 +135,26 @@ export class ShardLeases {
     const free: number[] = [];
     for (let n = 0; n < this.o.shards; n++) {
       const l = lease.get(n);
-      if (l?.owner === this.owner && l.leaseUntil >= nowMs) mine.push(n);
-      else if (!l || l.leaseUntil < nowMs) free.push(n);
+      const held = l?.owner === this.owner && l.leaseUntil >= nowMs;
+      if (held && !this.leaving.has(n)) mine.push(n);
+      else if (!held) {
+        this.leaving.delete(n); // run out (or taken): done leaving
+        if (!l || l.leaseUntil < nowMs) free.push(n);
+      }
     }
     for (const n of this.held.keys()) if (!mine.includes(n)) this.held.delete(n);
     const keep = mine.slice(0, fair);
-    for (const n of mine.slice(fair)) await this.giveBack(n);
+    for (const n of mine.slice(fair)) {
+      this.held.delete(n);
+      this.leaving.add(n);
+    }
+    // Those leaving count against this copy's share until they have run out.
+    const share = Math.max(0, fair - this.leaving.size);
     // Start at a random shard, so copies starting together take different ones.
     const offset = Math.floor(Math.random() * Math.max(1, free.length));
     const take = [...free.slice(offset), ...free.slice(0, offset)].slice(
       0,
-      Math.max(0, fair - keep.length),
+      Math.max(0, share - keep.length),
     );
     for (const n of [...keep, ...take]) {
       if (this.stopped) return;
@@ -153,13 +169,16 @@ export class ShardLeases {
     await releaseGaugeLease(this.rt, this.owner, { pk: PK, sk: shardSk(n) });
   }
 
-  /** Stops renewing and gives every lease back, so the other copies take them at once. */
+  /**
+   * Stops renewing and gives every lease back, so the other copies take them at once (the
+   * dispatcher calls it once no attempt runs here).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.loop) clearTimeout(this.loop);
     await this.running;
     try {
-      for (const n of [...this.held.keys()]) await this.giveBack(n);
+      for (const n of [...this.held.keys(), ...this.leaving]) await this.giveBack(n);
       await releaseGaugeLease(this.rt, this.owner, { pk: PK, sk: copySk(this.owner) });
     } catch (err) {
       // They run out by themselves.

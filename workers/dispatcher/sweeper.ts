@@ -71,6 +71,8 @@ export class Sweeper {
        * every shard is swept and each entry claimed.
        */
       leases?: Pick<ShardLeases, 'validUntil'>;
+      /** Called for each entry snoozed (its endpoint was busy in its lane). */
+      onSnooze?: () => void;
     },
   ) {
     this.walker = new BucketWalker(rt, {
@@ -132,7 +134,9 @@ export class Sweeper {
 
   /** Claims one due entry and queues its attempt. */
   fire(e: DueEntry): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    if (this.stopped || this.active.has(e.dispatchId)) return Promise.resolve();
+    // Another copy's shard (a local timer of a retry recorded here before the shard moved).
+    if (this.o.leases && this.o.leases.validUntil(shardOfEntry(e)) === 0) return Promise.resolve();
     const running = this.firing.get(e.sk);
     if (running) return running;
     const p = this.claim(e).finally(() => this.firing.delete(e.sk));
@@ -152,7 +156,7 @@ export class Sweeper {
     }
     const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
     const lane = laneOf(trigger);
-    if (!this.o.accepts(e.appId, lane)) return this.snooze(e);
+    if (!this.o.accepts(e.appId, lane)) return this.snooze(e, state.dueSnoozes ?? 0);
     if (this.o.leases) {
       // This copy's shard: no other copy sweeps it while the lease lasts, so the attempt is
       // made without a claim, and its record is the only write.
@@ -179,11 +183,18 @@ export class Sweeper {
   }
 
   /**
-   * An endpoint already busy in that lane: move the entry one safety interval on instead of
-   * queueing it, so one saturated endpoint neither fills the room nor blocks the sweep.
+   * An endpoint already busy in that lane: move the entry on instead of queueing it, so one
+   * saturated endpoint neither fills the room nor blocks the sweep. The wait doubles with each
+   * snooze of the entry since its last attempt (`dueSnoozes`, counted on the dispatch item):
+   * a sweep interval, two, four… (±20 % jitter), never more than the safety net. So a backlog that
+   * clears in seconds (a burst after a restart) is not held back a whole safety interval, and
+   * an endpoint that stays saturated costs each of its entries a write a safety interval.
    */
-  private async snooze(e: DueEntry): Promise<void> {
-    await this.moveOn(e, Date.now() + this.rt.config.DISPATCH_SAFETY_NET_MS);
+  private async snooze(e: DueEntry, snoozes: number): Promise<void> {
+    const c = this.rt.config;
+    const jittered = c.DISPATCH_SWEEP_INTERVAL_MS * 2 ** snoozes * (0.8 + 0.4 * Math.random());
+    const wait = Math.min(c.DISPATCH_SAFETY_NET_MS, jittered);
+    if (await this.moveOn(e, Date.now() + wait, undefined, true)) this.o.onSnooze?.();
   }
 
   /**
@@ -195,10 +206,11 @@ export class Sweeper {
     e: DueEntry,
     dueAtMs: number,
     attempts?: number,
+    snoozed = false,
   ): Promise<DueEntry | undefined> {
     const { rt } = this;
     const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.DISPATCH_TIMER_SHARDS);
-    return (await moveDispatchDue(rt, e, next, attempts)) ? next : undefined;
+    return (await moveDispatchDue(rt, e, next, attempts, snoozed)) ? next : undefined;
   }
 
   /** An automatic entry of a dispatch that is already settled: remove it. */
