@@ -36,16 +36,12 @@ export class BucketWalker {
       this.watermarks.set(shard, await ensureWatermark(this.rt, shard, nowMs, this.o.family));
   }
 
-  /**
-   * One pass over every shard (or those `only` accepts); ends early when `visit` answers
-   * `'stop'`.
-   */
-  async walk(nowMs: number, visit: VisitBucket, only?: (shard: number) => boolean): Promise<void> {
+  /** One pass over every shard; ends early when `visit` answers `'stop'`. */
+  async walk(nowMs: number, visit: VisitBucket): Promise<void> {
     const current = bucketOf(nowMs);
     const offset = Math.floor(Math.random() * this.o.shards);
     for (let i = 0; i < this.o.shards; i++) {
       const shard = (offset + i) % this.o.shards;
-      if (only && !only(shard)) continue;
       const from = this.watermarks.get(shard) ?? current;
       let drained = from;
       let stop = false;

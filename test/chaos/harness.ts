@@ -238,6 +238,8 @@ export interface Delivery {
   status: number;
   /** When it arrived (ms since the epoch). */
   at: number;
+  /** The attempt number the dispatcher sent (`x-svc-attempt`). */
+  attempt: number;
 }
 
 /**
@@ -294,6 +296,7 @@ export class Receiver {
           userId: event.data.userId,
           status,
           at: Date.now(),
+          attempt: Number(headers['x-svc-attempt'] ?? 0),
         });
         res.writeHead(status, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
@@ -460,6 +463,11 @@ export interface Tally {
   lost: number;
   /** Webhooks received again after their id was already answered 2xx (at-least-once copies). */
   copies: number;
+  /**
+   * Of those, the ones with the attempt number of an attempt already received: the same
+   * attempt made again (its record had not landed, or was lost), not a later attempt.
+   */
+  sameAttemptCopies: number;
   /** Consents whose consent.granted arrived under more than one webhook-id. */
   multipleIds: number;
   badSignatures: number;
@@ -486,10 +494,15 @@ export function tally(accepted: Accepted[], receiver: Receiver): Tally {
   // A copy is a webhook received again after its id was already answered 2xx: what a receiver
   // has to deduplicate. Retries after a failed answer (the failing endpoint's) are not copies.
   const answered = new Set<string>();
+  const seen = new Set<string>();
   let copies = 0;
+  let sameAttemptCopies = 0;
   for (const d of receiver.deliveries) {
-    if (answered.has(d.webhookId)) copies++;
-    else if (d.status < 300) answered.add(d.webhookId);
+    if (answered.has(d.webhookId)) {
+      copies++;
+      if (seen.has(`${d.webhookId}#${d.attempt}`)) sameAttemptCopies++;
+    } else if (d.status < 300) answered.add(d.webhookId);
+    seen.add(`${d.webhookId}#${d.attempt}`);
   }
   const expected = accepted.filter((a) => !a.tenant.endpoint.startsWith('failing')).length;
   return {
@@ -497,6 +510,7 @@ export function tally(accepted: Accepted[], receiver: Receiver): Tally {
     delivered,
     lost: expected - delivered,
     copies,
+    sameAttemptCopies,
     multipleIds,
     badSignatures: receiver.badSignatures.length,
   };

@@ -412,7 +412,7 @@ export function report(r: ScenarioResult): string {
       `accepted ${t.accepted}`,
       `delivered ${t.delivered}`,
       `lost ${t.lost}`,
-      `copies ${t.copies}`,
+      `copies ${t.copies} (${t.sameAttemptCopies} of the same attempt)`,
       `>1 webhook-id ${t.multipleIds}`,
       `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
       `unstored ${r.unstored}`,

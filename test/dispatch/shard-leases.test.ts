@@ -57,15 +57,21 @@ describe('retry shard leases', () => {
     await b.renew(t0 + 200);
     expect(b.shards(t0 + 200)).toEqual([]);
     await a.renew(t0 + 4_000); // renews its 4 (until t0 + 9 s)
-    await b.renew(t0 + 5_001); // the other 4 ran out: b takes them
-    expect(b.shards(t0 + 5_001)).toHaveLength(4);
-    expect(a.shards(t0 + 5_001)).toHaveLength(4);
-    expect(disjoint(a.shards(t0 + 5_001), b.shards(t0 + 5_001))).toBe(true);
+    await b.renew(t0 + 5_001); // the other 4 ran out at t0 + 5 s: b takes them...
+    expect(b.shards(t0 + 5_001)).toEqual([]);
+    // ...but uses them only a grace period (a lease, here) after they ran out, so the records
+    // of a's last attempts on them have landed.
+    await a.renew(t0 + 8_000);
+    await b.renew(t0 + 8_001);
+    expect(b.shards(t0 + 9_999)).toEqual([]);
+    expect(b.shards(t0 + 10_001)).toHaveLength(4);
+    expect(a.shards(t0 + 10_001)).toHaveLength(4);
+    expect(disjoint(a.shards(t0 + 10_001), b.shards(t0 + 10_001))).toBe(true);
     // Steady: more rounds change nothing.
-    const before = [a.shards(t0 + 5_001), b.shards(t0 + 5_001)];
-    await a.renew(t0 + 5_050);
-    await b.renew(t0 + 5_060);
-    expect([a.shards(t0 + 5_060), b.shards(t0 + 5_060)]).toEqual(before);
+    const before = [a.shards(t0 + 10_001), b.shards(t0 + 10_001)];
+    await a.renew(t0 + 10_050);
+    await b.renew(t0 + 10_060);
+    expect([a.shards(t0 + 10_060), b.shards(t0 + 10_060)]).toEqual(before);
   });
 
   it('a stopping copy gives its leases back, and the other takes them at its next round', async () => {
@@ -81,7 +87,7 @@ describe('retry shard leases', () => {
     expect(b.shards(t0 + 30)).toHaveLength(8);
   });
 
-  it("a dead copy's leases are taken once they run out, not before", async () => {
+  it("a dead copy's leases are taken once they run out, and used a grace period later", async () => {
     const a = copy(5_000);
     const b = copy(5_000);
     const t0 = Date.now();
@@ -89,12 +95,23 @@ describe('retry shard leases', () => {
     // a dies (no stop). b, while a's leases last, takes nothing.
     await b.renew(t0 + 1_000);
     expect(b.shards(t0 + 1_000)).toEqual([]);
-    // After they ran out (and a's presence with them), b holds everything.
+    // After they ran out (and a's presence with them), b holds everything, and uses it once
+    // the grace period after their end has passed.
     await b.renew(t0 + 5_001);
-    expect(b.shards(t0 + 5_001)).toHaveLength(8);
+    expect(b.shards(t0 + 5_001)).toEqual([]);
+    await b.renew(t0 + 8_000);
+    expect(b.shards(t0 + 10_001)).toHaveLength(8);
     // a, come back to life, finds its leases gone at its next round.
-    await a.renew(t0 + 5_002);
-    expect(disjoint(a.shards(t0 + 5_002), b.shards(t0 + 5_002))).toBe(true);
-    expect(a.shards(t0 + 5_002)).toEqual([]);
+    await a.renew(t0 + 10_002);
+    expect(a.shards(t0 + 10_002)).toEqual([]);
+  });
+
+  it('a lease that ran out longer than the grace period ago is used at once', async () => {
+    const a = copy(5_000);
+    const t0 = Date.now();
+    await a.renew(t0);
+    const b = copy(5_000);
+    await b.renew(t0 + 12_000); // a's ran out at t0 + 5 s: 7 s ago, more than the grace
+    expect(b.shards(t0 + 12_000)).toHaveLength(8);
   });
 });

@@ -101,8 +101,17 @@ describe('retry due-index sweeper', () => {
     expect(old.map((e) => e.dispatchId)).not.toContain(state.dispatchId);
   });
 
-  it('attempts an entry of a shard this copy leases without claiming it, once at a time', async () => {
-    const state = await storedDispatch(Date.now() - 1000);
+  it('attempts a retry in a shard this copy leases without claiming it, once at a time', async () => {
+    const stored = await storedDispatch(Date.now() - 1000);
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: dispatchPk(stored.dispatchId), sk: 'DSP' },
+        UpdateExpression: 'SET attempts = :one',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const state = { ...stored, attempts: 1 };
     const entry = carried(state);
     const shard = Number(entry.pk.split('#').at(-1));
     const leaseEnd = Date.now() + 20_000;
@@ -114,16 +123,32 @@ describe('retry due-index sweeper', () => {
     await owner.fire(entry);
     await owner.fire(entry); // queued already: not twice
     expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ trigger: 'first', deadlineMs: leaseEnd });
+    expect(jobs[0]).toMatchObject({ trigger: 'retry', deadlineMs: leaseEnd });
     // Nothing was written: the dispatch still carries the entry as it was.
     const after = await getDispatchState(rt, state.dispatchId);
     expect(after!.dueSk).toBe(state.dueSk);
     expect(after!.duePk).toBe(state.duePk);
-    expect(after!.attempts).toBe(0);
+    expect(after!.attempts).toBe(1);
     // Once the job is over without a record (say its deadline came first), it is due again.
     jobs[0]!.done!();
     await owner.fire(entry);
     expect(jobs).toHaveLength(2);
+  });
+
+  it('claims a deferred first attempt even in a shard this copy leases', async () => {
+    const state = await storedDispatch(Date.now() - 1000);
+    const entry = carried(state);
+    const shard = Number(entry.pk.split('#').at(-1));
+    const jobs: AttemptJob[] = [];
+    await sweeper(jobs, [], { validUntil: (s) => (s === shard ? Date.now() + 20_000 : 0) }).fire(
+      entry,
+    );
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.trigger).toBe('first');
+    // Moved on to the safety net, so the next sweeps do not read it while it runs.
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).not.toBe(state.dueSk);
+    expect(jobs[0]!.deadlineMs).toBe(Date.parse(after!.dueSk!.split('#')[0]!));
   });
 
   it('catches up on buckets left behind while no worker ran, and moves the watermark on', async () => {

@@ -19,6 +19,11 @@ import { DEADLINE_MARGIN_MS } from './attempt.js';
  *   `ceil(shards / live copies)`, and stops using and renewing what it holds beyond that, which
  *   another copy takes once it has run out.
  *
+ * A lease taken over from another copy is used only `graceMs` (by default `leaseMs`) after
+ * that copy's lease ran out, so the records of its last attempts have landed (see
+ * `usableFrom`); a lease given back by a copy that stopped is used at once, and one that ran
+ * out longer ago than that too.
+ *
  * Every `leaseMs / 3` a copy reads these items (one query) and writes its presence and each
  * lease it keeps or takes: a few writes a period, whatever the load. Leases are judged by each
  * copy's own clock; a copy stops making attempts `SKEW_MS` before its lease runs out (see
@@ -61,13 +66,20 @@ export class ShardLeases {
    * so the next holder never finds an attempt of it still running. Not renewed, not used.
    */
   private readonly leaving = new Set<number>();
+  /**
+   * Shard → from when this copy uses it: a lease taken over from another copy whose lease ran
+   * out lately is used only `graceMs` after that. Its attempts ended before its lease did, but
+   * their records may still be landing (retried while the store is slow); an entry read before
+   * its record landed would be attempted again.
+   */
+  private readonly usableFrom = new Map<number, number>();
   private loop: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(
     private readonly rt: Runtime,
-    private readonly o: { shards: number; leaseMs: number; log: Logger },
+    private readonly o: { shards: number; leaseMs: number; log: Logger; graceMs?: number },
   ) {}
 
   /** Takes this copy's share of the shards, then keeps it every `leaseMs / 3`. */
@@ -92,6 +104,7 @@ export class ShardLeases {
    * it does not hold the shard. An attempt must end before it (the attempter checks).
    */
   validUntil(shard: number, nowMs = Date.now()): number {
+    if ((this.usableFrom.get(shard) ?? 0) > nowMs) return 0;
     const until = (this.held.get(shard) ?? 0) - SKEW_MS;
     return until > nowMs ? until : 0;
   }
@@ -159,8 +172,12 @@ export class ShardLeases {
     for (const n of [...keep, ...take]) {
       if (this.stopped) return;
       const key = { pk: PK, sk: shardSk(n) };
-      if (await takeGaugeLease(rt, this.owner, nowMs, untilMs, key)) this.held.set(n, untilMs);
-      else this.held.delete(n);
+      if (await takeGaugeLease(rt, this.owner, nowMs, untilMs, key)) {
+        const prev = lease.get(n);
+        if (!this.held.has(n) && prev && prev.owner !== this.owner)
+          this.usableFrom.set(n, prev.leaseUntil + (this.o.graceMs ?? this.o.leaseMs));
+        this.held.set(n, untilMs);
+      } else this.held.delete(n);
     }
   }
 

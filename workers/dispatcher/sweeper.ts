@@ -29,19 +29,22 @@ const CLAIM_CONCURRENCY = 16;
 
 /**
  * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
- * and turns due entries into retry jobs.
- * - With shard leases (the dispatcher's way, shard-leases.ts): only the shards this copy
- *   holds are swept, and their entries are queued as they are, unclaimed: no other copy reads
- *   them while the lease lasts, the attempt must end before it does (`deadlineMs`), and a job is
- *   not queued twice while it runs here. The attempt's record, which moves the entry on, is its
- *   only write. A copy that dies mid-attempt loses nothing: the entry is still due, and the
- *   next holder of the shard makes the attempt again.
- * - Without: every shard is swept, and an entry is claimed with one conditional update of its
- *   dispatch item that moves it on to a safety-net time (exactly one worker copy wins); if the
- *   worker dies mid-attempt the safety net fires and the attempt is redone.
+ * and turns due entries into attempt jobs.
+ * - With shard leases (the dispatcher's way, shard-leases.ts): the retries and resends of the
+ *   shards this copy holds are queued as they are, unclaimed (those of other copies' shards
+ *   are left to them): no other copy makes them while the lease lasts, the attempt must end
+ *   before it does (`deadlineMs`), and a job is not queued twice while it runs here. The
+ *   attempt's record, which moves the entry on, is its only write. A copy that dies
+ *   mid-attempt loses nothing: the entry is still due, and the next holder of the shard makes
+ *   the attempt again.
+ * - Deferred first attempts, found by any copy (and every entry, without leases), are claimed
+ *   with one conditional update of the dispatch item that moves the entry on to a safety-net
+ *   time (exactly one worker copy wins), so the sweep does not read them again while they run;
+ *   if the worker dies mid-attempt the safety net fires and the attempt is redone.
  *
- * Either way an entry whose endpoint is busy in its lane is moved one safety interval on. Retries due within two sweep intervals also get a local timer,
- * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
+ * An entry whose endpoint is busy in its lane is moved on instead (`snooze`). Retries due
+ * within two sweep intervals also get a local timer, so short (sandbox) delays are kept
+ * precisely rather than rounded up to the next sweep.
  */
 export class Sweeper {
   private readonly walker: BucketWalker;
@@ -99,20 +102,15 @@ export class Sweeper {
    * as many as there is room for, are claimed; the pass ends when the room is used up.
    */
   async sweep(nowMs = Date.now()): Promise<void> {
-    const { leases } = this.o;
-    await this.walker.walk(
-      nowMs,
-      async (b, shard) => {
-        const room = this.o.room();
-        if (room <= 0 || this.stopped) return 'stop';
-        const entries = await listDispatchDue(this.rt, b, shard, nowMs, room + this.active.size);
-        const todo = entries.filter((e) => !this.active.has(e.dispatchId));
-        for (let i = 0; i < todo.length; i += CLAIM_CONCURRENCY)
-          await Promise.all(todo.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
-        return entries.length > 0;
-      },
-      leases ? (shard) => leases.validUntil(shard) > 0 : undefined,
-    );
+    await this.walker.walk(nowMs, async (b, shard) => {
+      const room = this.o.room();
+      if (room <= 0 || this.stopped) return 'stop';
+      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room + this.active.size);
+      const todo = entries.filter((e) => !this.active.has(e.dispatchId));
+      for (let i = 0; i < todo.length; i += CLAIM_CONCURRENCY)
+        await Promise.all(todo.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
+      return entries.length > 0;
+    });
   }
 
   /** A recorded retry: also armed locally when due before the sweep would see it. */
@@ -135,8 +133,6 @@ export class Sweeper {
   /** Claims one due entry and queues its attempt. */
   fire(e: DueEntry): Promise<void> {
     if (this.stopped || this.active.has(e.dispatchId)) return Promise.resolve();
-    // Another copy's shard (a local timer of a retry recorded here before the shard moved).
-    if (this.o.leases && this.o.leases.validUntil(shardOfEntry(e)) === 0) return Promise.resolve();
     const running = this.firing.get(e.sk);
     if (running) return running;
     const p = this.claim(e).finally(() => this.firing.delete(e.sk));
@@ -156,12 +152,17 @@ export class Sweeper {
     }
     const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
     const lane = laneOf(trigger);
+    // A retry or a resend goes by the shard's lease; a deferred first attempt is claimed by
+    // whichever copy finds it (such entries come by the thousand after an outage: every copy
+    // shares them, and one claimed is not read again by the sweeps while it waits its turn).
+    const leased = this.o.leases !== undefined && trigger !== 'first';
+    const leaseEndMs = leased ? this.o.leases!.validUntil(shardOfEntry(e)) : 0;
+    if (leased && leaseEndMs === 0) return; // another copy's shard: its holder makes it
     if (!this.o.accepts(e.appId, lane)) return this.snooze(e, state.dueSnoozes ?? 0);
-    if (this.o.leases) {
-      // This copy's shard: no other copy sweeps it while the lease lasts, so the attempt is
-      // made without a claim, and its record is the only write.
-      const leaseEndMs = this.o.leases.validUntil(shardOfEntry(e));
-      if (leaseEndMs === 0 || this.active.has(e.dispatchId)) return;
+    if (leased) {
+      // This copy's shard: no other copy makes its retries while the lease lasts, so the
+      // attempt is made without a claim, and its record is the only write.
+      if (this.active.has(e.dispatchId)) return;
       this.active.add(e.dispatchId);
       const done = () => this.active.delete(e.dispatchId);
       if (!this.o.enqueue({ state, trigger, deadlineMs: leaseEndMs, done }, lane)) done();
