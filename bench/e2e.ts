@@ -392,7 +392,7 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
  * retried until the endpoint answers 200 again. From the service's own counters over the
  * phase: webhook attempts, dispatches created (each first attempt is one ledger item), and items
  * written by table. Later attempts' ledger items = ledger items − first attempts' items. The
- * other tables' writes (the consents' own, the sweep watermarks,
+ * other tables' writes (the consents' own, the retry shards' leases and the sweep watermarks,
  * endpoint health) are printed beside it, not charged to the attempts.
  */
 async function retryPhase(url: string, adminToken: string, receiver: Receiver): Promise<void> {
@@ -437,6 +437,7 @@ async function retryPhase(url: string, adminToken: string, receiver: Receiver): 
   const attempts = diff('svc_webhook_deliveries_total');
   const created = diff('svc_webhook_dispatches_total{result="created"}');
   const later = attempts - created;
+  const snoozes = diff('svc_webhook_attempts_deferred_total{reason="endpoint_busy"}');
   const items = (table: string) => diff(`svc_dynamodb_items_written_total@${table}`);
   const others = [...after.keys()]
     .filter((k) => k.startsWith('svc_dynamodb_items_written_total@') && !k.endsWith('@ledger'))
@@ -447,7 +448,7 @@ async function retryPhase(url: string, adminToken: string, receiver: Receiver): 
 retries (ours; 100 consents at 20/s, endpoint down 8 s, SLA time scale 1,000): accepted ${refs.size}, dispatches delivered ${delivered()} of ${2 * refs.size}; webhook attempts ${attempts}, of them first attempts ${created} and later attempts ${later}`,
   );
   console.log(
-    `        ledger items written ${items('ledger')}: first attempts ${created} (one item each), later attempts ${items('ledger') - created} = ${f1((items('ledger') - created) / later)} per later attempt (each: the sweeper's claim and the record, plus a move of the entry whenever its endpoint's retry lane was full); other tables over the phase: ${others}`,
+    `        ledger items written ${items('ledger')}: first attempts ${created} (one item each), entries moved on while their endpoint's retry lane was full ${snoozes} (one update each), later attempts ${items('ledger') - created - snoozes} = ${f1((items('ledger') - created - snoozes) / later)} per later attempt; other tables over the phase: ${others}`,
   );
 }
 

@@ -209,6 +209,12 @@ export const baseConfigSchema = z.object({
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */
   DISPATCH_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
   DISPATCH_TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
+  /**
+   * How long a dispatcher copy's lease of a retry shard lasts (renewed every third of it): a
+   * copy that dies holding shards has their due attempts made by another copy this much later
+   * at most. At least twice the webhook timeout plus 4 s is used whatever this says.
+   */
+  DISPATCH_RETRY_LEASE_MS: z.coerce.number().int().positive().default(30_000),
   /** Shards of the SLA-check and consent-expiry due-index (grow only), and how often it is swept. */
   TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
   TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),

@@ -311,6 +311,8 @@ function attemptItems(
   let cond = 'attempts = :prev AND headHash = :prevHead';
   let remove = '';
   if (withDue) {
+    // An attempt was made: the next entry starts without snoozes.
+    remove = ' REMOVE dueSnoozes';
     cond += r.state.dueSk ? ' AND dueSk = :oldSk' : ' AND attribute_not_exists(dueSk)';
     if (r.state.dueSk) values[':oldSk'] = r.state.dueSk;
     if (r.next) {
@@ -324,7 +326,7 @@ function attemptItems(
     } else {
       sets.push('nextAttemptAt = :null');
       values[':null'] = null;
-      remove = ` REMOVE ${DUE_ATTRS}`;
+      remove = ` REMOVE ${DUE_ATTRS}`; // dueSnoozes among them
     }
   }
   const update: TransactItem = {

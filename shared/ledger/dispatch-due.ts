@@ -38,7 +38,7 @@ export const dispatchDue = (e: Pick<DueEntry, 'pk' | 'sk' | 'kind'>): DispatchDu
 });
 
 /** The attributes of a dispatch item that name its due entry, removed together. */
-export const DUE_ATTRS = 'duePk, dueSk, dueKind';
+export const DUE_ATTRS = 'duePk, dueSk, dueKind, dueSnoozes';
 
 /** The entry's due time: its sk starts with it (an ISO time holds no `#`). */
 const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));

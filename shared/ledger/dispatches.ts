@@ -86,6 +86,8 @@ export interface DispatchState extends DispatchRecord {
   duePk?: string;
   dueSk?: string;
   dueKind?: DueKind;
+  /** How often the due entry was snoozed since the last attempt (the sweeper's back-off). */
+  dueSnoozes?: number;
   /** Change-index keys (see changes.ts): the period the dispatch last changed in. */
   gsi3pk?: string;
   gsi3sk?: string;
@@ -146,6 +148,7 @@ const INTERNAL = new Set([
   'duePk',
   'dueSk',
   'dueKind',
+  'dueSnoozes',
   'attemptLog',
   'type',
   'prevHash',
@@ -320,25 +323,28 @@ export async function createDispatch(
 
 /**
  * Moves a dispatch's due entry from `from` to `to`: one update of the dispatch item,
- * conditional on `from` still being its entry (and, when given, on its attempt count). False
- * (nothing written) when a condition did not hold.
+ * conditional on `from` still being its entry (and, when given, on its attempt count); a
+ * `snoozed` move also counts itself in `dueSnoozes`. False (nothing written) when a condition
+ * did not hold.
  */
 export async function moveDispatchDue(
   rt: Runtime,
   from: DueEntry,
   to: DueEntry,
   attempts?: number,
+  snoozed = false,
 ): Promise<boolean> {
   return updateIfHolds(rt.dynamo.doc, {
     TableName: rt.tables.ledger,
     Key: dispatchKey(from.dispatchId),
-    UpdateExpression: 'SET duePk = :pk, dueSk = :sk, dueKind = :kind',
+    UpdateExpression: `SET duePk = :pk, dueSk = :sk, dueKind = :kind${snoozed ? ' ADD dueSnoozes :one' : ''}`,
     ConditionExpression: attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
     ExpressionAttributeValues: {
       ':pk': to.pk,
       ':sk': to.sk,
       ':kind': to.kind,
       ':old': from.sk,
+      ...(snoozed ? { ':one': 1 } : {}),
       ...(attempts === undefined ? {} : { ':n': attempts }),
     },
   });

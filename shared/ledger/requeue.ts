@@ -25,7 +25,8 @@ export async function requeueDispatch(
     const moved = await updateIfHolds(rt.dynamo.doc, {
       TableName: rt.tables.ledger,
       Key: dispatchKey(dispatchId),
-      UpdateExpression: 'SET duePk = :pk, dueSk = :sk, dueKind = :kind, nextAttemptAt = :at',
+      UpdateExpression:
+        'SET duePk = :pk, dueSk = :sk, dueKind = :kind, nextAttemptAt = :at REMOVE dueSnoozes',
       ConditionExpression: state.dueSk ? 'dueSk = :old' : 'attribute_not_exists(dueSk)',
       ExpressionAttributeValues: {
         ':pk': entry.pk,

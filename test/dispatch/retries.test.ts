@@ -59,7 +59,7 @@ describe('retry schedule end to end', () => {
     expect((await getEndpointState(f.p.rt, app.appId))?.disabledAt).toBeUndefined();
   });
 
-  it('writes each later attempt as two updates of the dispatch item, its claim and its record, and nothing else', async () => {
+  it('writes each later attempt as one update of the dispatch item, and nothing else', async () => {
     const { app } = await sandboxApp(f.p.rt, f.rcv.url('/down-writes'), 100_000);
     f.rcv.on('/down-writes', (_r, res) => res.writeHead(500).end());
     const e = consentEvent(app);
@@ -94,10 +94,8 @@ describe('retry schedule end to end', () => {
       expect(d.attemptCount).toBe(8);
       // The first attempt: the dispatch item holding it (one item, batched or conditional).
       expect(writes[0]).toMatch(/^(BatchWriteItemCommand|TransactWriteItemsCommand) ledger$/);
-      // Attempts 2…8: the sweeper's claim (the entry moved on to the safety net) and the
-      // record (the attempt appended, the entry moved on), one update each; nothing in the
-      // timers table.
-      expect(writes.slice(1)).toEqual(Array(14).fill('UpdateItemCommand ledger'));
+      // Attempts 2…8: one update each, no claim before them, nothing in the timers table.
+      expect(writes.slice(1)).toEqual(Array(7).fill('UpdateItemCommand ledger'));
     } finally {
       stack.remove('dispatchWrites');
     }

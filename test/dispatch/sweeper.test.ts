@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
+import { recordAttempt } from '../../shared/ledger/attempts.js';
 import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
 import { bucketOf, dueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -45,13 +46,28 @@ async function storedDispatch(dueAtMs: number) {
 /** Lanes that are full for the app, as the dispatcher's lanes would report. */
 const busy = new Set<Lane>();
 
-function sweeper(jobs: AttemptJob[], lanes: Lane[] = []) {
+function sweeper(
+  jobs: AttemptJob[],
+  lanes: Lane[] = [],
+  leases?: { validUntil: (shard: number) => number },
+) {
   return new Sweeper(rt, {
     enqueue: (j, lane) => (jobs.push(j), lanes.push(lane), true),
     room: () => 100,
     accepts: (_appId, lane) => !busy.has(lane),
+    ...(leases ? { leases } : {}),
   });
 }
+
+/** The entry a dispatch item carries, as the index lists it. */
+const carried = (state: { dispatchId: string; duePk?: string; dueSk?: string }) => ({
+  pk: state.duePk!,
+  sk: state.dueSk!,
+  dispatchId: state.dispatchId,
+  appId: app.appId,
+  dueAt: state.dueSk!.split('#')[0]!,
+  kind: 'attempt' as const,
+});
 
 describe('retry due-index sweeper', () => {
   it('lets exactly one of several worker copies claim a due entry', async () => {
@@ -83,6 +99,56 @@ describe('retry due-index sweeper', () => {
     );
     const old = await listDispatchDue(rt, bucketOf(Date.now() - 1000), shard, Date.now(), 100);
     expect(old.map((e) => e.dispatchId)).not.toContain(state.dispatchId);
+  });
+
+  it('attempts a retry in a shard this copy leases without claiming it, once at a time', async () => {
+    const stored = await storedDispatch(Date.now() - 1000);
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: dispatchPk(stored.dispatchId), sk: 'DSP' },
+        UpdateExpression: 'SET attempts = :one',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const state = { ...stored, attempts: 1 };
+    const entry = carried(state);
+    const shard = Number(entry.pk.split('#').at(-1));
+    const leaseEnd = Date.now() + 20_000;
+    const jobs: AttemptJob[] = [];
+    const owner = sweeper(jobs, [], { validUntil: (s) => (s === shard ? leaseEnd : 0) });
+    const other = sweeper(jobs, [], { validUntil: (s) => (s === shard ? 0 : leaseEnd) });
+    await other.fire(entry); // not its shard
+    expect(jobs).toEqual([]);
+    await owner.fire(entry);
+    await owner.fire(entry); // queued already: not twice
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ trigger: 'retry', deadlineMs: leaseEnd });
+    // Nothing was written: the dispatch still carries the entry as it was.
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).toBe(state.dueSk);
+    expect(after!.duePk).toBe(state.duePk);
+    expect(after!.attempts).toBe(1);
+    // Once the job is over without a record (say its deadline came first), it is due again.
+    jobs[0]!.done!();
+    await owner.fire(entry);
+    expect(jobs).toHaveLength(2);
+  });
+
+  it('claims a deferred first attempt even in a shard this copy leases', async () => {
+    const state = await storedDispatch(Date.now() - 1000);
+    const entry = carried(state);
+    const shard = Number(entry.pk.split('#').at(-1));
+    const jobs: AttemptJob[] = [];
+    await sweeper(jobs, [], { validUntil: (s) => (s === shard ? Date.now() + 20_000 : 0) }).fire(
+      entry,
+    );
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.trigger).toBe('first');
+    // Moved on to the safety net, so the next sweeps do not read it while it runs.
+    const after = await getDispatchState(rt, state.dispatchId);
+    expect(after!.dueSk).not.toBe(state.dueSk);
+    expect(jobs[0]!.deadlineMs).toBe(Date.parse(after!.dueSk!.split('#')[0]!));
   });
 
   it('catches up on buckets left behind while no worker ran, and moves the watermark on', async () => {
@@ -198,7 +264,8 @@ describe('retry due-index sweeper', () => {
     expect(jobs.map((j) => [j.state.dispatchId, j.trigger])).toEqual([[fresh.dispatchId, 'first']]);
     expect(lanes).toEqual(['first']);
     const snoozed = await getDispatchState(rt, retried.dispatchId);
-    expect(Date.parse(snoozed!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000);
+    expect(snoozed!.dueSk).not.toBe(retried.dueSk);
+    expect(snoozed!.dueSnoozes).toBe(1);
 
     const more: AttemptJob[] = [];
     const moreLanes: Lane[] = [];
@@ -214,27 +281,68 @@ describe('retry due-index sweeper', () => {
     expect(moreLanes).toEqual(['retry']);
   });
 
-  it('snoozes the entry of an endpoint whose lane is full instead of queueing it', async () => {
+  it('snoozes the entry of an endpoint whose lane is full instead of queueing it, twice as long each time', async () => {
     const state = await storedDispatch(Date.now() - 100);
-    const entry = {
-      pk: state.duePk!,
-      sk: state.dueSk!,
-      dispatchId: state.dispatchId,
-      appId: app.appId,
-      dueAt: state.dueSk!.split('#')[0]!,
-      kind: 'attempt' as const,
-    };
     const jobs: AttemptJob[] = [];
+    const dueIn = async () => {
+      const s = await getDispatchState(rt, state.dispatchId);
+      return { state: s!, inMs: Date.parse(s!.dueSk!.split('#')[0]!) - Date.now() };
+    };
     busy.add('first'); // never attempted: the first-attempt lane
     try {
-      await sweeper(jobs).fire(entry);
+      await sweeper(jobs).fire(carried(state));
+      const first = await dueIn();
+      expect(first.state.dueSnoozes).toBe(1);
+      // A sweep interval (1 s here) on, ±20 %.
+      expect(first.inMs).toBeGreaterThan(600);
+      expect(first.inMs).toBeLessThanOrEqual(1_200);
+      await sweeper(jobs).fire(carried(first.state));
+      const second = await dueIn();
+      expect(second.state.dueSnoozes).toBe(2);
+      expect(second.inMs).toBeGreaterThan(1_400);
+      expect(second.inMs).toBeLessThanOrEqual(2_400);
+      // Never more than the safety net (60 s here).
+      for (let i = 0; i < 5; i++) await sweeper(jobs).fire(carried((await dueIn()).state));
+      const capped = await dueIn();
+      expect(capped.state.dueSnoozes).toBe(7);
+      expect(capped.inMs).toBeGreaterThan(40_000);
+      expect(capped.inMs).toBeLessThanOrEqual(60_000);
     } finally {
       busy.clear();
     }
     expect(jobs).toEqual([]);
-    const after = await getDispatchState(rt, state.dispatchId);
-    expect(after!.attempts).toBe(0);
-    expect(Date.parse(after!.dueSk!.split('#')[0]!)).toBeGreaterThan(Date.now() + 50_000); // a safety interval on
+    expect((await getDispatchState(rt, state.dispatchId))!.attempts).toBe(0);
+  });
+
+  it('an attempt recorded clears the snoozes of the entry it replaces', async () => {
+    const state = await storedDispatch(Date.now() - 100);
+    busy.add('first');
+    try {
+      await sweeper([]).fire(carried(state));
+    } finally {
+      busy.clear();
+    }
+    const snoozed = (await getDispatchState(rt, state.dispatchId))!;
+    expect(snoozed.dueSnoozes).toBe(1);
+    const next = dueEntry(state.dispatchId, app.appId, Date.now() + 5_000, 'attempt', 4);
+    const { result } = await recordAttempt(rt, {
+      state: snoozed,
+      entry: {
+        trigger: 'first',
+        time: new Date().toISOString(),
+        durationMs: 3,
+        destination: 'http://127.0.0.1/hook',
+        statusCode: 500,
+        responseExcerpt: '',
+        outcome: 'failed',
+      },
+      deliveryStatus: 'pending',
+      next,
+    });
+    expect(result).toBe('recorded');
+    const after = (await getDispatchState(rt, state.dispatchId))!;
+    expect(after).toMatchObject({ attempts: 1, dueSk: next.sk, dueKind: 'attempt' });
+    expect(after.dueSnoozes).toBeUndefined();
   });
 
   it('retires an automatic entry left on a settled dispatch', async () => {

@@ -23,8 +23,13 @@ import type { FirstAttemptWriter, FirstWriteResult, WriteMode } from './writer.j
 export interface AttemptJob {
   state: DispatchState;
   trigger: 'first' | 'retry' | 'manual';
-  /** When the dispatch's safety-net entry fires: an attempt that cannot end before it is left to it. */
+  /**
+   * When the dispatch's safety-net entry fires, or this copy's lease of its due-index shard
+   * ends: an attempt that cannot end before it is left to the due-index.
+   */
   deadlineMs: number;
+  /** Called once the job is over (attempted and recorded, or left), however it ended. */
+  done?: () => void;
   /**
    * A first attempt straight from the event stream: the dispatch is not in the ledger yet and
    * is written with the attempt. `done` settles the Kafka message (rejected: it is not

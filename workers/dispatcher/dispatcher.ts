@@ -9,6 +9,7 @@ import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
 import { CONSUMER, consentEventHandler } from './handler.js';
 import { LANES, Lanes } from './lanes.js';
 import { dispatcherMetrics } from './metrics.js';
+import { retryShardLeases } from './shard-leases.js';
 import { Sweeper } from './sweeper.js';
 import { FirstAttemptWriter } from './writer.js';
 
@@ -64,7 +65,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     },
     maxBacklog: c.DISPATCH_MAX_BACKLOG,
     endpointMaxBacklog: c.DISPATCH_ENDPOINT_MAX_BACKLOG,
-    run: (job) => attempter.run(job),
+    run: (job) => attempter.run(job).finally(() => job.done?.()),
     onError: (err) => log.error({ err }, 'attempt job failed'),
     onChange: () => sample(),
   });
@@ -74,11 +75,14 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
       metrics.backlog.set({ lane }, lanes.queued[lane]);
     }
   };
+  const leases = retryShardLeases(rt, log);
   const sw = new Sweeper(rt, {
     enqueue: (job, lane) => lanes.enqueue(job.state.appId, lane, job),
     room: () => lanes.retryRoom(),
     accepts: (appId, lane) =>
       lane === 'first' ? lanes.acceptsFirst(appId) : lanes.acceptsRetry(appId),
+    leases,
+    onSnooze: () => metrics.deferred.inc({ reason: 'endpoint_busy' }),
   });
   const runner = runtimePipeline(rt, {
     name: CONSUMER,
@@ -90,12 +94,14 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     partitionsConsumedConcurrently: topicDefs.consentEvents.partitions,
   });
   try {
+    await leases.start();
     await sw.start();
     await runner.start();
   } catch (err) {
     // Nothing may keep running when start fails: the process is about to report and exit.
     await runner.stop();
     await sw.stop();
+    await leases.stop();
     lanes.close();
     writer.close();
     client.close();
@@ -137,6 +143,8 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
               clearTimeout(timer);
             },
           ],
+          // Only once no attempt runs: the next owner of a shard makes what is due there.
+          ['leases', () => leases.stop()],
           ['writer', async () => writer.close()],
           // What is recorded is committed; the rest is consumed again by the next owner.
           ['consumer', () => runner.stop()],

@@ -9,6 +9,10 @@ import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
 import type { Lane } from './lanes.js';
+import type { ShardLeases } from './shard-leases.js';
+
+/** The shard of an entry: the last part of its bucket key (`retry#{minute}#{shard}`). */
+const shardOfEntry = (e: Pick<DueEntry, 'pk'>) => Number(e.pk.slice(e.pk.lastIndexOf('#') + 1));
 
 /**
  * A dispatch never attempted (its first attempt was left to the due-index: the endpoint's
@@ -25,16 +29,29 @@ const CLAIM_CONCURRENCY = 16;
 
 /**
  * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
- * and turns due entries into retry jobs. An entry is claimed with one conditional update of
- * its dispatch item that moves the entry on to a safety-net time (exactly one worker copy
- * wins), so a worker that dies mid-attempt loses nothing: the safety net fires and the attempt
- * is redone. Retries due within two sweep intervals also get a local timer,
- * so short (sandbox) delays are kept precisely rather than rounded up to the next sweep.
+ * and turns due entries into attempt jobs.
+ * - With shard leases (the dispatcher's way, shard-leases.ts): the retries and resends of the
+ *   shards this copy holds are queued as they are, unclaimed (those of other copies' shards
+ *   are left to them): no other copy makes them while the lease lasts, the attempt must end
+ *   before it does (`deadlineMs`), and a job is not queued twice while it runs here. The
+ *   attempt's record, which moves the entry on, is its only write. A copy that dies
+ *   mid-attempt loses nothing: the entry is still due, and the next holder of the shard makes
+ *   the attempt again.
+ * - Deferred first attempts, found by any copy (and every entry, without leases), are claimed
+ *   with one conditional update of the dispatch item that moves the entry on to a safety-net
+ *   time (exactly one worker copy wins), so the sweep does not read them again while they run;
+ *   if the worker dies mid-attempt the safety net fires and the attempt is redone.
+ *
+ * An entry whose endpoint is busy in its lane is moved on instead (`snooze`). Retries due
+ * within two sweep intervals also get a local timer, so short (sandbox) delays are kept
+ * precisely rather than rounded up to the next sweep.
  */
 export class Sweeper {
   private readonly walker: BucketWalker;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly firing = new Map<string, Promise<void>>();
+  /** Dispatches whose unclaimed attempt is queued or running here (a lease's shards). */
+  private readonly active = new Set<string>();
   private loop: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -51,6 +68,14 @@ export class Sweeper {
       room: () => number;
       /** Whether this endpoint can take another job in `lane` now (else its entry is snoozed). */
       accepts: (appId: string, lane: Lane) => boolean;
+      /**
+       * This copy's leases of the due-index shards (shard-leases.ts). When given, only the
+       * shards held are swept, and their entries are attempted without a claim. Without it,
+       * every shard is swept and each entry claimed.
+       */
+      leases?: Pick<ShardLeases, 'validUntil'>;
+      /** Called for each entry snoozed (its endpoint was busy in its lane). */
+      onSnooze?: () => void;
     },
   ) {
     this.walker = new BucketWalker(rt, {
@@ -80,9 +105,10 @@ export class Sweeper {
     await this.walker.walk(nowMs, async (b, shard) => {
       const room = this.o.room();
       if (room <= 0 || this.stopped) return 'stop';
-      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room);
-      for (let i = 0; i < entries.length; i += CLAIM_CONCURRENCY)
-        await Promise.all(entries.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
+      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room + this.active.size);
+      const todo = entries.filter((e) => !this.active.has(e.dispatchId));
+      for (let i = 0; i < todo.length; i += CLAIM_CONCURRENCY)
+        await Promise.all(todo.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
       return entries.length > 0;
     });
   }
@@ -106,7 +132,7 @@ export class Sweeper {
 
   /** Claims one due entry and queues its attempt. */
   fire(e: DueEntry): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    if (this.stopped || this.active.has(e.dispatchId)) return Promise.resolve();
     const running = this.firing.get(e.sk);
     if (running) return running;
     const p = this.claim(e).finally(() => this.firing.delete(e.sk));
@@ -126,7 +152,22 @@ export class Sweeper {
     }
     const trigger = e.kind === 'manual' ? 'manual' : state.attempts === 0 ? 'first' : 'retry';
     const lane = laneOf(trigger);
-    if (!this.o.accepts(e.appId, lane)) return this.snooze(e);
+    // A retry or a resend goes by the shard's lease; a deferred first attempt is claimed by
+    // whichever copy finds it (such entries come by the thousand after an outage: every copy
+    // shares them, and one claimed is not read again by the sweeps while it waits its turn).
+    const leased = this.o.leases !== undefined && trigger !== 'first';
+    const leaseEndMs = leased ? this.o.leases!.validUntil(shardOfEntry(e)) : 0;
+    if (leased && leaseEndMs === 0) return; // another copy's shard: its holder makes it
+    if (!this.o.accepts(e.appId, lane)) return this.snooze(e, state.dueSnoozes ?? 0);
+    if (leased) {
+      // This copy's shard: no other copy makes its retries while the lease lasts, so the
+      // attempt is made without a claim, and its record is the only write.
+      if (this.active.has(e.dispatchId)) return;
+      this.active.add(e.dispatchId);
+      const done = () => this.active.delete(e.dispatchId);
+      if (!this.o.enqueue({ state, trigger, deadlineMs: leaseEndMs, done }, lane)) done();
+      return;
+    }
     const nowMs = Date.now();
     const safetyMs = rt.config.DISPATCH_SAFETY_NET_MS;
     // Only if no attempt was recorded since the state was read.
@@ -143,11 +184,18 @@ export class Sweeper {
   }
 
   /**
-   * An endpoint already busy in that lane: move the entry one safety interval on instead of
-   * queueing it, so one saturated endpoint neither fills the room nor blocks the sweep.
+   * An endpoint already busy in that lane: move the entry on instead of queueing it, so one
+   * saturated endpoint neither fills the room nor blocks the sweep. The wait doubles with each
+   * snooze of the entry since its last attempt (`dueSnoozes`, counted on the dispatch item):
+   * a sweep interval, two, four… (±20 % jitter), never more than the safety net. So a backlog that
+   * clears in seconds (a burst after a restart) is not held back a whole safety interval, and
+   * an endpoint that stays saturated costs each of its entries a write a safety interval.
    */
-  private async snooze(e: DueEntry): Promise<void> {
-    await this.moveOn(e, Date.now() + this.rt.config.DISPATCH_SAFETY_NET_MS);
+  private async snooze(e: DueEntry, snoozes: number): Promise<void> {
+    const c = this.rt.config;
+    const jittered = c.DISPATCH_SWEEP_INTERVAL_MS * 2 ** snoozes * (0.8 + 0.4 * Math.random());
+    const wait = Math.min(c.DISPATCH_SAFETY_NET_MS, jittered);
+    if (await this.moveOn(e, Date.now() + wait, undefined, true)) this.o.onSnooze?.();
   }
 
   /**
@@ -159,10 +207,11 @@ export class Sweeper {
     e: DueEntry,
     dueAtMs: number,
     attempts?: number,
+    snoozed = false,
   ): Promise<DueEntry | undefined> {
     const { rt } = this;
     const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.DISPATCH_TIMER_SHARDS);
-    return (await moveDispatchDue(rt, e, next, attempts)) ? next : undefined;
+    return (await moveDispatchDue(rt, e, next, attempts, snoozed)) ? next : undefined;
   }
 
   /** An automatic entry of a dispatch that is already settled: remove it. */
