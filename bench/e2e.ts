@@ -415,10 +415,16 @@ async function retryPhase(url: string, adminToken: string, receiver: Receiver): 
     const r = await fetch(`${url}/api/v1/consents`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ userId, consents: { analytics: true, marketing: false } }),
+      body: JSON.stringify({
+        userId,
+        email: `${userId}@example.com`,
+        consents: { analytics: true, marketing: false },
+      }),
     });
     const body = (await r.json().catch(() => ({}))) as { referenceId?: string };
     if (r.status === 201 && body.referenceId) refs.add(body.referenceId);
+    else if (n === 0)
+      console.error(`[ours] retry phase: POST answered ${r.status}: ${JSON.stringify(body)}`);
   }
   await delay(Math.max(0, t0 + 8_000 - Date.now()));
   receiver.failing.delete('retries');
