@@ -1,7 +1,7 @@
-import { BatchWriteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
-import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
+import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
 import {
@@ -73,10 +73,7 @@ export async function recordAttempt(
   for (let tries = 0; ; tries++) {
     const { entry, items } = attemptItems(rt, { ...r, state }, withDue);
     try {
-      const [only, ...more] = items;
-      if (more.length === 0 && only?.Update)
-        await rt.dynamo.doc.send(new UpdateCommand(only.Update));
-      else await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      await writeItems(rt.dynamo.doc, items);
       return { result: withDue ? 'recorded' : 'recorded_requeued', entry };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;

@@ -1,6 +1,6 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
-import { DUE_INDEX } from '../timers/derived.js';
+import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
 import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
 
 /**
@@ -39,9 +39,6 @@ export const dispatchDue = (e: Pick<DueEntry, 'pk' | 'sk' | 'kind'>): DispatchDu
 
 /** The attributes of a dispatch item that name its due entry, removed together. */
 export const DUE_ATTRS = 'duePk, dueSk, dueKind, dueSnoozes';
-
-/** The entry's due time: its sk starts with it (an ISO time holds no `#`). */
-const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));
 
 /**
  * Dispatches of one bucket and shard of the ledger's `due` index with an attempt due at or

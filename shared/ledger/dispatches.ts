@@ -1,16 +1,10 @@
 import { createHash } from 'node:crypto';
-import {
-  BatchGetCommand,
-  GetCommand,
-  PutCommand,
-  TransactWriteCommand,
-  type BatchGetCommandOutput,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
-import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
+import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
@@ -311,9 +305,7 @@ export async function createDispatch(
 ): Promise<{ result: 'recorded' | 'duplicate'; state: DispatchState }> {
   const created = newDispatchItems(rt, o);
   try {
-    const [only, ...more] = created.items;
-    if (more.length === 0 && only?.Put) await rt.dynamo.doc.send(new PutCommand(only.Put));
-    else await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
+    await writeItems(rt.dynamo.doc, created.items);
     return { result: 'recorded', state: created.state };
   } catch (err) {
     if (isConditionFailure(err)) return { result: 'duplicate', state: created.state };

@@ -1,7 +1,11 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteCommand,
   DynamoDBDocumentClient,
+  PutCommand,
+  TransactWriteCommand,
   UpdateCommand,
+  type TransactWriteCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { Agent } from 'node:http';
@@ -86,6 +90,22 @@ export function isConditionFailure(err: unknown): boolean {
  * A conditional update whose failed condition is an answer, not an error: true when it applied,
  * false when its condition did not hold. Any other error is thrown.
  */
+/**
+ * Writes `items` as one request: a single put, update or delete as that request alone (AWS bills
+ * an item in a transaction twice), anything else as one `TransactWriteItems`. A failed
+ * condition throws either way (`isConditionFailure` recognises both).
+ */
+export async function writeItems(
+  doc: DynamoDBDocumentClient,
+  items: NonNullable<TransactWriteCommandInput['TransactItems']>,
+): Promise<void> {
+  const [only, ...more] = items;
+  if (more.length === 0 && only?.Put) await doc.send(new PutCommand(only.Put));
+  else if (more.length === 0 && only?.Update) await doc.send(new UpdateCommand(only.Update));
+  else if (more.length === 0 && only?.Delete) await doc.send(new DeleteCommand(only.Delete));
+  else await doc.send(new TransactWriteCommand({ TransactItems: items }));
+}
+
 export async function updateIfHolds(
   doc: DynamoDBDocumentClient,
   input: UpdateCommandInput,

@@ -70,7 +70,7 @@ export function unchangedDueCondition(loaded: Partial<DueAttributes & DueLease>)
 }
 
 /** The entry's due time: its sk starts with it (an ISO time holds no `#`). */
-const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));
+export const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));
 
 /**
  * Derived entries of one bucket and shard of `table`'s `due` index due at or before `nowMs`,

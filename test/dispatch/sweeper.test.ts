@@ -59,6 +59,18 @@ function sweeper(
   });
 }
 
+/** Changes a stored dispatch item as another writer would have (attempts made, settled…). */
+async function setStored(dispatchId: string, update: string, values: Record<string, unknown>) {
+  await rt.dynamo.doc.send(
+    new UpdateCommand({
+      TableName: rt.tables.ledger,
+      Key: { pk: dispatchPk(dispatchId), sk: 'DSP' },
+      UpdateExpression: update,
+      ExpressionAttributeValues: values,
+    }),
+  );
+}
+
 /** The entry a dispatch item carries, as the index lists it. */
 const carried = (state: { dispatchId: string; duePk?: string; dueSk?: string }) => ({
   pk: state.duePk!,
@@ -103,14 +115,7 @@ describe('retry due-index sweeper', () => {
 
   it('attempts a retry in a shard this copy leases without claiming it, once at a time', async () => {
     const stored = await storedDispatch(Date.now() - 1000);
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: { pk: dispatchPk(stored.dispatchId), sk: 'DSP' },
-        UpdateExpression: 'SET attempts = :one',
-        ExpressionAttributeValues: { ':one': 1 },
-      }),
-    );
+    await setStored(stored.dispatchId, 'SET attempts = :one', { ':one': 1 });
     const state = { ...stored, attempts: 1 };
     const entry = carried(state);
     const shard = Number(entry.pk.split('#').at(-1));
@@ -198,14 +203,7 @@ describe('retry due-index sweeper', () => {
     const state = await storedDispatch(Date.now() - 100);
     // As the dispatch and its operator resend were stored before: the kind only in the
     // timers table's item.
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: { pk: dispatchPk(state.dispatchId), sk: 'DSP' },
-        UpdateExpression: 'SET deliveryStatus = :f REMOVE dueKind',
-        ExpressionAttributeValues: { ':f': 'failed' },
-      }),
-    );
+    await setStored(state.dispatchId, 'SET deliveryStatus = :f REMOVE dueKind', { ':f': 'failed' });
     const at = state.dueSk!.split('#')[0]!;
     await rt.dynamo.doc.send(
       new PutCommand({
@@ -236,28 +234,13 @@ describe('retry due-index sweeper', () => {
   it('hands a never-attempted dispatch to the first-attempt lane and a retry to the retry lane', async () => {
     const fresh = await storedDispatch(Date.now() - 100);
     const retried = await storedDispatch(Date.now() - 100);
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: { pk: dispatchPk(retried.dispatchId), sk: 'DSP' },
-        UpdateExpression: 'SET attempts = :one',
-        ExpressionAttributeValues: { ':one': 1 },
-      }),
-    );
+    await setStored(retried.dispatchId, 'SET attempts = :one', { ':one': 1 });
     const jobs: AttemptJob[] = [];
     const lanes: Lane[] = [];
     // The retry lane is full: a retry is snoozed, a first attempt still goes out.
     busy.add('retry');
     try {
-      for (const st of [fresh, retried])
-        await sweeper(jobs, lanes).fire({
-          pk: st.duePk!,
-          sk: st.dueSk!,
-          dispatchId: st.dispatchId,
-          appId: app.appId,
-          dueAt: st.dueSk!.split('#')[0]!,
-          kind: 'attempt',
-        });
+      for (const st of [fresh, retried]) await sweeper(jobs, lanes).fire(carried(st));
     } finally {
       busy.clear();
     }
@@ -347,22 +330,8 @@ describe('retry due-index sweeper', () => {
 
   it('retires an automatic entry left on a settled dispatch', async () => {
     const state = await storedDispatch(Date.now() - 100);
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: { pk: dispatchPk(state.dispatchId), sk: 'DSP' },
-        UpdateExpression: 'SET deliveryStatus = :d',
-        ExpressionAttributeValues: { ':d': 'delivered' },
-      }),
-    );
-    const entry = {
-      pk: state.duePk!,
-      sk: state.dueSk!,
-      dispatchId: state.dispatchId,
-      appId: app.appId,
-      dueAt: state.dueSk!.split('#')[0]!,
-      kind: 'attempt' as const,
-    };
+    await setStored(state.dispatchId, 'SET deliveryStatus = :d', { ':d': 'delivered' });
+    const entry = carried(state);
     const jobs: AttemptJob[] = [];
     await sweeper(jobs).fire(entry);
     expect(jobs).toEqual([]);
