@@ -21,6 +21,14 @@ import {
  */
 
 const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+/**
+ * This file answers hundreds of 401s to one address on purpose; the failed-authentication limit
+ * (test/foundation/rate-limits.test.ts) would otherwise turn later calls into 429s, by timing.
+ */
+const NO_AUTH_FAILURE_LIMIT = {
+  RATE_LIMIT_AUTH_FAILURE_RPS: '100000',
+  RATE_LIMIT_AUTH_FAILURE_BURST: '100000',
+};
 const P = '/api/public/consents/my-transactions';
 const MINT = '/api/public/consents/principal-tokens';
 const OPS = ['grant', 'revoke', 'erase'] as const;
@@ -38,7 +46,7 @@ interface Principal {
 beforeAll(async () => {
   f = await startConsentProcess('principal-tokens', {
     services: [widgetService],
-    env: { SVC_ENCRYPTION_KEY: ENCRYPTION_KEY },
+    env: { SVC_ENCRYPTION_KEY: ENCRYPTION_KEY, ...NO_AUTH_FAILURE_LIMIT },
   });
   const notice = { triggerKey: 'signup', purposes: [{ name: 'analytics' }, { name: 'marketing' }] };
   a = await f.createApp({ notice });
@@ -390,6 +398,7 @@ describe('signing keys', () => {
   beforeAll(async () => {
     // Processes on the same tables and the same encryption key, with other token key ids.
     const shared = {
+      ...NO_AUTH_FAILURE_LIMIT,
       SVC_ENCRYPTION_KEY: ENCRYPTION_KEY,
       TABLE_PREFIX: f.p.rt.config.TABLE_PREFIX,
       TOPIC_PREFIX: f.p.rt.config.TOPIC_PREFIX,
