@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
@@ -59,6 +60,11 @@ interface RateResult {
   itemsWritten: number;
   requests: number;
   cpuMs: number;
+  /**
+   * CPU per consent of this process (the load generator and the webhook receiver, which checks
+   * every signature), so that every process on the machine is accounted for.
+   */
+  benchCpuMs: number;
   /** Answers by HTTP status ('none': no answer within 10 s, or a refused connection). */
   answers: Map<string, number>;
   /** 429 and 503 answers without a Retry-After header. */
@@ -152,6 +158,7 @@ async function runRate(
 > {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
   const cpuBefore = cpuSeconds(app.pid);
+  const benchBefore = process.cpuUsage();
   const backingBefore = backingCpu(app);
   const started = new Map<string, number>();
   const postMs: number[] = [];
@@ -217,6 +224,7 @@ async function runRate(
   await delay(2_000);
   const after = app.metrics ? await metrics(app.url) : new Map<string, number>();
   const cpu = cpuSeconds(app.pid) - cpuBefore;
+  const benchCpu = process.cpuUsage(benchBefore);
   const backingAfter = backingCpu(app);
   const diff = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
   const lat = [...arrived].map(([ref, at]) => at - started.get(ref)!).sort((a, b) => a - b);
@@ -281,6 +289,7 @@ async function runRate(
     ),
     requests: per(diff('svc_dynamodb_requests_total')),
     cpuMs: per(cpu * 1000),
+    benchCpuMs: per((benchCpu.user + benchCpu.system) / 1000),
     backingCpuMs: new Map(
       [...backingAfter].map(([k, v]) => [k, per((v - (backingBefore.get(k) ?? 0)) * 1000)]),
     ),
@@ -316,9 +325,9 @@ function row(r: RateResult, dynamo: boolean): string {
 
 const sustainedOk = (r: RateResult) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
 
-/** Warm-up, then the rates in order until one is not sustained; prints a row per rate. */
 /**
- * Warm-up (not counted) at 20/s: at least one round, and until `untilMs`. Ours warms up until
+ * The rates in order until one is not sustained, a row per rate, after a warm-up (not
+ * counted) at 20/s: at least one round, and until `untilMs`. Ours warms up until
  * DISPATCH_CLOCK_SKEW_MS (60 s) after its partitions were assigned: before that the dispatcher
  * treats every event as possibly recorded by a previous owner (a lookup and a conditional
  * transaction each), which is the first minute after a start, not the steady state.
@@ -353,7 +362,7 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
       );
     }
     console.log(
-      `        CPU ms/consent: service ${f1(r.cpuMs)}, ${[...r.backingCpuMs].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
+      `        CPU ms/consent: service ${f1(r.cpuMs)}, ${[...r.backingCpuMs].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}; this bench process (load generator + receiver) ${f1(r.benchCpuMs)}`,
     );
     if (!sustainedOk(r)) break;
   }
@@ -508,8 +517,8 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     return results;
   } finally {
     await app.stop();
-    await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix).catch((err: unknown) =>
-      console.error(`store floor not measured: ${String(err)}`),
+    await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix, stack.pid('dynamodb')).catch(
+      (err: unknown) => console.error(`store floor not measured: ${String(err)}`),
     );
     kafkaFloorAt100 = await kafkaFloor(stack.brokers, 100, SECONDS).catch((err: unknown) => {
       console.error(`Kafka floor not measured: ${String(err)}`);
@@ -566,6 +575,7 @@ export async function run(): Promise<void> {
             `  at ${rate}/s: ours p50 ${f0(o.p50)} / p99 ${f0(o.p99)} ms, peer p50 ${f0(q.p50)} / p99 ${f0(q.p99)} ms; CPU per consent ours ${f1(o.cpuMs)} ms, peer ${f1(q.cpuMs)} ms`,
           );
       }
+      if (s && p) machineBudget(ours, peer, Math.ceil(p / 2));
       const o = at(ours, 100);
       const q = at(peer, 100);
       if (o && q && kafkaFloorAt100) {
@@ -579,6 +589,50 @@ export async function run(): Promise<void> {
     await receiver.stop();
   }
 }
+
+/**
+ * Whether the machine has the CPU for `target` consents a second (half the peer's sustained
+ * rate): each side's CPU per consent, every process on the machine (the service and what it
+ * stands on, and this bench process), times the target, against the machine's cores. Ours is
+ * taken at its highest sustained rate (CPU per consent falls a little as the rate rises, as
+ * transactions get shared), then with DynamoDB Local at its own floor (the store floor at 12
+ * consents a transaction), then without DynamoDB Local on the machine, as on AWS DynamoDB.
+ */
+function machineBudget(ours: RateResult[], peer: RateResult[], target: number): void {
+  const cores = os.availableParallelism();
+  const o = ours.filter(sustainedOk).at(-1);
+  if (!o) return;
+  const q = peer.find((r) => r.rate === target) ?? peer.filter(sustainedOk).at(-1)!;
+  const parts = (r: RateResult, name: string) => [
+    [name, r.cpuMs] as const,
+    ...[...r.backingCpuMs],
+    ['bench', r.benchCpuMs] as const,
+  ];
+  const line = (label: string, ps: (readonly [string, number])[]) => {
+    const sum = ps.reduce((t, [, v]) => t + v, 0);
+    const need = (sum * target) / 1000;
+    console.log(
+      `  ${label}: ${ps.map(([k, v]) => `${k} ${f1(v)}`).join(' + ')} = ${f1(sum)} ms a consent → ${need.toFixed(2)} of ${cores} cores at ${target}/s${need > cores ? ' (more than the machine has)' : ''}`,
+    );
+  };
+  console.log(`\nCPU budget at half the peer's sustained rate (${target}/s) on ${cores} cores:`);
+  const ourParts = parts(o, 'service');
+  line(`ours, as measured at ${o.rate}/s`, ourParts);
+  const floor12 = storeFloorCpuMs.get(12);
+  if (floor12 !== undefined)
+    line(
+      'ours with DynamoDB Local at its own floor (12 consents a transaction)',
+      ourParts.map(([k, v]) => [k, k === 'DynamoDB Local' ? floor12 : v] as const),
+    );
+  line(
+    'ours without DynamoDB Local on the machine (AWS DynamoDB)',
+    ourParts.filter(([k]) => k !== 'DynamoDB Local'),
+  );
+  line(`peer, as measured at ${q.rate}/s`, parts(q, 'service'));
+}
+
+/** DynamoDB Local's CPU per consent in the store floor, by consents per transaction. */
+const storeFloorCpuMs = new Map<number, number>();
 
 /** Kafka's floor at 100/s, measured after ours on its broker (see `kafkaFloor`). */
 let kafkaFloorAt100: { p50: number; p99: number } | undefined;
@@ -653,7 +707,12 @@ async function kafkaFloor(
  * 4 requests in flight; one consent per transaction, then 12 per transaction (as group commit
  * sends them under load). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
  */
-async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promise<void> {
+async function storeFloor(
+  endpoint: string,
+  prefix: string,
+  dynamoPid: number,
+  seconds = 5,
+): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: 'local',
@@ -680,6 +739,7 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
     };
     for (const perRequest of [1, 12]) {
       let done = 0;
+      const cpuBefore = cpuSeconds(dynamoPid);
       const end = Date.now() + seconds * 1000;
       const pendingDispatches: Record<string, unknown>[] = [];
       const flushDispatches = async (all = false) => {
@@ -727,8 +787,10 @@ async function storeFloor(endpoint: string, prefix: string, seconds = 5): Promis
         }),
       );
       await flushDispatches(true);
+      const dynamoMs = ((cpuSeconds(dynamoPid) - cpuBefore) * 1000) / done;
+      storeFloorCpuMs.set(perRequest, dynamoMs);
       console.log(
-        `  ${String(perRequest).padStart(2)} consent(s) per transaction: ${f0(done / seconds)} consents/s`,
+        `  ${String(perRequest).padStart(2)} consent(s) per transaction: ${f0(done / seconds)} consents/s; DynamoDB Local CPU ${f1(dynamoMs)} ms a consent`,
       );
     }
   } finally {

@@ -87,10 +87,6 @@ export function isConditionFailure(err: unknown): boolean {
 }
 
 /**
- * A conditional update whose failed condition is an answer, not an error: true when it applied,
- * false when its condition did not hold. Any other error is thrown.
- */
-/**
  * Writes `items` as one request: a single put, update or delete as that request alone (AWS bills
  * an item in a transaction twice), anything else as one `TransactWriteItems`. A failed
  * condition throws either way (`isConditionFailure` recognises both).
@@ -106,6 +102,10 @@ export async function writeItems(
   else await doc.send(new TransactWriteCommand({ TransactItems: items }));
 }
 
+/**
+ * A conditional update whose failed condition is an answer, not an error: true when it applied,
+ * false when its condition did not hold. Any other error is thrown.
+ */
 export async function updateIfHolds(
   doc: DynamoDBDocumentClient,
   input: UpdateCommandInput,
