@@ -4,7 +4,7 @@ import { derivedReferenceOf } from '../../shared/domain/consent/repository.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { bearer, useRecordApi } from './fixture.js';
 
-const { rec, uid, post, get } = useRecordApi('consent-record');
+const { rec, uid, post, get, put, del } = useRecordApi('consent-record');
 
 describe('POST /api/v1/consents', () => {
   it('creates the record: 201, Location, body, and consent.created + consent.granted on Kafka', async () => {
@@ -288,5 +288,70 @@ describe('POST with consentId (link a widget capture)', () => {
     expect(after.kinds('transaction').find((t) => t.transactionId === c.transactionId)).toEqual(
       before.kinds('transaction').find((t) => t.transactionId === c.transactionId),
     );
+  });
+});
+
+describe('reads of a user record', () => {
+  /**
+   * The keys of the entities items the process reads whole, one by one, while `fn` runs (the
+   * activity tracking's read of a principal's activity fields, projected and at most once a
+   * day per principal and process, is not counted).
+   */
+  async function gets(fn: () => Promise<unknown>): Promise<string[]> {
+    const seen: string[] = [];
+    const doc = rec.f.p.rt.dynamo.doc;
+    const name = `countGets-${Math.random()}`;
+    doc.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as {
+          TableName?: string;
+          Key?: { pk: string; sk: string };
+          ProjectionExpression?: string;
+        };
+        if (
+          input.TableName === rec.f.p.rt.tables.entities &&
+          input.Key &&
+          input.ProjectionExpression === undefined
+        )
+          seen.push(`${input.Key.pk}|${input.Key.sk}`);
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      await fn();
+    } finally {
+      doc.middlewareStack.remove(name);
+    }
+    return seen;
+  }
+  const principals = (keys: string[]) => keys.filter((k) => k.endsWith('|PRINCIPAL'));
+
+  it('GET, PUT and DELETE read the whole principal once: the lookup by user id finds it', async () => {
+    const userId = uid();
+    const created = await post(rec.a, {
+      userId,
+      email: 'once@shop.example',
+      consents: { analytics: true },
+    });
+    expect(created.status).toBe(201);
+    const read = await gets(async () => {
+      const r = await get(rec.a, userId);
+      expect(r.status).toBe(200);
+      expect(r.body.email).toBe('once@shop.example');
+    });
+    expect(principals(read)).toHaveLength(1);
+    const updated = await gets(async () => {
+      const r = await put(rec.a, userId, { email: 'twice@shop.example' });
+      expect(r.status).toBe(200);
+      expect(r.body.email).toBe('twice@shop.example');
+    });
+    expect(principals(updated)).toHaveLength(1);
+    const withdrawn = await gets(async () => {
+      const r = await del(rec.a, userId);
+      expect(r.status).toBe(200);
+      expect(r.body.email).toBe('twice@shop.example');
+    });
+    expect(principals(withdrawn)).toHaveLength(1);
   });
 });

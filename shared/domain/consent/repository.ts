@@ -81,17 +81,33 @@ export async function loadUser(
   appId: string,
   userId: string,
 ): Promise<UserPointer | undefined> {
+  return (await findUser(rt, appId, userId))?.user;
+}
+
+/**
+ * `loadUser`, with the user's principal when the lookup read it on the way (the user is at its
+ * derived referenceId), so a caller that needs both reads it once.
+ */
+export async function findUser(
+  rt: Runtime,
+  appId: string,
+  userId: string,
+): Promise<{ user: UserPointer; principal?: StoredPrincipal } | undefined> {
   const ref = derivedReferenceId(await getReferenceKey(rt, appId), userId);
   const p = await loadPrincipal(rt, appId, ref);
   if (p?.userId === userId && p.userTransactionId !== undefined)
     return {
-      appId,
-      userId,
-      referenceId: ref,
-      transactionId: p.userTransactionId,
-      createdAt: p.createdAt,
+      user: {
+        appId,
+        userId,
+        referenceId: ref,
+        transactionId: p.userTransactionId,
+        createdAt: p.createdAt,
+      },
+      principal: p,
     };
-  return getItem<UserPointer>(rt, keys.user(appId, userId));
+  const user = await getItem<UserPointer>(rt, keys.user(appId, userId));
+  return user ? { user } : undefined;
 }
 
 /** The referenceId a user id is first offered in the app (ids.ts, `derivedReferenceId`). */

@@ -9,8 +9,8 @@ import {
   keys,
   loadPrincipal,
   loadTransaction,
+  findUser,
   loadTransactionAt,
-  loadUser,
   notDerivedUser,
   putUser,
 } from './repository.js';
@@ -195,10 +195,18 @@ async function linkCapture(
   return toUserRecord(input.userId, input.email, txn);
 }
 
+/** The user and its principal (read once: by the lookup when it found the user through it). */
+async function withPrincipal(rt: Runtime, app: App, userId: string) {
+  const found = await findUser(rt, app.appId, userId);
+  if (!found) return undefined;
+  const { user } = found;
+  return { user, principal: found.principal ?? loadPrincipal(rt, app.appId, user.referenceId) };
+}
+
 async function current(rt: Runtime, app: App, userId: string) {
-  const user = await loadUser(rt, app.appId, userId);
-  if (!user) throw noRecord();
-  return user;
+  const found = await withPrincipal(rt, app, userId);
+  if (!found) throw noRecord();
+  return found;
 }
 
 export async function getUserConsent(
@@ -206,11 +214,12 @@ export async function getUserConsent(
   app: App,
   userId: string,
 ): Promise<UserRecord | undefined> {
-  const user = await loadUser(rt, app.appId, userId);
-  if (!user) return undefined;
+  const found = await withPrincipal(rt, app, userId);
+  if (!found) return undefined;
+  const { user } = found;
   const [txn, principal] = await Promise.all([
     loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
-    loadPrincipal(rt, app.appId, user.referenceId),
+    found.principal,
   ]);
   if (!txn) return undefined;
   return toUserRecord(userId, principal?.email, txn);
@@ -224,8 +233,8 @@ export async function updateUserConsent(
   const { rt, app } = ctx;
   const consents = input.consents ?? {};
   await assertDeclared(rt, app.appId, consents);
-  const user = await current(rt, app, userId);
-  const principal = await loadPrincipal(rt, app.appId, user.referenceId);
+  const { user, principal: loaded } = await current(rt, app, userId);
+  const principal = await loaded;
   const emailChange = input.email !== undefined && input.email !== principal?.email;
   const { txn } = await mutateTransaction(
     ctx,
@@ -264,14 +273,14 @@ export async function updateUserConsent(
 /** Withdraws every purpose; a repeat changes nothing and emits nothing. */
 export async function withdrawUserConsent(ctx: WriteContext, userId: string): Promise<UserRecord> {
   const { rt, app } = ctx;
-  const user = await current(rt, app, userId);
+  const { user, principal: loaded } = await current(rt, app, userId);
   const [{ txn }, principal] = await Promise.all([
     mutateTransaction(
       ctx,
       () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
       (t, now) => applyOperation(t.records, 'revoke', now),
     ),
-    loadPrincipal(rt, app.appId, user.referenceId),
+    loaded,
   ]);
   return toUserRecord(userId, principal?.email, txn);
 }
