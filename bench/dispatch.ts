@@ -9,7 +9,7 @@ import type { ConsentEvent } from '../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../shared/domain/ids.js';
 import type { App } from '../shared/domain/types.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
-import { benchStack, percentile } from './lib.js';
+import { benchStack, kafkaFloor, percentile } from './lib.js';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { firstAttemptRecord } from '../shared/ledger/attempts.js';
 import { newDispatchState } from '../shared/ledger/dispatches.js';
@@ -152,45 +152,16 @@ async function paced(
   };
 }
 
-/** Kafka's own produce → consume latency at `rate`/s on a scratch topic: the floor under ours. */
-async function kafkaFloor(p: RunningProcess, rate: number, seconds: number) {
-  const topic = `${p.rt.config.TOPIC_PREFIX}bench-floor-${Date.now()}`;
-  const admin = p.rt.kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
-  await admin.disconnect();
-  const lat: number[] = [];
-  const consumer = p.rt.kafka.consumer({ groupId: `${topic}-g`, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    partitionsConsumedConcurrently: 6,
-    eachBatch: async ({ batch }) => {
-      const now = Date.now();
-      for (const m of batch.messages) lat.push(now - Number(m.value?.toString()));
-    },
+/** Kafka's floor under ours for 2 s at `rate`/s, through the process's own producer. */
+const floorOf = (p: RunningProcess, rate: number) =>
+  kafkaFloor({
+    kafka: p.rt.kafka,
+    topicPrefix: p.rt.config.TOPIC_PREFIX,
+    rate,
+    seconds: 2,
+    perTick: Math.max(1, Math.round(rate / 50)),
+    send: (messages) => p.rt.producer.send(messages),
   });
-  await new Promise((r) => setTimeout(r, 3_000)); // joined and assigned
-  const t0 = Date.now();
-  const perTick = Math.max(1, Math.round(rate / 50));
-  let sent = 0;
-  while (sent < rate * seconds) {
-    await p.rt.producer.send(
-      Array.from({ length: perTick }, (_, i) => ({
-        topic,
-        key: `k${sent + i}`,
-        value: String(Date.now()),
-      })),
-    );
-    sent += perTick;
-    const wait = t0 + (sent / rate) * 1000 - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  }
-  await waitFor(() => lat.length >= sent, 10);
-  await consumer.disconnect();
-  lat.sort((a, b) => a - b);
-  return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
-}
 
 async function ledgerCeiling(p: RunningProcess, app: App): Promise<number> {
   // The item the dispatcher writes for a first delivery that succeeded: built by the same
@@ -387,11 +358,11 @@ export async function run(): Promise<void> {
       `(b)         CPU per delivery of this process:  ${cpuUs.toFixed(0).padStart(6)} µs (process.cpuUsage over the burst; the dispatcher, and also the publisher and the receiver, which run here; target ≤ 300 µs for the dispatcher)`,
     );
 
-    const floor = await kafkaFloor(p, MID_RATE, 2);
+    const floor = await floorOf(p, MID_RATE);
     console.log(
       `floor       Kafka alone, produce → consume at ${MID_RATE}/s: p50 ${floor.p50} ms, p99 ${floor.p99} ms`,
     );
-    const floorHigh = await kafkaFloor(p, RATE, 2);
+    const floorHigh = await floorOf(p, RATE);
     console.log(
       `floor       Kafka alone, produce → consume at ${RATE}/s: p50 ${floorHigh.p50} ms, p99 ${floorHigh.p99} ms`,
     );

@@ -15,7 +15,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
-import { percentile } from './lib.js';
+import { kafkaFloor, percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 
 /**
@@ -520,7 +520,7 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix, stack.pid('dynamodb')).catch(
       (err: unknown) => console.error(`store floor not measured: ${String(err)}`),
     );
-    kafkaFloorAt100 = await kafkaFloor(stack.brokers, 100, SECONDS).catch((err: unknown) => {
+    kafkaFloorAt100 = await kafkaFloorOf(stack.brokers, 100, SECONDS).catch((err: unknown) => {
       console.error(`Kafka floor not measured: ${String(err)}`);
       return undefined;
     });
@@ -645,17 +645,17 @@ function machineBudget(ours: RateResult[], peer: RateResult[], target: number): 
 /** DynamoDB Local's CPU per consent in the store floor, by consents per transaction. */
 const storeFloorCpuMs = new Map<number, number>();
 
-/** Kafka's floor at 100/s, measured after ours on its broker (see `kafkaFloor`). */
+/** Kafka's floor at 100/s, measured after ours on its broker (see `kafkaFloorOf`). */
 let kafkaFloorAt100: { p50: number; p99: number } | undefined;
 
 /**
  * Kafka's own produce → consume latency, in the same run, on the same broker, after the service
- * stopped: `rate` messages a second for `seconds` to a scratch topic of 6 partitions, each
- * timed from just before its send to its arrival at a consumer in this process (kafkajs, as the
- * service's producer and consumers are). The floor under ours: every consent crosses Kafka once
- * between its POST and its webhook.
+ * stopped (bench/lib.ts `kafkaFloor`): `rate` messages a second for `seconds`, each sent alone
+ * with acks all by a kafkajs producer of this process and not waited for (as the pacing goes on),
+ * to a consumer in this process (kafkajs, as the service's producer and consumers are). The
+ * floor under ours: every consent crosses Kafka once between its POST and its webhook.
  */
-async function kafkaFloor(
+async function kafkaFloorOf(
   brokers: string,
   rate: number,
   seconds: number,
@@ -665,47 +665,27 @@ async function kafkaFloor(
     brokers: [brokers],
     logLevel: logLevel.ERROR,
   });
-  const topic = `bench-floor-${Date.now().toString(36)}`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
-  await admin.disconnect();
   const producer = kafka.producer({ idempotent: true });
-  const consumer = kafka.consumer({ groupId: `${topic}-g`, maxWaitTimeInMs: 100 });
-  const lat: number[] = [];
+  await producer.connect();
   try {
-    await producer.connect();
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({
-      partitionsConsumedConcurrently: 6,
-      eachBatch: async ({ batch }) => {
-        const now = Date.now();
-        for (const m of batch.messages) lat.push(now - Number(m.value?.toString()));
-      },
+    const floor = await kafkaFloor({
+      kafka,
+      topicPrefix: '',
+      rate,
+      seconds,
+      // A lost one shows as a message short in the count printed.
+      send: async (messages) =>
+        void producer
+          .send({ topic: messages[0]!.topic, acks: -1, messages })
+          .catch(() => undefined),
     });
-    await delay(3_000); // joined and assigned
-    const t0 = Date.now();
-    let sent = 0;
-    while (sent < rate * seconds) {
-      producer
-        .send({ topic, acks: -1, messages: [{ key: `k${sent}`, value: String(Date.now()) }] })
-        .catch(() => undefined); // a lost one shows as a message short in the count printed
-      sent++;
-      const wait = t0 + (sent / rate) * 1000 - Date.now();
-      if (wait > 0) await delay(wait);
-    }
-    for (const end = Date.now() + 10_000; lat.length < sent && Date.now() < end;) await delay(50);
+    console.log(
+      `\nKafka floor (same broker, produce → consume of ${floor.received}/${floor.sent} messages at ${rate}/s, acks all, 6 partitions): p50 ${f0(floor.p50)} ms, p99 ${f0(floor.p99)} ms`,
+    );
+    return floor;
   } finally {
-    await consumer.disconnect();
     await producer.disconnect();
   }
-  lat.sort((a, b) => a - b);
-  const floor = { p50: percentile(lat, 50), p99: percentile(lat, 99) };
-  console.log(
-    `\nKafka floor (same broker, produce → consume of ${lat.length}/${rate * seconds} messages at ${rate}/s, acks all, 6 partitions): p50 ${f0(floor.p50)} ms, p99 ${f0(floor.p99)} ms`,
-  );
-  return floor;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
 import { upStack, type StackHandle } from '../infra/local/stack.js';
 
 export interface RunResult {
@@ -70,4 +72,66 @@ export async function benchStack(): Promise<StackHandle> {
   process.on('exit', () => s.killSync());
   console.log(`Kafka ${s.kafka.version}, DynamoDB Local ${s.dynamodb.version}`);
   return s;
+}
+
+/** A message as the floor sends it: its value is the time it was sent. */
+export interface FloorMessage {
+  topic: string;
+  key: string;
+  value: string;
+}
+
+/**
+ * Kafka's own produce → consume latency: `rate` messages a second for `seconds` to a new
+ * scratch topic of 6 partitions (named from `topicPrefix`), each timed from just before its
+ * send to its arrival at a kafkajs consumer in this process. `send` is the producer under test
+ * (the bench decides whether it waits for each send); `perTick` messages go in each send.
+ */
+export async function kafkaFloor(o: {
+  kafka: Kafka;
+  topicPrefix: string;
+  rate: number;
+  seconds: number;
+  send: (messages: FloorMessage[]) => Promise<unknown>;
+  perTick?: number;
+}): Promise<{ p50: number; p99: number; received: number; sent: number }> {
+  const topic = `${o.topicPrefix}bench-floor-${Date.now().toString(36)}`;
+  const admin = o.kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
+  await admin.disconnect();
+  const lat: number[] = [];
+  const consumer = o.kafka.consumer({ groupId: `${topic}-g`, maxWaitTimeInMs: 100 });
+  let sent = 0;
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      partitionsConsumedConcurrently: 6,
+      eachBatch: async ({ batch }) => {
+        const now = Date.now();
+        for (const m of batch.messages) lat.push(now - Number(m.value?.toString()));
+      },
+    });
+    await delay(3_000); // joined and assigned
+    const perTick = o.perTick ?? 1;
+    const t0 = Date.now();
+    while (sent < o.rate * o.seconds) {
+      await o.send(
+        Array.from({ length: perTick }, (_, i) => ({
+          topic,
+          key: `k${sent + i}`,
+          value: String(Date.now()),
+        })),
+      );
+      sent += perTick;
+      const wait = t0 + (sent / o.rate) * 1000 - Date.now();
+      if (wait > 0) await delay(wait);
+    }
+    for (const end = Date.now() + 10_000; lat.length < sent && Date.now() < end;) await delay(50);
+  } finally {
+    await consumer.disconnect();
+  }
+  lat.sort((a, b) => a - b);
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99), received: lat.length, sent };
 }
