@@ -54,6 +54,8 @@ export async function setup(project: TestProject) {
   stack = await upStack({
     mode: 'ephemeral',
     readyTimeoutMs: 90_000,
+    // Each test process's consumer groups are new and short-lived: none waits for more members.
+    kafkaInitialRebalanceDelayMs: 0,
     log: (m) => process.stdout.write(`[stack] ${m}\n`),
   });
   // If the run dies without teardown (a crash, a kill), the JVMs must not outlive it.

@@ -13,6 +13,15 @@ export interface KafkaOptions {
   port: number;
   controllerPort: number;
   heapMb?: number;
+  /**
+   * How long the broker waits for more members before the first assignment of an empty
+   * consumer group (`group.initial.rebalance.delay.ms`; Kafka's own default, 3 s). Copies of a
+   * worker that restart together then join one generation, instead of the first taking every
+   * partition and starting its backlog only to hand half of it over, attempts still unrecorded,
+   * in a rebalance a moment later (the copies `workers-down-60` counted). 0 for the test suite,
+   * whose many short-lived groups would each wait.
+   */
+  initialRebalanceDelayMs?: number;
 }
 
 const log4j = `log4j.rootLogger=WARN, stdout
@@ -41,7 +50,7 @@ function serverProperties(o: KafkaOptions, logDir: string): string {
     'transaction.state.log.replication.factor=1',
     'transaction.state.log.min.isr=1',
     'transaction.state.log.num.partitions=4',
-    'group.initial.rebalance.delay.ms=0',
+    `group.initial.rebalance.delay.ms=${o.initialRebalanceDelayMs ?? 3_000}`,
     'num.network.threads=2',
     'num.io.threads=4',
     '',

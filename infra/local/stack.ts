@@ -15,6 +15,8 @@ export interface StackOptions {
   kafkaControllerPort?: number;
   dynamoPort?: number;
   readyTimeoutMs?: number;
+  /** Kafka's `group.initial.rebalance.delay.ms` (kafka.ts; default 3 s, as Kafka's). */
+  kafkaInitialRebalanceDelayMs?: number;
   log?: (msg: string) => void;
   paths?: StackPaths;
 }
@@ -146,6 +148,9 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
           logFile,
           port,
           controllerPort,
+          ...(opts.kafkaInitialRebalanceDelayMs === undefined
+            ? {}
+            : { initialRebalanceDelayMs: opts.kafkaInitialRebalanceDelayMs }),
         });
       } else {
         port = opts.dynamoPort ?? (persistent ? 28000 : await freePort());
