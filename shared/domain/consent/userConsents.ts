@@ -6,10 +6,10 @@ import { applyOperation, applyPreferences } from './apply.js';
 import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
 import {
   derivedReferenceOf,
+  findUser,
   keys,
   loadPrincipal,
   loadTransaction,
-  findUser,
   loadTransactionAt,
   notDerivedUser,
   putUser,
