@@ -13,6 +13,7 @@ import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) holds
@@ -123,42 +124,6 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
   for (let i = 15; i >= 0; i--) rand += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
   return `dsp_${time}${rand}`;
 }
-
-const STORAGE = new Set([
-  'pk',
-  'sk',
-  'gsi1pk',
-  'gsi1sk',
-  'gsi2pk',
-  'gsi2sk',
-  'gsi3pk',
-  'gsi3sk',
-  RETAIN_ATTR,
-]);
-const INTERNAL = new Set([
-  'body',
-  'firstAttempt',
-  'traceparent',
-  'duePk',
-  'dueSk',
-  'dueKind',
-  'dueSnoozes',
-  'attemptLog',
-  'type',
-  'prevHash',
-  // The compliance worker's bookkeeping (gauge memberships, flag entry count).
-  'awaitingPostback',
-  'nearDeadline',
-  'flagCount',
-  'flagAt',
-  // Its summary of postbacks, and the postback API's count of accepted ones (summary.ts).
-  'postbackFacts',
-  'postbacksAccepted',
-  // Set by the erasure sweep when it nulls the user id in `body` (see redact.ts).
-  'bodyRedactedAt',
-]);
-const strip = (item: Record<string, unknown>, drop: Set<string>) =>
-  Object.fromEntries(Object.entries(item).filter(([k]) => !drop.has(k) && !STORAGE.has(k)));
 
 export function creationOf(item: Record<string, unknown>): DispatchCreation {
   const keys: (keyof DispatchCreation)[] = [
@@ -404,9 +369,16 @@ export async function getDispatchState(
 }
 
 /** The API shape of a dispatch item. */
+/**
+ * A dispatch as the API shows it, from its item or from an entry of the ledger's `gsi1`/`gsi2`
+ * (which hold these attributes and no others besides the keys): `DISPATCH_VIEW_ATTRS`, with
+ * `attempts` as `attemptCount`. Everything else on the item is the worker's: the body, the
+ * attempt entries, the due entry, the compliance worker's bookkeeping, the storage keys.
+ */
 export function toDispatch(item: Record<string, unknown>): Dispatch {
-  const { attempts, ...rest } = strip(item, INTERNAL);
-  return { ...rest, attemptCount: Number(attempts ?? 0) } as unknown as Dispatch;
+  const out: Record<string, unknown> = {};
+  for (const k of DISPATCH_VIEW_ATTRS) if (k !== 'attempts' && k in item) out[k] = item[k];
+  return { ...out, attemptCount: Number(item.attempts ?? 0) } as unknown as Dispatch;
 }
 
 export function toAttempt(item: Record<string, unknown>): Omit<AttemptEntry, 'type'> {

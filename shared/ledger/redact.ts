@@ -1,4 +1,4 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import { queryPages } from '../storage/query.js';
@@ -17,28 +17,39 @@ export async function redactDispatchBodies(
   now: Date,
 ): Promise<number> {
   let redacted = 0;
+  // The index holds no body (infra/definitions/tables.ts): it names the dispatch items, each
+  // read from the table.
   const pages = queryPages(rt.dynamo.doc, {
     TableName: rt.tables.ledger,
     IndexName: 'gsi2',
     KeyConditionExpression: 'gsi2pk = :pk',
     ExpressionAttributeValues: { ':pk': `APP#${appId}#REF#${referenceId}` },
-    ProjectionExpression: 'pk, sk, body',
+    ProjectionExpression: 'pk, sk',
   });
-  for await (const items of pages) {
-    for (const item of items as { pk: string; sk: string; body: unknown }[]) {
-      const body = redactedBody(item.body);
+  for await (const keys of pages) {
+    for (const key of keys as { pk: string; sk: string }[]) {
+      const { Item: item } = await rt.dynamo.doc.send(
+        new GetCommand({
+          TableName: rt.tables.ledger,
+          Key: { pk: key.pk, sk: key.sk },
+          ProjectionExpression: 'body',
+          ConsistentRead: true,
+        }),
+      );
+      const old: unknown = item?.body;
+      const body = redactedBody(old);
       if (body === undefined) continue;
       try {
         await rt.dynamo.doc.send(
           new UpdateCommand({
             TableName: rt.tables.ledger,
-            Key: { pk: item.pk, sk: item.sk },
+            Key: { pk: key.pk, sk: key.sk },
             UpdateExpression: 'SET body = :body, bodyRedactedAt = :at',
             // Only the body that was read: a concurrent change is picked up by the next sweep.
             ConditionExpression: 'body = :old',
             ExpressionAttributeValues: {
               ':body': body,
-              ':old': item.body,
+              ':old': old,
               ':at': now.toISOString(),
             },
           }),

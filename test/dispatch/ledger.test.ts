@@ -1,7 +1,14 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newReferenceId } from '../../shared/domain/ids.js';
-import { dispatchIdFor, dispatchPk } from '../../shared/ledger/dispatches.js';
+import {
+  dispatchIdFor,
+  dispatchKey,
+  dispatchPk,
+  toDispatch,
+} from '../../shared/ledger/dispatches.js';
+import { itemBytes } from '../../shared/storage/billing.js';
+import { queryAll } from '../../shared/storage/query.js';
 import { tamperFirstAttempt } from '../helpers/tamper.js';
 import {
   getDispatch,
@@ -100,6 +107,49 @@ describe('dispatch ledger queries', () => {
     expect((await listDispatchesByReference(f.p.rt, app.appId, newReferenceId())).items).toEqual(
       [],
     );
+  });
+
+  it('lists each dispatch as its item shows it, from index entries of under 1 KB without the body', async () => {
+    const rt = f.p.rt;
+    const byApp = (await listDispatchesByApp(rt, app.appId)).items;
+    const byRef = (await listDispatchesByReference(rt, app.appId, ref)).items;
+    for (const id of ids) {
+      const { Item: item } = await rt.dynamo.doc.send(
+        new GetCommand({ TableName: rt.tables.ledger, Key: dispatchKey(id), ConsistentRead: true }),
+      );
+      // What a table created with gsi1/gsi2 projecting ALL lists, and the detail's own fields.
+      const shown = toDispatch(item!);
+      expect(byApp.find((d) => d.dispatchId === id)).toEqual(shown);
+      if (item!.referenceId === ref) expect(byRef.find((d) => d.dispatchId === id)).toEqual(shown);
+      const {
+        postbacks: _p,
+        attempts: _a,
+        flagHistory: _h,
+        flagEntries: _e,
+        ...detail
+      } = (await getDispatch(rt, id))!;
+      expect(detail).toEqual(shown);
+      // The retry moved the head after the first write: the index entries followed it.
+      expect(shown.attemptCount).toBe(2);
+      expect(shown.headHash).not.toBe(shown.entryHash);
+    }
+    for (const index of ['gsi1', 'gsi2'] as const) {
+      const entries = await queryAll(rt.dynamo.doc, {
+        TableName: rt.tables.ledger,
+        IndexName: index,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': `${index}pk` },
+        ExpressionAttributeValues: {
+          ':pk': index === 'gsi1' ? `APP#${app.appId}` : `APP#${app.appId}#REF#${ref}`,
+        },
+      });
+      expect(entries).toHaveLength(index === 'gsi1' ? 3 : 2);
+      for (const e of entries) {
+        for (const k of ['body', 'firstAttempt', 'attemptLog', 'duePk', 'traceparent'])
+          expect(e).not.toHaveProperty(k);
+        expect(itemBytes(e)).toBeLessThan(1024);
+      }
+    }
   });
 
   it('returns a dispatch with its attempts, hash-chained, and detects tampering', async () => {

@@ -25,13 +25,13 @@ describe('applyTables', () => {
         await dynamo.client.send(new DescribeTableCommand({ TableName: `${prefix}ledger` }))
       ).Table?.GlobalSecondaryIndexes?.map((i) => [i.IndexName, i.Projection?.ProjectionType]);
     expect(await indexes()).toEqual([
-      ['gsi1', 'ALL'],
-      ['gsi2', 'ALL'],
+      ['gsi1', 'INCLUDE'],
+      ['gsi2', 'INCLUDE'],
     ]);
     await applyTables(dynamo.client, prefix);
     expect((await indexes())?.sort()).toEqual([
-      ['gsi1', 'ALL'],
-      ['gsi2', 'ALL'],
+      ['gsi1', 'INCLUDE'],
+      ['gsi2', 'INCLUDE'],
       ['gsi3', 'KEYS_ONLY'],
     ]);
     // Applying again changes nothing.
