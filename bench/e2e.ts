@@ -340,8 +340,9 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
   } while (Date.now() < untilMs);
   console.log(`\n${t.name}\n${HEADER}`);
   const results: RateResult[] = [];
-  for (const rate of RATES) {
-    const r = await runRate(t, receiver, rate, 'run');
+  for (const [i, rate] of RATES.entries()) {
+    // A rate may be listed twice (to see a warmer stack): each row has its own user ids.
+    const r = await runRate(t, receiver, rate, `run${i}`);
     results.push(r);
     console.log(row(r, t.metrics));
     if (t.metrics && r.tables.size > 0) {
