@@ -65,6 +65,9 @@ export const tableDefs = {
     indexes: [
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
+      // Sparse: transactions by id (`txnk`), keys only: the item's pk names the principal
+      // (shared/domain/consent/txn-index.ts; those written before it are in gsi1).
+      { name: 'txn', partitionKey: 'txnk', keysOnly: true },
       // Sparse: items that carry the events of the commit that created them, by writer and
       // creation time (shared/outbox/outbox.ts, `commit`'s carrier), for the relay.
       { name: 'outbox', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true },

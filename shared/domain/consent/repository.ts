@@ -14,6 +14,7 @@ import type {
   StoredTransaction,
   UserPointer,
 } from './model.js';
+import { TXN_INDEX, TXN_KEY, transactionIndexKeys } from './txn-index.js';
 
 /**
  * Storage of principals, transactions, pointers and history in `entities` (layout agreed in
@@ -25,7 +26,8 @@ import type {
  *   was taken, a user linked to a widget capture. A principal at its user's derived referenceId
  *   holds `userId` and `userTransactionId` instead (`loadUser`); each kind of claim checks the
  *   other kind is absent in the same transaction, so a user id is claimed once.
- * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   gsi1 APP#{appId}#TXN#{id} / TXN
+ * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   txn APP#{appId}#TXN#{id} (`txnk`, keys
+ *                 only; written before that index: gsi1 APP#{appId}#TXN#{id} / TXN; txn-index.ts)
  *                 and, while its first timer is pending, due {family}#{bucket}#{shard} /
  *                 {dueAt}#{kind}:{appId}:{id} (`duepk`/`duesk`/`duekind`, sparse; timers.ts)
  * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId; only for
@@ -44,6 +46,7 @@ export const keys = {
     pk: `APP#${appId}#REF#${ref}`,
     sk: `TXN#${id}`,
   }),
+  /** Where `gsi1` holds a transaction written before the `txn` index (txn-index.ts). */
   transactionIndex: (appId: string, id: string) => ({
     gsi1pk: `APP#${appId}#TXN#${id}`,
     gsi1sk: 'TXN',
@@ -51,7 +54,7 @@ export const keys = {
   record: (appId: string, recordId: string) => ({ pk: `APP#${appId}#REC#${recordId}`, sk: 'REC' }),
 };
 
-const STORAGE_ATTRS = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'kind'];
+const STORAGE_ATTRS = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', TXN_KEY, 'kind'];
 
 function strip<T>(item: Record<string, unknown>): T {
   const out = { ...item };
@@ -120,8 +123,9 @@ export function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: s
 }
 
 /**
- * By id alone: the index names the principal, then a consistent read of the item itself (the
- * index may lag a write by a moment; the item never does).
+ * By id alone: the index names the principal (`txn`, then `gsi1` for a transaction written
+ * before it: txn-index.ts), then a consistent read of the item itself (an index may lag a write
+ * by a moment; the item never does).
  */
 export async function loadTransaction(
   rt: Runtime,
@@ -129,6 +133,32 @@ export async function loadTransaction(
   id: string,
 ): Promise<StoredTransaction | undefined> {
   if (!patterns.uuid.test(id)) return undefined;
+  const ref = (await refByTxnIndex(rt, appId, id)) ?? (await refByGsi1(rt, appId, id));
+  return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
+}
+
+async function refByTxnIndex(rt: Runtime, appId: string, id: string) {
+  const r = await rt.dynamo.doc
+    .send(
+      new QueryCommand({
+        TableName: rt.tables.entities,
+        IndexName: TXN_INDEX,
+        KeyConditionExpression: '#k = :k',
+        ExpressionAttributeNames: { '#k': TXN_KEY },
+        ExpressionAttributeValues: { ':k': `APP#${appId}#TXN#${id}` },
+      }),
+    )
+    .catch((err: unknown) => {
+      // The index is not there yet (being added to an existing table): gsi1 answers.
+      if ((err as { name?: string }).name === 'ValidationException') return undefined;
+      throw err;
+    });
+  const pk: unknown = r?.Items?.[0]?.pk;
+  const prefix = keys.principal(appId, '').pk;
+  return typeof pk === 'string' && pk.startsWith(prefix) ? pk.slice(prefix.length) : undefined;
+}
+
+async function refByGsi1(rt: Runtime, appId: string, id: string) {
   const idx = keys.transactionIndex(appId, id);
   const r = await rt.dynamo.doc.send(
     new QueryCommand({
@@ -139,8 +169,7 @@ export async function loadTransaction(
       ProjectionExpression: 'referenceId',
     }),
   );
-  const ref = r.Items?.[0]?.referenceId as string | undefined;
-  return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
+  return r.Items?.[0]?.referenceId as string | undefined;
 }
 
 /**
@@ -308,7 +337,7 @@ export function putTransaction(
       Item: {
         ...t,
         ...keys.transaction(t.appId, t.referenceId, t.transactionId),
-        ...keys.transactionIndex(t.appId, t.transactionId),
+        ...transactionIndexKeys(rt, t.appId, t.transactionId),
         kind: 'transaction',
       },
       ...(expectedVersion === undefined

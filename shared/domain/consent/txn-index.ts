@@ -1,0 +1,82 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import type { Runtime } from '../../runtime.js';
+
+/**
+ * Finding a transaction by its id alone: the `entities` table's sparse `txn` index (keys only:
+ * the item's `pk` names the principal). A transaction item carries `txnk` =
+ * `APP#{appId}#TXN#{id}`. Transactions written before the index existed carry `gsi1pk` /
+ * `gsi1sk` instead, in `gsi1`, which projects whole items: about 1.7 KB, two write units on
+ * every write of the transaction where the keys-only entry costs one, and only when it is
+ * created. A rewrite of such a transaction moves it to `txn`.
+ *
+ * On an existing table the index is added at a start (infra/definitions/apply.ts) and, on AWS,
+ * backfilled before it can be queried. Until this process has seen it ACTIVE, it writes both
+ * keys, so a transaction written meanwhile is found through `gsi1` whatever the index's state;
+ * readers ask `txn` first and `gsi1` after.
+ */
+
+export const TXN_INDEX = 'txn';
+export const TXN_KEY = 'txnk';
+
+/** How long a process waits before it asks again whether the index is ACTIVE. */
+const RECHECK_MS = 30_000;
+
+interface State {
+  active: boolean;
+  checkedAtMs: number;
+  checking?: Promise<void>;
+}
+const states = new WeakMap<Runtime, State>();
+
+async function check(rt: Runtime, s: State): Promise<void> {
+  try {
+    const r = await rt.dynamo.client.send(
+      new DescribeTableCommand({ TableName: rt.tables.entities }),
+    );
+    s.active =
+      r.Table?.GlobalSecondaryIndexes?.some(
+        (i) => i.IndexName === TXN_INDEX && i.IndexStatus === 'ACTIVE',
+      ) ?? false;
+  } catch (err) {
+    rt.log.warn({ err }, 'could not read whether the transaction index is active; asking again');
+  } finally {
+    s.checkedAtMs = Date.now();
+  }
+}
+
+/**
+ * Whether this process has seen the `txn` index ACTIVE. Never waits: the first call (and one
+ * every `RECHECK_MS` until it is) starts a check in the background and answers what is known,
+ * false at first.
+ */
+export function txnIndexActive(rt: Runtime): boolean {
+  let s = states.get(rt);
+  if (!s) {
+    s = { active: false, checkedAtMs: 0 };
+    states.set(rt, s);
+  }
+  if (!s.active && !s.checking && Date.now() - s.checkedAtMs >= RECHECK_MS) {
+    const state = s;
+    state.checking = check(rt, state).finally(() => {
+      state.checking = undefined;
+    });
+  }
+  return s.active;
+}
+
+/** Settles once a check in flight has ended (tests, and a process's start). */
+export async function txnIndexChecked(rt: Runtime): Promise<boolean> {
+  txnIndexActive(rt);
+  await states.get(rt)?.checking;
+  return txnIndexActive(rt);
+}
+
+/** The index keys a transaction item carries (see the module comment). */
+export function transactionIndexKeys(
+  rt: Runtime,
+  appId: string,
+  id: string,
+): Record<string, string> {
+  const key = `APP#${appId}#TXN#${id}`;
+  return txnIndexActive(rt) ? { [TXN_KEY]: key } : { [TXN_KEY]: key, gsi1pk: key, gsi1sk: 'TXN' };
+}
