@@ -43,6 +43,40 @@ const entitiesShape = {
   indexes: tableDefs.entities.indexes,
 };
 
+/** A transaction as stored, with one granted record derived from its id (or none). */
+function storedTransaction(
+  appId: string,
+  transactionId: string,
+  referenceId: string,
+  withRecord: boolean,
+): StoredTransaction {
+  const now = new Date().toISOString();
+  return {
+    appId,
+    transactionId,
+    referenceId,
+    processId: 'signup',
+    noticeId: null,
+    noticeVersion: null,
+    language: 'en',
+    source: 'api',
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    records: withRecord
+      ? [
+          {
+            recordId: recordUuid(transactionId, 1),
+            purpose: 'analytics',
+            state: 'granted',
+            updatedAt: now,
+          },
+        ]
+      : [],
+    version: 1,
+  };
+}
+
 describe('transactions by id', () => {
   it('a new transaction carries only its txn key, is found by id, and bills less than a whole copy in gsi1', async () => {
     expect(await txnIndexChecked(pub.f.p.rt)).toBe(true);
@@ -69,31 +103,9 @@ describe('transactions by id', () => {
   it('a transaction written before the index is found through gsi1, and its next write moves it to txn', async () => {
     const c = await capture();
     const rt = pub.f.p.rt;
-    const now = new Date().toISOString();
     // An id its records derive from (ids.ts), so a record is found through the transaction.
     const transactionId = uuidv7().replace(/..$/, '00');
-    const legacy: StoredTransaction = {
-      appId: pub.a.app.appId,
-      transactionId,
-      referenceId: c.referenceId,
-      processId: 'signup',
-      noticeId: null,
-      noticeVersion: null,
-      language: 'en',
-      source: 'api',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      records: [
-        {
-          recordId: recordUuid(transactionId, 1),
-          purpose: 'analytics',
-          state: 'granted',
-          updatedAt: now,
-        },
-      ],
-      version: 1,
-    };
+    const legacy = storedTransaction(pub.a.app.appId, transactionId, c.referenceId, true);
     const { [TXN_KEY]: _k, ...old } = putTransaction(rt, legacy).Put!.Item as Record<
       string,
       unknown
@@ -147,22 +159,7 @@ describe('transactions by id', () => {
         [TXN_KEY]: `APP#${appId}#TXN#${transactionId}`,
         ...keys.transactionIndex(appId, transactionId),
       });
-      const now = new Date().toISOString();
-      const t: StoredTransaction = {
-        appId,
-        transactionId,
-        referenceId: 'SVC-REF-OLDTABLE',
-        processId: 'signup',
-        noticeId: null,
-        noticeVersion: null,
-        language: 'en',
-        source: 'api',
-        createdAt: now,
-        updatedAt: now,
-        expiresAt: now,
-        records: [],
-        version: 1,
-      };
+      const t = storedTransaction(appId, transactionId, 'SVC-REF-OLDTABLE', false);
       const put = putTransaction(rt, t).Put!;
       await rt.dynamo.doc.send(new PutCommand({ TableName: put.TableName, Item: put.Item }));
       // The txn index cannot be read here; gsi1 answers.
