@@ -127,7 +127,34 @@ export async function waitDynamo(
   endpoint: string,
   timeoutMs: number,
 ) {
-  await waitReady('DynamoDB Local', proc, () => dynamoReady(endpoint), timeoutMs);
+  // With a process of ours, ready means it printed that it listens on the port (the launcher
+  // does once bound): another process holding the port would answer the probe as well.
+  const port = new URL(endpoint).port;
+  const bound = () =>
+    !proc ||
+    readFrom(proc.logFile, proc.logStart).includes(`Listening on ${DYNAMO_HOST}:${port}\n`);
+  await waitReady(
+    'DynamoDB Local',
+    proc,
+    async () => bound() && (await dynamoReady(endpoint)),
+    timeoutMs,
+  );
+}
+
+function readFrom(file: string, offset: number): string {
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.max(0, size - offset));
+      fs.readSync(fd, buf, 0, buf.length, offset);
+      return buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
 }
 
 /** The version DynamoDB Local printed at start ("Version:\t3.3.1"). */

@@ -94,6 +94,8 @@ export async function assertPortFree(port: number, what: string, envVar: string)
 export interface JavaProcess {
   pid: number;
   logFile: string;
+  /** Where this process's lines start in `logFile` (earlier runs may have written to it). */
+  logStart: number;
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>;
 }
@@ -105,6 +107,7 @@ export interface JavaProcess {
 export function spawnJava(args: string[], logFile: string, cwd: string): JavaProcess {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const fd = fs.openSync(logFile, 'a');
+  const logStart = fs.fstatSync(fd).size;
   const child = spawn('java', args, { cwd, detached: true, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
   child.unref();
@@ -113,7 +116,7 @@ export function spawnJava(args: string[], logFile: string, cwd: string): JavaPro
     child.once('exit', (code) => resolve(code));
     child.once('error', () => resolve(-1));
   });
-  return { pid: child.pid, logFile, exited };
+  return { pid: child.pid, logFile, logStart, exited };
 }
 
 /** SIGTERM the process group, then SIGKILL after `graceMs` if it is still there. */

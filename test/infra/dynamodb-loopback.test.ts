@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dynamoReady, launchDynamo, waitDynamo } from '../../infra/local/dynamodb.js';
+import { StackError } from '../../infra/local/errors.js';
 import { stackPaths } from '../../infra/local/paths.js';
 import {
   exposedOn,
@@ -56,15 +57,29 @@ function connectFrom(addr: string, port: number): Promise<string> {
 
 let port = 0;
 let proc: JavaProcess;
-const start = async () => {
-  proc = launchDynamo({
-    jarsDir,
-    dbPath: undefined,
-    logFile: path.join(tmp, 'dynamodb.log'),
-    port,
-    cwd: tmp,
-  });
-  await waitDynamo(proc, endpoint(port), 90_000);
+/**
+ * Starts DynamoDB Local on `port`. Another process of the suite may take a port picked free
+ * before the JVM binds it: the launcher then exits and the start is tried again on a new port
+ * (at the first start only; the restart must come back on the same port).
+ */
+const start = async (tries = 1) => {
+  for (let i = 1; ; i++) {
+    proc = launchDynamo({
+      jarsDir,
+      dbPath: undefined,
+      logFile: path.join(tmp, 'dynamodb.log'),
+      port,
+      cwd: tmp,
+    });
+    try {
+      await waitDynamo(proc, endpoint(port), 90_000);
+      return;
+    } catch (err) {
+      await stopPid(proc.pid);
+      if (i >= tries || !(err instanceof StackError)) throw err;
+      port = await freePort();
+    }
+  }
 };
 
 /** A control: a server on every interface, which the same probes must reach. */
@@ -72,7 +87,7 @@ const wildcard = net.createServer((s) => s.destroy());
 
 beforeAll(async () => {
   port = await freePort();
-  await start();
+  await start(3);
   await new Promise<void>((r) => wildcard.listen(0, r));
 }, 120_000);
 

@@ -35,7 +35,13 @@ public final class LoopbackDynamoDB {
       }
       sc.setHost(host);
     }
-    proxy.start();
+    try {
+      proxy.start();
+    } catch (Throwable e) {
+      // Its threads may outlive main: without this, a port another process holds leaves a JVM
+      // that never serves, while that other process answers on the port.
+      fail("DynamoDB Local did not start: " + e);
+    }
 
     for (Connector c : server.getConnectors()) {
       Object transport = ((ServerConnector) c).getTransport();
