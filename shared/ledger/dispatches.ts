@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
@@ -13,7 +14,6 @@ import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
-import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) holds
@@ -368,7 +368,6 @@ export async function getDispatchState(
   return r.Item as DispatchState | undefined;
 }
 
-/** The API shape of a dispatch item. */
 /**
  * A dispatch as the API shows it, from its item or from an entry of the ledger's `gsi1`/`gsi2`
  * (which hold these attributes and no others besides the keys): `DISPATCH_VIEW_ATTRS`, with
