@@ -141,17 +141,10 @@ export async function waitDynamo(
   );
 }
 
+/** What `file` holds from byte `offset` on; empty when it cannot be read. */
 function readFrom(file: string, offset: number): string {
   try {
-    const fd = fs.openSync(file, 'r');
-    try {
-      const size = fs.fstatSync(fd).size;
-      const buf = Buffer.alloc(Math.max(0, size - offset));
-      fs.readSync(fd, buf, 0, buf.length, offset);
-      return buf.toString('utf8');
-    } finally {
-      fs.closeSync(fd);
-    }
+    return fs.readFileSync(file).subarray(offset).toString('utf8');
   } catch {
     return '';
   }

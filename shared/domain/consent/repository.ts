@@ -14,7 +14,7 @@ import type {
   StoredTransaction,
   UserPointer,
 } from './model.js';
-import { TXN_INDEX, TXN_KEY, transactionIndexKeys } from './txn-index.js';
+import { TXN_INDEX, TXN_KEY, transactionIndexKeys, txnKey } from './txn-index.js';
 
 /**
  * Storage of principals, transactions, pointers and history in `entities` (layout agreed in
@@ -48,7 +48,7 @@ export const keys = {
   }),
   /** Where `gsi1` holds a transaction written before the `txn` index (txn-index.ts). */
   transactionIndex: (appId: string, id: string) => ({
-    gsi1pk: `APP#${appId}#TXN#${id}`,
+    gsi1pk: txnKey(appId, id),
     gsi1sk: 'TXN',
   }),
   record: (appId: string, recordId: string) => ({ pk: `APP#${appId}#REC#${recordId}`, sk: 'REC' }),
@@ -145,7 +145,7 @@ async function refByTxnIndex(rt: Runtime, appId: string, id: string) {
         IndexName: TXN_INDEX,
         KeyConditionExpression: '#k = :k',
         ExpressionAttributeNames: { '#k': TXN_KEY },
-        ExpressionAttributeValues: { ':k': `APP#${appId}#TXN#${id}` },
+        ExpressionAttributeValues: { ':k': txnKey(appId, id) },
       }),
     )
     .catch((err: unknown) => {

@@ -18,6 +18,9 @@ import type { Runtime } from '../../runtime.js';
 export const TXN_INDEX = 'txn';
 export const TXN_KEY = 'txnk';
 
+/** A transaction's key in `txn` (and, written before it, its `gsi1pk`). */
+export const txnKey = (appId: string, id: string) => `APP#${appId}#TXN#${id}`;
+
 /** How long a process waits before it asks again whether the index is ACTIVE. */
 const RECHECK_MS = 30_000;
 
@@ -64,7 +67,7 @@ export function txnIndexActive(rt: Runtime): boolean {
   return s.active;
 }
 
-/** Settles once a check in flight has ended (tests, and a process's start). */
+/** Settles once a check in flight has ended (tests). */
 export async function txnIndexChecked(rt: Runtime): Promise<boolean> {
   txnIndexActive(rt);
   await states.get(rt)?.checking;
@@ -77,6 +80,6 @@ export function transactionIndexKeys(
   appId: string,
   id: string,
 ): Record<string, string> {
-  const key = `APP#${appId}#TXN#${id}`;
+  const key = txnKey(appId, id);
   return txnIndexActive(rt) ? { [TXN_KEY]: key } : { [TXN_KEY]: key, gsi1pk: key, gsi1sk: 'TXN' };
 }
