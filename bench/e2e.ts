@@ -32,7 +32,7 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
  * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer,
- * BENCH_E2E_DRAIN_MS; after the rates, a burst of 10× the sustained rate for the same time
+ * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `onTmpfs`); after the rates, a burst of 10× the sustained rate for the same time
  * (BENCH_E2E_BURST=0 to skip it, BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
  */
 
@@ -82,32 +82,75 @@ interface RateResult {
   backingCpuMs: Map<string, number>;
 }
 
-/** Counter sums from a Prometheus text page, by metric name (labels summed). */
+/**
+ * Counter sums from a Prometheus text page, by metric name (labels summed), and under the keys
+ * of `labelKeys` for the labels the bench reads.
+ */
 function sums(text: string): Map<string, number> {
   const out = new Map<string, number>();
+  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue;
     const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (\S+)/.exec(line);
     if (!m) continue;
-    const labels = m[2] ?? '';
-    const key = m[1]!;
-    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
-    const op = /operation="(\w+)"/.exec(labels)?.[1];
-    if (op) out.set(`${key}:${op}`, (out.get(`${key}:${op}`) ?? 0) + Number(m[3]));
-    const table = /table="(\w+)"/.exec(labels)?.[1];
-    if (table) out.set(`${key}@${table}`, (out.get(`${key}@${table}`) ?? 0) + Number(m[3]));
-    for (const label of ['reason', 'outcome', 'result']) {
-      const v = new RegExp(`${label}="(\\w+)"`).exec(labels)?.[1];
-      if (v)
-        out.set(
-          `${key}{${label}="${v}"}`,
-          (out.get(`${key}{${label}="${v}"}`) ?? 0) + Number(m[3]),
-        );
-    }
-    const path = /path="(\w+)"/.exec(labels)?.[1];
-    if (path) out.set(`${key}{path="${path}"}`, Number(m[3]));
+    const v = Number(m[3]);
+    add(m[1]!, v);
+    for (const k of labelKeys(m[1]!, m[2] ?? '')) add(k, v);
   }
   return out;
+}
+
+/**
+ * The keys a series also counts under: `name:operation`, `name@table`, `name{label="v"}` for
+ * reason, outcome, result and path, and a histogram bucket by operation as
+ * `name:operation|le`.
+ */
+function labelKeys(key: string, labels: string): string[] {
+  const label = (l: string) => new RegExp(`${l}="([^"]+)"`).exec(labels)?.[1];
+  const keys: string[] = [];
+  const op = label('operation');
+  if (op) keys.push(`${key}:${op}`);
+  const table = label('table');
+  if (table) keys.push(`${key}@${table}`);
+  for (const l of ['reason', 'outcome', 'result', 'path']) {
+    const v = label(l);
+    if (v) keys.push(`${key}{${l}="${v}"}`);
+  }
+  const le = label('le');
+  if (op && le) keys.push(`${key}:${op}|${le}`);
+  return keys;
+}
+
+/**
+ * A quantile (ms) of the service's `svc_dynamodb_request_duration_seconds` for one operation
+ * over a rate, from the difference of its cumulative buckets, interpolated within a bucket as
+ * Prometheus's histogram_quantile does.
+ */
+function durationQuantile(
+  diff: (k: string) => number,
+  keys: Iterable<string>,
+  op: string,
+  q: number,
+): number {
+  const prefix = `svc_dynamodb_request_duration_seconds_bucket:${op}|`;
+  const buckets = [...keys]
+    .filter((k) => k.startsWith(prefix))
+    .map((k) => ({ le: Number(k.slice(prefix.length)), n: diff(k) }))
+    .sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.n ?? 0;
+  if (total <= 0) return NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const b of buckets) {
+    if (b.n >= rank) {
+      if (!Number.isFinite(b.le)) return lower * 1000;
+      return (lower + ((b.le - lower) * (rank - below)) / Math.max(b.n - below, 1e-9)) * 1000;
+    }
+    lower = b.le;
+    below = b.n;
+  }
+  return NaN;
 }
 
 async function metrics(url: string): Promise<Map<string, number>> {
@@ -154,6 +197,8 @@ async function runRate(
     billedTables: Map<string, number>;
     itemTables: Map<string, number>;
     operations: Map<string, number>;
+    /** p50 and p99 (ms) of each DynamoDB operation as the service waited for it. */
+    durations: Map<string, [number, number]>;
   }
 > {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
@@ -246,6 +291,12 @@ async function runRate(
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
       operations.set(k.split(':')[1]!, per(diff(k)));
+  const durations = new Map<string, [number, number]>();
+  for (const op of operations.keys())
+    durations.set(op, [
+      durationQuantile(diff, after.keys(), op, 0.5),
+      durationQuantile(diff, after.keys(), op, 0.99),
+    ]);
   return {
     rate,
     sent,
@@ -297,6 +348,7 @@ async function runRate(
     billedTables,
     itemTables,
     operations,
+    durations,
   };
 }
 
@@ -357,6 +409,9 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
       );
       console.log(
         `        DynamoDB requests/consent by operation: ${[...r.operations].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
+      );
+      console.log(
+        `        DynamoDB request p50/p99 ms as the service waited (svc_dynamodb_request_duration_seconds): ${[...r.durations].map(([k, [a, b]]) => `${k} ${f1(a)}/${f1(b)}`).join(', ')}`,
       );
       console.log(
         `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
@@ -552,6 +607,7 @@ async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
 }
 
 export async function run(): Promise<void> {
+  if (process.env.BENCH_E2E_TMPFS === '1') onTmpfs();
   const receiver = new Receiver();
   await receiver.start();
   try {
@@ -589,6 +645,22 @@ export async function run(): Promise<void> {
   } finally {
     await receiver.stop();
   }
+}
+
+/**
+ * BENCH_E2E_TMPFS=1: every store's files of both sides (DynamoDB Local's database, Kafka's log,
+ * PostgreSQL's data and WAL, Redis's AOF) in a folder on /dev/shm, where a sync to disk costs
+ * nothing. A breakdown that shows the disk's share (DynamoDB Local syncs each item a
+ * BatchWriteItem puts on its own, where PostgreSQL syncs many commits at once), not a
+ * headline: nothing on tmpfs survives a restart of the machine.
+ */
+function onTmpfs(): void {
+  const dir = fs.mkdtempSync('/dev/shm/svc-bench-');
+  process.env.TMPDIR = dir;
+  console.log(
+    `BENCH_E2E_TMPFS=1: both sides' stores keep their files in ${dir} (tmpfs: syncs cost nothing). A breakdown, not the headline.`,
+  );
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { getOrCreate } from '../metrics.js';
 import { billedUnits, type TableShape } from './billing.js';
 
@@ -10,7 +10,9 @@ import { billedUnits, type TableShape } from './billing.js';
  * writes, by table (exact: read from the request). AWS bills a transactional write two units per
  * item and kilobyte; DynamoDB Local reports a `TransactWriteItems` as two units per kilobyte of
  * its largest item per table, not the sum over its items, so on the embedded stack the units of
- * a multi-item transaction are a floor of what AWS bills (docs/benchmarks.md).
+ * a multi-item transaction are a floor of what AWS bills (docs/benchmarks.md). And how long each
+ * request took, by operation, as its caller waited for it: the SDK's retries included, failed
+ * requests too (`svc_dynamodb_request_duration_seconds`).
  */
 const WRITES = new Set([
   'PutItemCommand',
@@ -77,6 +79,18 @@ export function instrumentDynamo(
         registers: [registry],
       }),
   );
+  const duration = getOrCreate(
+    registry,
+    'svc_dynamodb_request_duration_seconds',
+    () =>
+      new Histogram({
+        name: 'svc_dynamodb_request_duration_seconds',
+        help: 'DynamoDB requests by operation: from the call to its answer (the SDK retries included, failed requests too)',
+        labelNames: ['operation'],
+        buckets: DURATION_BUCKETS,
+        registers: [registry],
+      }),
+  );
   const short = (t: string | undefined) =>
     t === undefined ? 'unknown' : t.startsWith(tablePrefix) ? t.slice(tablePrefix.length) : t;
   client.middlewareStack.add(
@@ -89,7 +103,13 @@ export function instrumentDynamo(
         const input = args.input as { ReturnConsumedCapacity?: string };
         input.ReturnConsumedCapacity ??= 'TOTAL';
       }
-      const result = await next(args);
+      const started = performance.now();
+      let result;
+      try {
+        result = await next(args);
+      } finally {
+        duration.observe({ operation }, (performance.now() - started) / 1000);
+      }
       if (write) {
         const left = (result.output as { UnprocessedItems?: Record<string, unknown[]> })
           .UnprocessedItems;
@@ -122,6 +142,12 @@ export function instrumentDynamo(
     { step: 'initialize', name: 'svcInstrument', override: true },
   );
 }
+
+/** Seconds: fine below 50 ms, where a store on the same machine answers. */
+export const DURATION_BUCKETS = [
+  0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5,
+  5,
+];
 
 type WriteInput = {
   TableName?: string;

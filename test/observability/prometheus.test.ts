@@ -40,6 +40,7 @@ const TRAFFIC_METRICS = new Set([
   'svc_dynamodb_write_units_total',
   'svc_dynamodb_billed_write_units_total',
   'svc_dynamodb_requests_total',
+  'svc_dynamodb_request_duration_seconds_bucket',
 ]);
 
 /** Workers other sessions build; started when their module exists in this checkout. */
