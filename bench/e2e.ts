@@ -103,12 +103,12 @@ function sums(text: string): Map<string, number> {
 /**
  * The keys a series also counts under: `name:operation`, `name@table`, `name{label="v"}` for
  * reason, outcome, result and path, and a histogram bucket by operation as
- * `name:operation|le`.
+ * `name:operation|le` (or by step: `name:step|le`).
  */
 function labelKeys(key: string, labels: string): string[] {
   const label = (l: string) => new RegExp(`${l}="([^"]+)"`).exec(labels)?.[1];
   const keys: string[] = [];
-  const op = label('operation');
+  const op = label('operation') ?? label('step');
   if (op) keys.push(`${key}:${op}`);
   const table = label('table');
   if (table) keys.push(`${key}@${table}`);
@@ -122,8 +122,8 @@ function labelKeys(key: string, labels: string): string[] {
 }
 
 /**
- * A quantile (ms) of the service's `svc_dynamodb_request_duration_seconds` for one operation
- * over a rate, from the difference of its cumulative buckets, interpolated within a bucket as
+ * A quantile (ms) over a rate of one of the service's histograms in seconds, for one operation
+ * or step, from the difference of its cumulative buckets, interpolated within a bucket as
  * Prometheus's histogram_quantile does.
  */
 function durationQuantile(
@@ -131,8 +131,9 @@ function durationQuantile(
   keys: Iterable<string>,
   op: string,
   q: number,
+  metric = 'svc_dynamodb_request_duration_seconds',
 ): number {
-  const prefix = `svc_dynamodb_request_duration_seconds_bucket:${op}|`;
+  const prefix = `${metric}_bucket:${op}|`;
   const buckets = [...keys]
     .filter((k) => k.startsWith(prefix))
     .map((k) => ({ le: Number(k.slice(prefix.length)), n: diff(k) }))
@@ -199,6 +200,8 @@ async function runRate(
     operations: Map<string, number>;
     /** p50 and p99 (ms) of each DynamoDB operation as the service waited for it. */
     durations: Map<string, [number, number]>;
+    /** p50 and p99 (ms) of the steps of the outbox commits (svc_outbox_commit_seconds). */
+    commitSteps: Map<string, [number, number]>;
   }
 > {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
@@ -297,6 +300,12 @@ async function runRate(
       durationQuantile(diff, after.keys(), op, 0.5),
       durationQuantile(diff, after.keys(), op, 0.99),
     ]);
+  const commitSteps = new Map<string, [number, number]>();
+  for (const step of ['store', 'publish'])
+    commitSteps.set(step, [
+      durationQuantile(diff, after.keys(), step, 0.5, 'svc_outbox_commit_seconds'),
+      durationQuantile(diff, after.keys(), step, 0.99, 'svc_outbox_commit_seconds'),
+    ]);
   return {
     rate,
     sent,
@@ -349,6 +358,7 @@ async function runRate(
     itemTables,
     operations,
     durations,
+    commitSteps,
   };
 }
 
@@ -412,6 +422,10 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
       );
       console.log(
         `        DynamoDB request p50/p99 ms as the service waited (svc_dynamodb_request_duration_seconds): ${[...r.durations].map(([k, [a, b]]) => `${k} ${f1(a)}/${f1(b)}`).join(', ')}`,
+      );
+      const [store, publish] = [r.commitSteps.get('store')!, r.commitSteps.get('publish')!];
+      console.log(
+        `        a commit's steps p50/p99 ms (svc_outbox_commit_seconds): store (a group-commit slot, then the transaction) ${f1(store[0])}/${f1(store[1])}, publish (the fast path to Kafka) ${f1(publish[0])}/${f1(publish[1])}`,
       );
       console.log(
         `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
@@ -617,7 +631,8 @@ export async function run(): Promise<void> {
     const peer = only === 'ours' ? 'not run (BENCH_E2E_ONLY=ours)' : await measurePeer(receiver);
     const s = sustainedOf(ours);
     console.log('\nsustained rate (every consent accepted and delivered, p99 ≤ 1 s):');
-    console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);
+    if (only === 'peer') console.log('  ours: not run (BENCH_E2E_ONLY=peer)');
+    else console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);
     if (typeof peer === 'string') console.log(`  peer: ${peer}`);
     else {
       const p = sustainedOf(peer);
@@ -656,6 +671,8 @@ export async function run(): Promise<void> {
  */
 function onTmpfs(): void {
   const dir = fs.mkdtempSync('/dev/shm/svc-bench-');
+  // The peer's PostgreSQL runs as its own user, which must reach its folder inside.
+  fs.chmodSync(dir, 0o755);
   process.env.TMPDIR = dir;
   console.log(
     `BENCH_E2E_TMPFS=1: both sides' stores keep their files in ${dir} (tmpfs: syncs cost nothing). A breakdown, not the headline.`,

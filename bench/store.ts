@@ -22,7 +22,8 @@ import { ChaosStack } from '../test/chaos/harness.js';
  * requests, so whichever case ran first paid for it (a single pass once showed a request token
  * costing a transaction 2.5 ms; warm, it costs nothing measurable). In each pass a case is a
  * warm-up of WARM requests, then COUNT requests, 4 in flight (a quarter of each for 12-consent
- * transactions, a tenth for 25-item batches). BENCH_STORE_COUNT, BENCH_STORE_WARM.
+ * transactions, a tenth for 25-item batches). BENCH_STORE_COUNT, BENCH_STORE_WARM. Then what
+ * syncs to disk add to each kind of write, on disk against tmpfs (`syncCost`).
  */
 const COUNT = Number(process.env.BENCH_STORE_COUNT ?? 2_000);
 const WARM = Number(process.env.BENCH_STORE_WARM ?? 300);
@@ -147,6 +148,90 @@ export async function run(): Promise<void> {
   } finally {
     client.destroy();
     await stack.stop();
+  }
+  if (process.env.BENCH_STORE_SYNC !== '0') await syncCost();
+}
+
+/**
+ * What DynamoDB Local's syncs to disk cost a write, beside its CPU: the same writes one at a time
+ * (nothing else in flight, so each one's time is its own), timed by the client, on a DynamoDB
+ * Local keeping its files on disk as the embedded stack does and on one keeping them on tmpfs
+ * (/dev/shm), where a sync costs nothing. Each first takes SYNC_WARM writes of every kind
+ * unmeasured (its JIT). BENCH_STORE_SYNC=0 skips it.
+ */
+async function syncCost(): Promise<void> {
+  const SYNC_COUNT = Number(process.env.BENCH_STORE_SYNC_COUNT ?? 200);
+  const SYNC_WARM = Number(process.env.BENCH_STORE_SYNC_WARM ?? 1_500);
+  const kinds = [
+    ['TransactWriteItems, one consent (3 items)', 1],
+    ['BatchWriteItem, 1 dispatch item', 1],
+    ['BatchWriteItem, 25 dispatch items', 25],
+  ] as const;
+  const results = new Map<string, number[]>();
+  for (const where of ['disk', 'tmpfs'] as const) {
+    const tmp = process.env.TMPDIR;
+    const shm = where === 'tmpfs' ? fs.mkdtempSync('/dev/shm/svc-store-') : undefined;
+    if (shm) process.env.TMPDIR = shm;
+    const stack = await ChaosStack.create((m) => console.error(`[stack ${where}] ${m}`)).finally(
+      () => {
+        if (tmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = tmp;
+      },
+    );
+    const client = new DynamoDBClient({
+      endpoint: stack.dynamoEndpoint,
+      region: 'local',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const doc = DynamoDBDocumentClient.from(client);
+    try {
+      const prefix = `sync${Date.now().toString(36)}_`;
+      for (const d of [tableDefs.entities, tableDefs.ledger])
+        await client.send(new CreateTableCommand(createTableInput(prefix, d)));
+      const entities = `${prefix}${tableDefs.entities.name}`;
+      const ledger = `${prefix}${tableDefs.ledger.name}`;
+      const ops = [
+        (i: number) =>
+          doc.send(
+            new TransactWriteCommand({
+              TransactItems: consent(entities, `s${where}${i}`),
+              ClientRequestToken: randomUUID(),
+            }),
+          ),
+        (i: number) => writeAll(doc, ledger, [dispatch(`s${where}${i}`)]),
+        (i: number) =>
+          writeAll(
+            doc,
+            ledger,
+            Array.from({ length: 25 }, (_, k) => dispatch(`s${where}${i}-${k}`)),
+          ),
+      ];
+      for (let i = 0; i < SYNC_WARM; i++) await ops[i % ops.length]!(n++);
+      for (const [k, op] of ops.entries()) {
+        const times: number[] = [];
+        for (let i = 0; i < SYNC_COUNT; i++) {
+          const t0 = performance.now();
+          await op(n++);
+          times.push(performance.now() - t0);
+        }
+        times.sort((a, b) => a - b);
+        const label = kinds[k]![0];
+        results.set(label, [...(results.get(label) ?? []), times[Math.floor(times.length / 2)]!]);
+      }
+    } finally {
+      client.destroy();
+      await stack.stop();
+      if (shm) fs.rmSync(shm, { recursive: true, force: true });
+    }
+  }
+  console.log(
+    `\nDisk syncs: the same writes one at a time (${SYNC_COUNT} each, after ${SYNC_WARM} unmeasured), p50 as the client waited, DynamoDB Local's files on disk (as the embedded stack keeps them) and on tmpfs:`,
+  );
+  for (const [label, per] of kinds) {
+    const [disk, shm] = results.get(label)!;
+    console.log(
+      `  ${label.padEnd(44)} disk ${disk!.toFixed(2).padStart(6)} ms, tmpfs ${shm!.toFixed(2).padStart(6)} ms: syncs ${(disk! - shm!).toFixed(2)} ms a request${per > 1 ? ` (${((disk! - shm!) / per).toFixed(2)} an item)` : ''}`,
+    );
   }
 }
 

@@ -11,9 +11,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { createHash, randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { Gauge, Counter, type Registry } from 'prom-client';
+import { Gauge, Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
-import { getOrCreate } from '../metrics.js';
+import { STEP_SECONDS_BUCKETS, getOrCreate } from '../metrics.js';
 import { backoffMs } from '../backoff.js';
 import { AppError } from '../errors.js';
 import { ulid } from 'ulid';
@@ -152,6 +152,18 @@ function outboxMetrics(registry: Registry) {
           name: 'svc_outbox_relay_passes_total',
           help: 'Relay passes by result (ok, kafka_unavailable, failed)',
           labelNames: ['result'],
+          registers: [registry],
+        }),
+    ),
+    commitSeconds: getOrCreate(
+      registry,
+      'svc_outbox_commit_seconds',
+      () =>
+        new Histogram({
+          name: 'svc_outbox_commit_seconds',
+          help: 'Commits of a change and its events that were stored, by step: store (waiting for a group-commit slot, then the transaction) and publish (the fast-path publish to Kafka, as long as the commit waited for it)',
+          labelNames: ['step'],
+          buckets: STEP_SECONDS_BUCKETS,
           registers: [registry],
         }),
     ),
@@ -468,8 +480,10 @@ export class Outbox {
       at: placed.at,
     };
     this.open.set(n, entry);
+    const stored = this.m.commitSeconds.startTimer({ step: 'store' });
     try {
       await this.group.write(placed.items);
+      stored();
     } catch (err) {
       if (certainlyNotApplied(err)) this.open.delete(n);
       else {
@@ -480,7 +494,12 @@ export class Outbox {
       throw err;
     }
     entry.state = 'committed';
-    return { published: await this.publishFast(n, entry) };
+    const published = this.m.commitSeconds.startTimer({ step: 'publish' });
+    try {
+      return { published: await this.publishFast(n, entry) };
+    } finally {
+      published();
+    }
   }
 
   /**

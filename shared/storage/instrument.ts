@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { getOrCreate } from '../metrics.js';
+import { STEP_SECONDS_BUCKETS, getOrCreate } from '../metrics.js';
 import { billedUnits, type TableShape } from './billing.js';
 
 /**
@@ -87,7 +87,7 @@ export function instrumentDynamo(
         name: 'svc_dynamodb_request_duration_seconds',
         help: 'DynamoDB requests by operation: from the call to its answer (the SDK retries included, failed requests too)',
         labelNames: ['operation'],
-        buckets: DURATION_BUCKETS,
+        buckets: STEP_SECONDS_BUCKETS,
         registers: [registry],
       }),
   );
