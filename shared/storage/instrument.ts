@@ -104,7 +104,7 @@ export function instrumentDynamo(
         input.ReturnConsumedCapacity ??= 'TOTAL';
       }
       const started = performance.now();
-      let result;
+      let result: Awaited<ReturnType<typeof next>>;
       try {
         result = await next(args);
       } finally {
@@ -142,12 +142,6 @@ export function instrumentDynamo(
     { step: 'initialize', name: 'svcInstrument', override: true },
   );
 }
-
-/** Seconds: fine below 50 ms, where a store on the same machine answers. */
-export const DURATION_BUCKETS = [
-  0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5,
-  5,
-];
 
 type WriteInput = {
   TableName?: string;
