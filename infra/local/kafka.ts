@@ -57,9 +57,17 @@ function serverProperties(o: KafkaOptions, logDir: string): string {
   ].join('\n');
 }
 
-/** A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints). */
-function clusterId(): string {
-  return randomBytes(16).toString('base64url');
+/**
+ * A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage
+ * random-uuid` prints). Never one starting with `-`: `kafka-storage format -t -…` takes it for
+ * an option and fails ("argument --cluster-id/-t: expected one argument"), one draw in 64;
+ * Kafka's own `Uuid.randomUuid()` draws again for the same reason.
+ */
+export function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 function javaArgs(o: KafkaOptions, mainClass: string, rest: string[]): string[] {
@@ -97,7 +105,8 @@ export function launchKafka(o: KafkaOptions): JavaProcess {
         { encoding: 'utf8' },
       );
     let r = format();
-    // Once seen to fail on a busy machine with nothing wrong in the config: one more try.
+    // Once seen to fail on a busy machine with nothing wrong in the config (a cluster id starting
+    // with `-`, since excluded, fails the same way): one more try.
     if (r.status !== 0 && !fs.existsSync(path.join(logDir, 'meta.properties'))) r = format();
     if (r.status !== 0) {
       const lines = `${r.stderr ?? ''}\n${r.stdout ?? ''}`
