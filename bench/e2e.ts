@@ -15,7 +15,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
-import { kafkaFloor, percentile } from './lib.js';
+import { kafkaFloor, onTmpfs, percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 
 /**
@@ -32,7 +32,7 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
  * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer,
- * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `onTmpfs`); after the rates, a burst of 10× the sustained rate for the same time
+ * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `run`); after the rates, a burst of 10× the sustained rate for the same time
  * (BENCH_E2E_BURST=0 to skip it, BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
  */
 
@@ -129,9 +129,9 @@ function labelKeys(key: string, labels: string): string[] {
 function durationQuantile(
   diff: (k: string) => number,
   keys: Iterable<string>,
+  metric: string,
   op: string,
   q: number,
-  metric = 'svc_dynamodb_request_duration_seconds',
 ): number {
   const prefix = `${metric}_bucket:${op}|`;
   const buckets = [...keys]
@@ -294,18 +294,16 @@ async function runRate(
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
       operations.set(k.split(':')[1]!, per(diff(k)));
-  const durations = new Map<string, [number, number]>();
-  for (const op of operations.keys())
-    durations.set(op, [
-      durationQuantile(diff, after.keys(), op, 0.5),
-      durationQuantile(diff, after.keys(), op, 0.99),
-    ]);
-  const commitSteps = new Map<string, [number, number]>();
-  for (const step of ['store', 'publish'])
-    commitSteps.set(step, [
-      durationQuantile(diff, after.keys(), step, 0.5, 'svc_outbox_commit_seconds'),
-      durationQuantile(diff, after.keys(), step, 0.99, 'svc_outbox_commit_seconds'),
-    ]);
+  const p50p99 = (metric: string, label: string): [number, number] => [
+    durationQuantile(diff, after.keys(), metric, label, 0.5),
+    durationQuantile(diff, after.keys(), metric, label, 0.99),
+  ];
+  const durations = new Map(
+    [...operations.keys()].map((op) => [op, p50p99('svc_dynamodb_request_duration_seconds', op)]),
+  );
+  const commitSteps = new Map(
+    ['store', 'publish'].map((step) => [step, p50p99('svc_outbox_commit_seconds', step)]),
+  );
   return {
     rate,
     sent,
@@ -620,8 +618,24 @@ async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
   }
 }
 
+/**
+ * BENCH_E2E_TMPFS=1: every store's files of both sides (DynamoDB Local's database, Kafka's log,
+ * PostgreSQL's data and WAL, Redis's AOF) on /dev/shm (`onTmpfs`), where a sync to disk costs
+ * nothing. A breakdown that shows the disk's share (DynamoDB Local syncs each item a
+ * BatchWriteItem puts on its own, where PostgreSQL syncs many commits at once), not a
+ * headline: nothing on tmpfs survives a restart of the machine.
+ */
 export async function run(): Promise<void> {
-  if (process.env.BENCH_E2E_TMPFS === '1') onTmpfs();
+  if (process.env.BENCH_E2E_TMPFS !== '1') return runSides();
+  return onTmpfs(async (dir) => {
+    console.log(
+      `BENCH_E2E_TMPFS=1: both sides' stores keep their files in ${dir} (tmpfs: syncs cost nothing). A breakdown, not the headline.`,
+    );
+    await runSides();
+  });
+}
+
+async function runSides(): Promise<void> {
   const receiver = new Receiver();
   await receiver.start();
   try {
@@ -660,24 +674,6 @@ export async function run(): Promise<void> {
   } finally {
     await receiver.stop();
   }
-}
-
-/**
- * BENCH_E2E_TMPFS=1: every store's files of both sides (DynamoDB Local's database, Kafka's log,
- * PostgreSQL's data and WAL, Redis's AOF) in a folder on /dev/shm, where a sync to disk costs
- * nothing. A breakdown that shows the disk's share (DynamoDB Local syncs each item a
- * BatchWriteItem puts on its own, where PostgreSQL syncs many commits at once), not a
- * headline: nothing on tmpfs survives a restart of the machine.
- */
-function onTmpfs(): void {
-  const dir = fs.mkdtempSync('/dev/shm/svc-bench-');
-  // The peer's PostgreSQL runs as its own user, which must reach its folder inside.
-  fs.chmodSync(dir, 0o755);
-  process.env.TMPDIR = dir;
-  console.log(
-    `BENCH_E2E_TMPFS=1: both sides' stores keep their files in ${dir} (tmpfs: syncs cost nothing). A breakdown, not the headline.`,
-  );
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
 /**

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import { upStack, type StackHandle } from '../infra/local/stack.js';
@@ -134,4 +135,24 @@ export async function kafkaFloor(o: {
   }
   lat.sort((a, b) => a - b);
   return { p50: percentile(lat, 50), p99: percentile(lat, 99), received: lat.length, sent };
+}
+
+/**
+ * Runs `work` with the process's temporary folder (`os.tmpdir()`, where the stacks and the peer
+ * keep their files) in a new folder on /dev/shm, where a sync to disk costs nothing; restores it
+ * and removes the folder after. The folder is readable by other users: the peer's PostgreSQL
+ * runs as its own user and must reach its folder inside.
+ */
+export async function onTmpfs<T>(work: (dir: string) => Promise<T>): Promise<T> {
+  const dir = fs.mkdtempSync('/dev/shm/svc-bench-');
+  fs.chmodSync(dir, 0o755);
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    return await work(dir);
+  } finally {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -11,6 +11,7 @@ import {
 import { createTableInput, tableDefs, type TableDef } from '../infra/definitions/tables.js';
 import { itemBytes } from '../shared/storage/billing.js';
 import { ChaosStack } from '../test/chaos/harness.js';
+import { onTmpfs } from './lib.js';
 
 /**
  * `npm run bench -- store`: what each kind of request the service sends costs DynamoDB Local in
@@ -162,22 +163,43 @@ export async function run(): Promise<void> {
 async function syncCost(): Promise<void> {
   const SYNC_COUNT = Number(process.env.BENCH_STORE_SYNC_COUNT ?? 200);
   const SYNC_WARM = Number(process.env.BENCH_STORE_SYNC_WARM ?? 1_500);
-  const kinds = [
-    ['TransactWriteItems, one consent (3 items)', 1],
-    ['BatchWriteItem, 1 dispatch item', 1],
-    ['BatchWriteItem, 25 dispatch items', 25],
-  ] as const;
-  const results = new Map<string, number[]>();
-  for (const where of ['disk', 'tmpfs'] as const) {
-    const tmp = process.env.TMPDIR;
-    const shm = where === 'tmpfs' ? fs.mkdtempSync('/dev/shm/svc-store-') : undefined;
-    if (shm) process.env.TMPDIR = shm;
-    const stack = await ChaosStack.create((m) => console.error(`[stack ${where}] ${m}`)).finally(
-      () => {
-        if (tmp === undefined) delete process.env.TMPDIR;
-        else process.env.TMPDIR = tmp;
-      },
-    );
+  const entities = (prefix: string) => `${prefix}${tableDefs.entities.name}`;
+  const ledger = (prefix: string) => `${prefix}${tableDefs.ledger.name}`;
+  const cases: {
+    label: string;
+    items: number;
+    op: (doc: DynamoDBDocumentClient, prefix: string, tag: string) => Promise<unknown>;
+  }[] = [
+    {
+      label: 'TransactWriteItems, one consent (2 puts and a check)',
+      items: 1,
+      op: (doc, prefix, tag) =>
+        doc.send(
+          new TransactWriteCommand({
+            TransactItems: consent(entities(prefix), tag),
+            ClientRequestToken: randomUUID(),
+          }),
+        ),
+    },
+    {
+      label: 'BatchWriteItem, 1 dispatch item',
+      items: 1,
+      op: (doc, prefix, tag) => writeAll(doc, ledger(prefix), [dispatch(tag)]),
+    },
+    {
+      label: 'BatchWriteItem, 25 dispatch items',
+      items: 25,
+      op: (doc, prefix, tag) =>
+        writeAll(
+          doc,
+          ledger(prefix),
+          Array.from({ length: 25 }, (_, k) => dispatch(`${tag}-${k}`)),
+        ),
+    },
+  ];
+  /** The p50 (ms) of each case, in `cases`' order, on one DynamoDB Local. */
+  const measure = async (where: string): Promise<number[]> => {
+    const stack = await ChaosStack.create((m) => console.error(`[stack ${where}] ${m}`));
     const client = new DynamoDBClient({
       endpoint: stack.dynamoEndpoint,
       region: 'local',
@@ -188,49 +210,34 @@ async function syncCost(): Promise<void> {
       const prefix = `sync${Date.now().toString(36)}_`;
       for (const d of [tableDefs.entities, tableDefs.ledger])
         await client.send(new CreateTableCommand(createTableInput(prefix, d)));
-      const entities = `${prefix}${tableDefs.entities.name}`;
-      const ledger = `${prefix}${tableDefs.ledger.name}`;
-      const ops = [
-        (i: number) =>
-          doc.send(
-            new TransactWriteCommand({
-              TransactItems: consent(entities, `s${where}${i}`),
-              ClientRequestToken: randomUUID(),
-            }),
-          ),
-        (i: number) => writeAll(doc, ledger, [dispatch(`s${where}${i}`)]),
-        (i: number) =>
-          writeAll(
-            doc,
-            ledger,
-            Array.from({ length: 25 }, (_, k) => dispatch(`s${where}${i}-${k}`)),
-          ),
-      ];
-      for (let i = 0; i < SYNC_WARM; i++) await ops[i % ops.length]!(n++);
-      for (const [k, op] of ops.entries()) {
+      for (let i = 0; i < SYNC_WARM; i++)
+        await cases[i % cases.length]!.op(doc, prefix, `s${where}${n++}`);
+      const p50s: number[] = [];
+      for (const c of cases) {
         const times: number[] = [];
         for (let i = 0; i < SYNC_COUNT; i++) {
           const t0 = performance.now();
-          await op(n++);
+          await c.op(doc, prefix, `s${where}${n++}`);
           times.push(performance.now() - t0);
         }
         times.sort((a, b) => a - b);
-        const label = kinds[k]![0];
-        results.set(label, [...(results.get(label) ?? []), times[Math.floor(times.length / 2)]!]);
+        p50s.push(times[Math.floor(times.length / 2)]!);
       }
+      return p50s;
     } finally {
       client.destroy();
       await stack.stop();
-      if (shm) fs.rmSync(shm, { recursive: true, force: true });
     }
-  }
+  };
+  const disk = await measure('disk');
+  const tmpfs = await onTmpfs(() => measure('tmpfs'));
   console.log(
     `\nDisk syncs: the same writes one at a time (${SYNC_COUNT} each, after ${SYNC_WARM} unmeasured), p50 as the client waited, DynamoDB Local's files on disk (as the embedded stack keeps them) and on tmpfs:`,
   );
-  for (const [label, per] of kinds) {
-    const [disk, shm] = results.get(label)!;
+  for (const [k, { label, items }] of cases.entries()) {
+    const syncs = disk[k]! - tmpfs[k]!;
     console.log(
-      `  ${label.padEnd(44)} disk ${disk!.toFixed(2).padStart(6)} ms, tmpfs ${shm!.toFixed(2).padStart(6)} ms: syncs ${(disk! - shm!).toFixed(2)} ms a request${per > 1 ? ` (${((disk! - shm!) / per).toFixed(2)} an item)` : ''}`,
+      `  ${label.padEnd(52)} disk ${disk[k]!.toFixed(2).padStart(6)} ms, tmpfs ${tmpfs[k]!.toFixed(2).padStart(6)} ms: syncs ${syncs.toFixed(2)} ms a request${items > 1 ? ` (${(syncs / items).toFixed(2)} an item)` : ''}`,
     );
   }
 }
