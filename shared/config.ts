@@ -108,6 +108,12 @@ export const baseConfigSchema = z.object({
    */
   CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
   /**
+   * How long the broker may hold a consumer's fetch while it has nothing new: a fetch is
+   * answered as soon as a message arrives, so this bounds only the polling of an idle consumer
+   * (and how long stopping one waits for its fetch), not the latency of a message.
+   */
+  CONSUMER_FETCH_MAX_WAIT_MS: z.coerce.number().int().min(10).max(5_000).default(500),
+  /**
    * Request budget per app and credential class (secret key, API key, browser, operator):
    * token bucket per process, sustained rate and burst.
    */
@@ -220,6 +226,8 @@ export const baseConfigSchema = z.object({
   TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
   /** The expiry family's sweep (reminders, expiries, erasure scrubs, inactivity): days-scale timers. */
   EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(10_000),
+  /** The duty family's sweep (grievance and breach-report deadlines): hours- and days-scale timers. */
+  DUTY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(10_000),
   /** How long a timers worker holds a due entry it fired; past it another copy fires it again. */
   TIMER_LEASE_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the compliance worker refreshes the awaiting-postback and erasure gauges. */

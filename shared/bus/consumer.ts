@@ -33,6 +33,7 @@ export interface SerialConsumerOptions {
   partitionsConsumedConcurrently?: number;
   fromBeginning?: boolean;
   sessionTimeoutMs?: number;
+  fetchMaxWaitMs?: number;
 }
 
 /**
@@ -92,6 +93,7 @@ export function runtimeConsumer(
     registry: rt.registry,
     retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
+    fetchMaxWaitMs: rt.config.CONSUMER_FETCH_MAX_WAIT_MS,
     ...(o.partitionsConsumedConcurrently
       ? { partitionsConsumedConcurrently: o.partitionsConsumedConcurrently }
       : {}),

@@ -68,6 +68,8 @@ export interface PipelineOptions {
   retryMaxMs?: number;
   partitionsConsumedConcurrently?: number;
   sessionTimeoutMs?: number;
+  /** The broker's longest hold of an idle fetch (kafkajs `maxWaitTimeInMs`; 100 ms unless set). */
+  fetchMaxWaitMs?: number;
   /** Messages passed to the handler at once. */
   chunkSize?: number;
   /**
@@ -141,7 +143,7 @@ export class PipelinedConsumer {
       groupId,
       sessionTimeout: this.sessionTimeoutMs,
       heartbeatInterval: 3_000,
-      maxWaitTimeInMs: 100,
+      maxWaitTimeInMs: this.o.fetchMaxWaitMs ?? 100,
       allowAutoTopicCreation: false,
     });
     this.consumer = consumer;
@@ -479,6 +481,7 @@ export function runtimePipeline(
     registry: rt.registry,
     retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
+    fetchMaxWaitMs: rt.config.CONSUMER_FETCH_MAX_WAIT_MS,
   });
 }
 

@@ -64,6 +64,7 @@ export async function startPipeline(name: string, extra: Record<string, string> 
       DISPATCH_SAFETY_NET_MS: '10000',
       TIMER_SWEEP_INTERVAL_MS: '100',
       EXPIRY_SWEEP_INTERVAL_MS: '100',
+      DUTY_SWEEP_INTERVAL_MS: '100',
       COMPLIANCE_GAUGE_INTERVAL_MS: '200',
       ...extra,
     },

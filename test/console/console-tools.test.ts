@@ -155,6 +155,7 @@ beforeAll(async () => {
       DISPATCH_SAFETY_NET_MS: '10000',
       TIMER_SWEEP_INTERVAL_MS: '100',
       EXPIRY_SWEEP_INTERVAL_MS: '100',
+      DUTY_SWEEP_INTERVAL_MS: '100',
     },
   );
   // Set up as an operator would through the admin API: the app, a notice, a record key, and

@@ -21,6 +21,7 @@ export async function startDutyStack(name: string) {
       MAIL_FROM: 'Consent <consent@svc.test>',
       TIMER_SWEEP_INTERVAL_MS: '100',
       EXPIRY_SWEEP_INTERVAL_MS: '100',
+      DUTY_SWEEP_INTERVAL_MS: '100',
       COMPLIANCE_GAUGE_INTERVAL_MS: '200',
     },
   });

@@ -35,6 +35,7 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
     OUTBOX_WRITER_STALE_MS: '3000',
     // Feature tests fire expiry timers within a second, as every other family.
     EXPIRY_SWEEP_INTERVAL_MS: '1000',
+    DUTY_SWEEP_INTERVAL_MS: '1000',
     // Test receivers listen on loopback; outside the embedded default that must be configured.
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
     // Feature tests share two cores with two JVMs and other test files; the 1.8 s answer

@@ -161,6 +161,7 @@ beforeAll(async () => {
       MAIL_FROM: 'Consent <consent@svc.test>',
       TIMER_SWEEP_INTERVAL_MS: '100',
       EXPIRY_SWEEP_INTERVAL_MS: '100',
+      DUTY_SWEEP_INTERVAL_MS: '100',
       WEBHOOK_TIMEOUT_MS: '2000',
     },
   );

@@ -32,6 +32,7 @@ describe('two timers worker copies', () => {
     TIMER_SHARDS: '4',
     TIMER_SWEEP_INTERVAL_MS: '50',
     EXPIRY_SWEEP_INTERVAL_MS: '50',
+    DUTY_SWEEP_INTERVAL_MS: '50',
   });
   const copies: Runtime[] = [];
   const stops: (() => Promise<void>)[] = [];

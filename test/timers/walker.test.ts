@@ -2,7 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../shared/runtime.js';
 import { bucketOf } from '../../shared/timers/due.js';
-import { BucketWalker } from '../../shared/timers/walker.js';
+import { BucketWalker, SETTLED_RECHECK_MS } from '../../shared/timers/walker.js';
 import { testRuntime } from '../helpers/stack.js';
 
 /**
@@ -22,7 +22,7 @@ afterAll(() => {
 });
 
 /** The stored watermark of a shard (the timers table keeps one item per family and shard). */
-async function stored(family: 'sla', shard: number): Promise<number | undefined> {
+async function stored(family: 'sla' | 'duty', shard: number): Promise<number | undefined> {
   const r = await rt.dynamo.doc.send(
     new GetCommand({
       TableName: rt.tables.timers,
@@ -56,14 +56,51 @@ describe('BucketWalker', () => {
     expect(await stored('sla', 0)).toBe(first + 1);
     expect(await stored('sla', 1)).toBe(now - 1);
 
-    // The next pass starts there.
+    // The next pass starts there. The last minute's bucket, read empty after it ended, waits
+    // for its recheck; everything old enough to be passed is read again.
     const again: [number, number][] = [];
     await walker.walk(later, async (b, shard) => {
       again.push([shard, b]);
       return false;
     });
-    expect(again.filter(([s]) => s === 1).map(([, b]) => b)).toEqual([now - 1, now]);
+    expect(again.filter(([s]) => s === 1).map(([, b]) => b)).toEqual([now]);
+    expect(again.filter(([s]) => s === 0).map(([, b]) => b)).toEqual(
+      buckets.slice(1).filter((b) => b !== now - 1),
+    );
     expect(await stored('sla', 0)).toBe(now - 1);
+  });
+
+  it('reads the last minute again every SETTLED_RECHECK_MS once read empty, and on every pass while it holds entries', async () => {
+    const start = Date.now();
+    const walker = new BucketWalker(rt, { family: 'duty', shards: 1 }); // a family no other test walks;
+    await walker.init(start);
+    // Ten seconds into a minute, so that the passes below stay in it.
+    const t0 = (bucketOf(start) + 3) * MINUTE + 10_000;
+    const now = bucketOf(t0);
+    const pass = async (at: number, holds: (b: number) => boolean = () => false) => {
+      const seen: number[] = [];
+      await walker.walk(at, async (b) => {
+        seen.push(b);
+        return holds(b);
+      });
+      return seen;
+    };
+    // The first pass reads everything from the watermark and passes the old empty buckets.
+    expect(await pass(t0)).toEqual([now - 5, now - 4, now - 3, now - 2, now - 1, now]);
+    expect(await stored('duty', 0)).toBe(now - 1);
+    // Within the recheck time only the current minute is read…
+    expect(await pass(t0 + 1_000)).toEqual([now]);
+    expect(await pass(t0 + SETTLED_RECHECK_MS - 1)).toEqual([now]);
+    // …then the last minute again, where a late entry has landed: read on every pass while it
+    // holds entries, the recheck time counting again once it reads empty.
+    const late = (b: number) => b === now - 1;
+    expect(await pass(t0 + SETTLED_RECHECK_MS, late)).toEqual([now - 1, now]);
+    expect(await pass(t0 + SETTLED_RECHECK_MS + 1_000, late)).toEqual([now - 1, now]);
+    expect(await pass(t0 + SETTLED_RECHECK_MS + 2_000)).toEqual([now - 1, now]);
+    expect(await pass(t0 + SETTLED_RECHECK_MS + 3_000)).toEqual([now]);
+    // A minute later the bucket is old enough to be passed: read at once, and passed.
+    expect(await pass(t0 + MINUTE)).toEqual([now - 1, now, now + 1]);
+    expect(await stored('duty', 0)).toBe(now);
   });
 
   it("ends the pass at 'stop', keeping what it had passed", async () => {

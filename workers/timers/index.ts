@@ -77,6 +77,9 @@ export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
       });
       const duty = new FamilySweeper(rt, {
         ...common,
+        // Grievance and breach-report deadlines are hours and days away: like expiry, a sweep
+        // every DUTY_SWEEP_INTERVAL_MS (10 s).
+        intervalMs: c.DUTY_SWEEP_INTERVAL_MS,
         family: 'duty',
         act: (e, nowMs) => fireDuty(rt, e, nowMs),
         onSweep: (s) => {
