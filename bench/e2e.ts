@@ -32,7 +32,8 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * Sustained rate: the highest rate at which every consent was accepted and delivered, with a
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
  * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer,
- * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `run`); after the rates, a burst of 10× the sustained rate for the same time
+ * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `run`),
+ * BENCH_E2E_IDLE_SECONDS (each side's CPU with no load after its warm-up, 10 s; 0 skips it); after the rates, a burst of 10× the sustained rate for the same time
  * (BENCH_E2E_BURST=0 to skip it, BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
  */
 
@@ -78,6 +79,8 @@ interface RateResult {
   attempts: Map<string, number>;
   /** Outbox messages published during the rate, by path (fast, retry, relay). */
   published: Map<string, number>;
+  /** Kafka fetch requests per consent, by consumer group (svc_consumer_fetches_total). */
+  fetches: Map<string, number>;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
   backingCpuMs: Map<string, number>;
 }
@@ -112,7 +115,7 @@ function labelKeys(key: string, labels: string): string[] {
   if (op) keys.push(`${key}:${op}`);
   const table = label('table');
   if (table) keys.push(`${key}@${table}`);
-  for (const l of ['reason', 'outcome', 'result', 'path']) {
+  for (const l of ['reason', 'outcome', 'result', 'path', 'group']) {
     const v = label(l);
     if (v) keys.push(`${key}{${l}="${v}"}`);
   }
@@ -294,6 +297,12 @@ async function runRate(
   for (const k of after.keys())
     if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
       operations.set(k.split(':')[1]!, per(diff(k)));
+  // Consumer groups are named `${TOPIC_PREFIX}${name}`: printed by name.
+  const fetches = new Map<string, number>();
+  for (const k of after.keys()) {
+    const group = /^svc_consumer_fetches_total\{group="([^"]+)"\}$/.exec(k)?.[1];
+    if (group) fetches.set(group.slice(group.lastIndexOf('.') + 1), per(diff(k)));
+  }
   const p50p99 = (metric: string, label: string): [number, number] => [
     durationQuantile(diff, after.keys(), metric, label, 0.5),
     durationQuantile(diff, after.keys(), metric, label, 0.99),
@@ -313,6 +322,7 @@ async function runRate(
     answers,
     noRetryAfter,
     drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
+    fetches,
     attempts: new Map(
       [...after.keys()]
         .filter(
@@ -398,6 +408,7 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
     console.error(`[${t.name}] warm-up: ${SECONDS} s at 20/s`);
     await runRate(t, receiver, 20, `warm${round++}`);
   } while (Date.now() < untilMs);
+  await idle(t);
   console.log(`\n${t.name}\n${HEADER}`);
   const results: RateResult[] = [];
   for (const [i, rate] of RATES.entries()) {
@@ -426,6 +437,9 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
         `        a commit's steps p50/p99 ms (svc_outbox_commit_seconds): store (a group-commit slot, then the transaction) ${f1(store[0])}/${f1(store[1])}, publish (the fast path to Kafka) ${f1(publish[0])}/${f1(publish[1])}`,
       );
       console.log(
+        `        Kafka fetches/consent by consumer group (svc_consumer_fetches_total): ${[...r.fetches].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ') || 'none'}`,
+      );
+      console.log(
         `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       );
     }
@@ -436,6 +450,47 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
   }
   if (process.env.BENCH_E2E_BURST !== '0') await burst(t, receiver, results);
   return results;
+}
+
+/** How long the idle measurement lasts (BENCH_E2E_IDLE_SECONDS; 0 skips it). */
+const IDLE_SECONDS = Number(process.env.BENCH_E2E_IDLE_SECONDS ?? 10);
+
+/**
+ * What the side costs with no load at all, after its warm-up: CPU per second of the service and
+ * of what it stands on (its pollers, consumers, heartbeats), and for ours the DynamoDB requests
+ * per second by operation. Every rate's CPU per consent includes this share.
+ */
+async function idle(t: Target): Promise<void> {
+  if (IDLE_SECONDS <= 0) return;
+  await delay(2_000); // the warm-up's last webhooks and records
+  const before = { cpu: cpuSeconds(t.pid), backing: backingCpu(t) };
+  const m0 = t.metrics ? await metrics(t.url) : undefined;
+  await delay(IDLE_SECONDS * 1000);
+  const m1 = t.metrics ? await metrics(t.url) : undefined;
+  const perS = (cpu: number) => f0((cpu * 1000) / IDLE_SECONDS);
+  const backing = [...backingCpu(t)].map(
+    ([k, v]) => `${k} ${perS(v - (before.backing.get(k) ?? 0))}`,
+  );
+  console.log(
+    `\n${t.name}, idle (no load, ${IDLE_SECONDS} s after the warm-up): CPU ms/s: service ${perS(cpuSeconds(t.pid) - before.cpu)}, ${backing.join(', ')}`,
+  );
+  if (m0 && m1) {
+    const ops = [...m1.keys()]
+      .filter((k) => k.startsWith('svc_dynamodb_requests_total:'))
+      .map((k) => [k.split(':')[1]!, ((m1.get(k) ?? 0) - (m0.get(k) ?? 0)) / IDLE_SECONDS] as const)
+      .filter(([, v]) => v > 0)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}`);
+    const fetches = [...m1.keys()]
+      .map((k) => [k, /^svc_consumer_fetches_total\{group="([^"]+)"\}$/.exec(k)?.[1]] as const)
+      .filter(([, g]) => g !== undefined)
+      .map(
+        ([k, g]) =>
+          `${g!.slice(g!.lastIndexOf('.') + 1)} ${(((m1.get(k) ?? 0) - (m0.get(k) ?? 0)) / IDLE_SECONDS).toFixed(1)}`,
+      );
+    console.log(
+      `        DynamoDB requests/s by operation: ${ops.join(', ') || 'none'}; Kafka fetches/s by consumer group: ${fetches.join(', ') || 'none'}`,
+    );
+  }
 }
 
 /** How long after a burst its consents may still arrive before they count as undelivered. */

@@ -147,6 +147,7 @@ export class PipelinedConsumer {
       allowAutoTopicCreation: false,
     });
     this.consumer = consumer;
+    consumer.on(consumer.events.FETCH, () => this.m.fetches.inc({ group: groupId }));
     // A rebalance may move any partition: what was fetched before it is no longer held.
     consumer.on(consumer.events.REBALANCING, () => this.newGeneration());
     consumer.on(consumer.events.GROUP_JOIN, () => this.newGeneration());

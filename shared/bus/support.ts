@@ -60,6 +60,17 @@ export function consumerMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
+    fetches: getOrCreate(
+      registry,
+      'svc_consumer_fetches_total',
+      () =>
+        new Counter({
+          name: 'svc_consumer_fetches_total',
+          help: 'Fetch requests a consumer group sent to Kafka (each answered as soon as a message is there, or after its longest wait)',
+          labelNames: ['group'],
+          registers: [registry],
+        }),
+    ),
     admission: getOrCreate(
       registry,
       'svc_consumer_admission_limit',

@@ -31,7 +31,7 @@ interface Controlled {
 function controlledConsumer(
   groupId: string,
   prefix: string,
-  o: { maxUncommitted?: number; onConsumer?: (c: Consumer) => void } = {},
+  o: { maxUncommitted?: number; onConsumer?: (c: Consumer) => void; fetchMaxWaitMs?: number } = {},
 ) {
   const taken: Controlled[] = [];
   const consumer = new PipelinedConsumer({
@@ -49,6 +49,7 @@ function controlledConsumer(
     log: rt.log,
     registry: rt.registry,
     maxUncommitted: o.maxUncommitted ?? 1000,
+    ...(o.fetchMaxWaitMs ? { fetchMaxWaitMs: o.fetchMaxWaitMs } : {}),
     commitIntervalMs: 50,
     retryBaseMs: 10,
     retryMaxMs: 40,
@@ -295,6 +296,38 @@ describe('pipelined consumer against real Kafka', () => {
       expect(taken.map(kindOf)).toEqual(['p4-1', 'p4-2', 'p4-3', 'p4-4']);
       taken[2]!.resolve();
       taken[3]!.resolve();
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('holds an idle fetch up to fetchMaxWaitMs, answers it as soon as a message arrives, and counts each fetch', async () => {
+    const groupId = `${rt.config.TOPIC_PREFIX}p6`;
+    let fetches = 0;
+    const { consumer, taken } = controlledConsumer(groupId, 'p6-', {
+      fetchMaxWaitMs: 2_000,
+      onConsumer: (c) => c.on(c.events.FETCH, () => fetches++),
+    });
+    const counted = async () => {
+      const m = await rt.registry.getSingleMetric('svc_consumer_fetches_total')!.get();
+      return m.values.find((v) => v.labels.group === groupId)?.value ?? 0;
+    };
+    await consumer.start();
+    try {
+      // Idle for 6 s after its first fetch: about one fetch each 2 s, not one each 100 ms.
+      await vi.waitFor(() => expect(fetches).toBeGreaterThan(0), { timeout: 15_000 });
+      const from = fetches;
+      await new Promise((r) => setTimeout(r, 6_000));
+      expect(fetches - from).toBeGreaterThanOrEqual(2);
+      expect(fetches - from).toBeLessThanOrEqual(4);
+      // A message sent during a held fetch is handed over long before the hold would end.
+      await new Promise((r) => setTimeout(r, 300)); // inside a fetch held for 2 s
+      const sentAt = Date.now();
+      await send(['p6-a']);
+      await vi.waitFor(() => expect(taken).toHaveLength(1), { timeout: 10_000 });
+      expect(Date.now() - sentAt).toBeLessThan(1_500);
+      taken[0]!.resolve();
+      expect(await counted()).toBe(fetches);
     } finally {
       await consumer.stop();
     }
