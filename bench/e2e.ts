@@ -186,8 +186,24 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-const backingCpu = (t: Target) =>
-  new Map([...t.backing()].map(([k, pids]) => [k, pids.reduce((s, p) => s + cpuSeconds(p), 0)]));
+/** CPU seconds of each process the side stands on, by name and pid. */
+type BackingCpu = Map<string, Map<number, number>>;
+
+const backingCpu = (t: Target): BackingCpu =>
+  new Map([...t.backing()].map(([k, pids]) => [k, new Map(pids.map((p) => [p, cpuSeconds(p)]))]));
+
+/**
+ * CPU seconds each name's processes used between two snapshots: a process there at the end
+ * counts from its first snapshot (or from its start, when it started in between); one that
+ * ended in between (a PostgreSQL backend) is left out rather than subtracted.
+ */
+const backingUsed = (before: BackingCpu, after: BackingCpu): Map<string, number> =>
+  new Map(
+    [...after].map(([k, pids]) => [
+      k,
+      [...pids].reduce((s, [pid, v]) => s + v - (before.get(k)?.get(pid) ?? 0), 0),
+    ]),
+  );
 
 async function runRate(
   app: Target,
@@ -359,7 +375,7 @@ async function runRate(
     cpuMs: per(cpu * 1000),
     benchCpuMs: per((benchCpu.user + benchCpu.system) / 1000),
     backingCpuMs: new Map(
-      [...backingAfter].map(([k, v]) => [k, per((v - (backingBefore.get(k) ?? 0)) * 1000)]),
+      [...backingUsed(backingBefore, backingAfter)].map(([k, v]) => [k, per(v * 1000)]),
     ),
     tables,
     billedTables,
@@ -468,8 +484,8 @@ async function idle(t: Target): Promise<void> {
   await delay(IDLE_SECONDS * 1000);
   const m1 = t.metrics ? await metrics(t.url) : undefined;
   const perS = (cpu: number) => f0((cpu * 1000) / IDLE_SECONDS);
-  const backing = [...backingCpu(t)].map(
-    ([k, v]) => `${k} ${perS(v - (before.backing.get(k) ?? 0))}`,
+  const backing = [...backingUsed(before.backing, backingCpu(t))].map(
+    ([k, v]) => `${k} ${perS(v)}`,
   );
   console.log(
     `\n${t.name}, idle (no load, ${IDLE_SECONDS} s after the warm-up): CPU ms/s: service ${perS(cpuSeconds(t.pid) - before.cpu)}, ${backing.join(', ')}`,
