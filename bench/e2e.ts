@@ -81,6 +81,8 @@ interface RateResult {
   published: Map<string, number>;
   /** Kafka fetch requests per consent, by consumer group (svc_consumer_fetches_total). */
   fetches: Map<string, number>;
+  /** Requests refused at once because HTTP_MAX_IN_FLIGHT were in progress (svc_http_shed_total). */
+  shed: number;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
   backingCpuMs: Map<string, number>;
 }
@@ -339,6 +341,7 @@ async function runRate(
     noRetryAfter,
     drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
     fetches,
+    shed: diff('svc_http_shed_total'),
     attempts: new Map(
       [...after.keys()]
         .filter(
@@ -456,7 +459,7 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
         `        Kafka fetches/consent by consumer group (svc_consumer_fetches_total): ${[...r.fetches].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ') || 'none'}`,
       );
       console.log(
-        `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+        `        refused at once, HTTP_MAX_IN_FLIGHT requests being in progress (svc_http_shed_total): ${r.shed}; webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       );
     }
     console.log(
