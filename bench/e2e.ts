@@ -165,6 +165,29 @@ async function metrics(url: string): Promise<Map<string, number>> {
 
 const WRITE_OPS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
 
+/** Kafka fetches by consumer group, as `sums` keys them. */
+const FETCHES = 'svc_consumer_fetches_total{group="';
+
+/**
+ * The series of one metric and label as `sums` keys them (`name@table`, `name:operation`,
+ * `name{group="…"}`), by label value, through `value`. A consumer group is named
+ * `${TOPIC_PREFIX}${name}`: by its name.
+ */
+function perLabel(
+  keys: Iterable<string>,
+  prefix: string,
+  value: (key: string) => number,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const k of keys) {
+    if (!k.startsWith(prefix) || k.includes('|')) continue;
+    let label = k.slice(prefix.length);
+    if (prefix === FETCHES) label = label.slice(label.lastIndexOf('.') + 1).replace(/"}$/, '');
+    out.set(label, value(k));
+  }
+  return out;
+}
+
 /** A service under load: ours or the peer. */
 interface Target {
   name: string;
@@ -300,27 +323,19 @@ async function runRate(
   postMs.sort((a, b) => a - b);
   const accepted = started.size;
   const per = (x: number) => (accepted ? x / accepted : NaN);
-  const itemTables = new Map<string, number>();
-  for (const k of after.keys())
-    if (k.startsWith('svc_dynamodb_items_written_total@'))
-      itemTables.set(k.split('@')[1]!, per(diff(k)));
-  const tables = new Map<string, number>();
-  for (const k of after.keys())
-    if (k.startsWith('svc_dynamodb_write_units_total@')) tables.set(k.split('@')[1]!, per(diff(k)));
-  const billedTables = new Map<string, number>();
-  for (const k of after.keys())
-    if (k.startsWith('svc_dynamodb_billed_write_units_total@'))
-      billedTables.set(k.split('@')[1]!, per(diff(k)));
-  const operations = new Map<string, number>();
-  for (const k of after.keys())
-    if (k.startsWith('svc_dynamodb_requests_total:') && diff(k) > 0)
-      operations.set(k.split(':')[1]!, per(diff(k)));
-  // Consumer groups are named `${TOPIC_PREFIX}${name}`: printed by name.
-  const fetches = new Map<string, number>();
-  for (const k of after.keys()) {
-    const group = /^svc_consumer_fetches_total\{group="([^"]+)"\}$/.exec(k)?.[1];
-    if (group) fetches.set(group.slice(group.lastIndexOf('.') + 1), per(diff(k)));
-  }
+  const itemTables = perLabel(after.keys(), 'svc_dynamodb_items_written_total@', (k) =>
+    per(diff(k)),
+  );
+  const tables = perLabel(after.keys(), 'svc_dynamodb_write_units_total@', (k) => per(diff(k)));
+  const billedTables = perLabel(after.keys(), 'svc_dynamodb_billed_write_units_total@', (k) =>
+    per(diff(k)),
+  );
+  const operations = new Map(
+    [...perLabel(after.keys(), 'svc_dynamodb_requests_total:', (k) => per(diff(k)))].filter(
+      ([, v]) => v > 0,
+    ),
+  );
+  const fetches = perLabel(after.keys(), FETCHES, (k) => per(diff(k)));
   const p50p99 = (metric: string, label: string): [number, number] => [
     durationQuantile(diff, after.keys(), metric, label, 0.5),
     durationQuantile(diff, after.keys(), metric, label, 0.99),
@@ -486,28 +501,24 @@ async function idle(t: Target): Promise<void> {
   const m0 = t.metrics ? await metrics(t.url) : undefined;
   await delay(IDLE_SECONDS * 1000);
   const m1 = t.metrics ? await metrics(t.url) : undefined;
-  const perS = (cpu: number) => f0((cpu * 1000) / IDLE_SECONDS);
+  const cpuMs = (cpu: number) => f0((cpu * 1000) / IDLE_SECONDS);
   const backing = [...backingUsed(before.backing, backingCpu(t))].map(
-    ([k, v]) => `${k} ${perS(v)}`,
+    ([k, v]) => `${k} ${cpuMs(v)}`,
   );
   console.log(
-    `\n${t.name}, idle (no load, ${IDLE_SECONDS} s after the warm-up): CPU ms/s: service ${perS(cpuSeconds(t.pid) - before.cpu)}, ${backing.join(', ')}`,
+    `\n${t.name}, idle (no load, ${IDLE_SECONDS} s after the warm-up): CPU ms/s: service ${cpuMs(cpuSeconds(t.pid) - before.cpu)}, ${backing.join(', ')}`,
   );
   if (m0 && m1) {
-    const ops = [...m1.keys()]
-      .filter((k) => k.startsWith('svc_dynamodb_requests_total:'))
-      .map((k) => [k.split(':')[1]!, ((m1.get(k) ?? 0) - (m0.get(k) ?? 0)) / IDLE_SECONDS] as const)
-      .filter(([, v]) => v > 0)
-      .map(([k, v]) => `${k} ${v.toFixed(1)}`);
-    const fetches = [...m1.keys()]
-      .map((k) => [k, /^svc_consumer_fetches_total\{group="([^"]+)"\}$/.exec(k)?.[1]] as const)
-      .filter(([, g]) => g !== undefined)
-      .map(
-        ([k, g]) =>
-          `${g!.slice(g!.lastIndexOf('.') + 1)} ${(((m1.get(k) ?? 0) - (m0.get(k) ?? 0)) / IDLE_SECONDS).toFixed(1)}`,
-      );
+    const perS = (k: string) => ((m1.get(k) ?? 0) - (m0.get(k) ?? 0)) / IDLE_SECONDS;
+    const list = (m: Map<string, number>) =>
+      [...m]
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+        .join(', ') || 'none';
+    const ops = list(perLabel(m1.keys(), 'svc_dynamodb_requests_total:', perS));
+    const fetches = list(perLabel(m1.keys(), FETCHES, perS));
     console.log(
-      `        DynamoDB requests/s by operation: ${ops.join(', ') || 'none'}; Kafka fetches/s by consumer group: ${fetches.join(', ') || 'none'}`,
+      `        DynamoDB requests/s by operation: ${ops}; Kafka fetches/s by consumer group: ${fetches}`,
     );
   }
 }
