@@ -474,7 +474,10 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
         `        Kafka fetches/consent by consumer group (svc_consumer_fetches_total): ${[...r.fetches].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ') || 'none'}`,
       );
       console.log(
-        `        refused at once, HTTP_MAX_IN_FLIGHT requests being in progress (svc_http_shed_total): ${r.shed}; webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+        `        answers by status: ${[...r.answers].map(([k, v]) => `${v} × ${k}`).join(', ')} (refusals without Retry-After: ${r.noRetryAfter}); refused at once, HTTP_MAX_IN_FLIGHT requests being in progress (svc_http_shed_total): ${r.shed}`,
+      );
+      console.log(
+        `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       );
     }
     console.log(
