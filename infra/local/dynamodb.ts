@@ -88,28 +88,39 @@ export function ensureDynamoLauncher(jarsDir: string): string {
 /** DynamoDB Local's database file in `dbPath` (with `-sharedDb`, one for every client). */
 export const dynamoDbFile = (dbPath: string) => path.join(dbPath, 'shared-local-instance.db');
 
+/** Whether an SQLite file's header says write-ahead-log mode (bytes 18 and 19 are 2; 1 without). */
+export function inWalMode(file: string): boolean {
+  const b = Buffer.alloc(20);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return false; // not there yet
+  }
+  try {
+    return fs.readSync(fd, b, 0, 20, 0) === 20 && b[18] === 2 && b[19] === 2;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
  * Puts DynamoDB Local's SQLite file in write-ahead-log mode before it is opened (the launcher's
- * `--wal`, in a JVM of its own): DynamoDB Local leaves SQLite in rollback-journal mode, where
- * each write it commits costs four syncs to disk; in WAL mode one, with the same durability (a
- * commit is synced before it is acknowledged). Appends what it did to the log file; a failure
- * leaves the file as it was (slower, as durable) and says so there.
+ * `--wal`, in a JVM of its own, only when the file is not in that mode already): DynamoDB Local
+ * leaves SQLite in rollback-journal mode, where each write it commits costs four syncs to disk;
+ * in WAL mode one, with the same durability (a commit is synced before it is acknowledged).
+ * Appends what it did to the log file; a failure leaves the file as it was (slower, as durable)
+ * and says so there.
  */
-function writeAheadLog(o: DynamoOptions, launcher: string): void {
+function writeAheadLog(o: DynamoOptions, java: string[]): void {
   if (!o.dbPath) return;
   fs.mkdirSync(path.dirname(o.logFile), { recursive: true });
-  const r = spawnSync(
-    'java',
-    [
-      `-Djava.library.path=${o.jarsDir}`,
-      '-cp',
-      [launcher, `${o.jarsDir}/*`].join(path.delimiter),
-      'LoopbackDynamoDB',
-      '--wal',
-      dynamoDbFile(o.dbPath),
-    ],
-    { encoding: 'utf8', timeout: 60_000 },
-  );
+  const file = dynamoDbFile(o.dbPath);
+  if (inWalMode(file)) {
+    fs.appendFileSync(o.logFile, 'SQLite journal mode: wal (already)\n');
+    return;
+  }
+  const r = spawnSync('java', [...java, '--wal', file], { encoding: 'utf8', timeout: 60_000 });
   const said = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n');
   const line =
     r.status === 0
@@ -121,15 +132,19 @@ function writeAheadLog(o: DynamoOptions, launcher: string): void {
 export function launchDynamo(o: DynamoOptions): JavaProcess {
   if (o.dbPath) fs.mkdirSync(o.dbPath, { recursive: true });
   const launcher = ensureDynamoLauncher(o.jarsDir);
-  writeAheadLog(o, launcher);
-  const args = [
-    '-Xmx512m',
-    '-Xms64m',
+  // The launcher's JVM options and class, for both of its uses.
+  const java = [
     `-Djava.library.path=${o.jarsDir}`,
-    `-Dsvc.dynamodb.host=${DYNAMO_HOST}`,
     '-cp',
     [launcher, `${o.jarsDir}/*`].join(path.delimiter),
     'LoopbackDynamoDB',
+  ];
+  writeAheadLog(o, java);
+  const args = [
+    '-Xmx512m',
+    '-Xms64m',
+    `-Dsvc.dynamodb.host=${DYNAMO_HOST}`,
+    ...java,
     '-port',
     String(o.port),
     '-sharedDb',

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { launchDynamo, waitDynamo } from '../../infra/local/dynamodb.js';
+import { dynamoDbFile, inWalMode, launchDynamo, waitDynamo } from '../../infra/local/dynamodb.js';
 import { stackPaths } from '../../infra/local/paths.js';
 import { freePort, stopPid, type JavaProcess } from '../../infra/local/proc.js';
 
@@ -15,7 +15,7 @@ import { freePort, stopPid, type JavaProcess } from '../../infra/local/proc.js';
  */
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-ddb-wal-'));
-const DB = path.join(tmp, 'shared-local-instance.db');
+const DB = dynamoDbFile(tmp);
 const started: JavaProcess[] = [];
 
 afterAll(async () => {
@@ -43,16 +43,16 @@ async function start(): Promise<{ proc: JavaProcess; doc: DynamoDBDocumentClient
   return { proc, doc: DynamoDBDocumentClient.from(client) };
 }
 
-/** SQLite's file header: bytes 18 and 19 are 2 in WAL mode (1 in rollback mode), 16–17 the page size. */
+/** SQLite's file header: WAL mode, and the page size (bytes 16–17). */
 function header(): { wal: boolean; pageSize: number } {
-  const b = Buffer.alloc(100);
+  const b = Buffer.alloc(18);
   const fd = fs.openSync(DB, 'r');
   try {
-    fs.readSync(fd, b, 0, 100, 0);
+    fs.readSync(fd, b, 0, 18, 0);
   } finally {
     fs.closeSync(fd);
   }
-  return { wal: b[18] === 2 && b[19] === 2, pageSize: b.readUInt16BE(16) };
+  return { wal: inWalMode(DB), pageSize: b.readUInt16BE(16) };
 }
 
 describe('embedded DynamoDB Local on disk', () => {
