@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
@@ -83,6 +84,17 @@ interface RateResult {
   fetches: Map<string, number>;
   /** Requests refused at once because HTTP_MAX_IN_FLIGHT were in progress (svc_http_shed_total). */
   shed: number;
+  /**
+   * The service's own count of the API POSTs it answered during the rate, by status
+   * (svc_http_requests_total), and how many of them it took longer than 2.5 s to answer
+   * (svc_http_request_duration_seconds): what it read and answered, against what the load
+   * generator saw answered.
+   */
+  serviceAnswers: Map<string, number>;
+  serviceSlow: number;
+  /** This process's event-loop delay p99 and max (ms) while it sent: a busy load generator. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
   backingCpuMs: Map<string, number>;
 }
@@ -123,6 +135,12 @@ function labelKeys(key: string, labels: string): string[] {
   }
   const le = label('le');
   if (op && le) keys.push(`${key}:${op}|${le}`);
+  // The API's POSTs (svc_http_*): by status, and a duration bucket as `name{method="POST"}|le`.
+  if (label('method') === 'POST' && key.startsWith('svc_http_')) {
+    keys.push(`${key}{method="POST"}${le ? `|${le}` : ''}`);
+    const status = label('status');
+    if (status) keys.push(`${key}{method="POST",status="${status}"}`);
+  }
   return keys;
 }
 
@@ -258,6 +276,8 @@ async function runRate(
   const answers = new Map<string, number>();
   let noRetryAfter = 0;
   const inflight = new Set<Promise<void>>();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
   const t0 = Date.now();
   let n = 0;
   while (Date.now() - t0 < SECONDS * 1000) {
@@ -295,6 +315,7 @@ async function runRate(
     await delay(2);
   }
   await Promise.all(inflight);
+  loop.disable();
   const sent = n;
   // Wait for every accepted consent's consent.granted (or the drain limit).
   const arrived = new Map<string, number>();
@@ -357,6 +378,9 @@ async function runRate(
     drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
     fetches,
     shed: diff('svc_http_shed_total'),
+    ...servedBy(after.keys(), diff),
+    loopDelayP99Ms: loop.percentile(99) / 1e6,
+    loopDelayMaxMs: loop.max / 1e6,
     attempts: new Map(
       [...after.keys()]
         .filter(
@@ -401,6 +425,24 @@ async function runRate(
     operations,
     durations,
     commitSteps,
+  };
+}
+
+/** The service's own view of a rate's API POSTs (see `RateResult.serviceAnswers`). */
+function servedBy(
+  keys: Iterable<string>,
+  diff: (k: string) => number,
+): Pick<RateResult, 'serviceAnswers' | 'serviceSlow'> {
+  const prefix = 'svc_http_requests_total{method="POST",status="';
+  return {
+    serviceAnswers: new Map(
+      [...keys]
+        .filter((k) => k.startsWith(prefix) && diff(k) > 0)
+        .map((k) => [k.slice(prefix.length, -2), diff(k)]),
+    ),
+    serviceSlow:
+      diff('svc_http_request_duration_seconds_count{method="POST"}') -
+      diff('svc_http_request_duration_seconds_bucket{method="POST"}|2.5'),
   };
 }
 
@@ -544,6 +586,14 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
   console.log(
     `  burst ${rate}/s for ${SECONDS} s: sent ${b.sent}, accepted ${b.accepted} (answers: ${answers}; refusals without Retry-After: ${b.noRetryAfter}); delivered ${b.accepted - b.undelivered} of ${b.accepted}, the last ${f1(b.drainedAfterMs / 1000)} s after the load ended (waited up to ${BURST_DRAIN_MS / 1000} s); POST→webhook p50/p99 ${f0(b.p50)}/${f0(b.p99)} ms`,
   );
+  const served = [...b.serviceAnswers].map(([k, v]) => `${v} × ${k}`).join(', ') || 'none';
+  console.log(
+    `        the load generator's event loop (this process) lagged p99 ${f0(b.loopDelayP99Ms)} ms, at most ${f0(b.loopDelayMaxMs)} ms while it sent`,
+  );
+  if (t.metrics)
+    console.log(
+      `        the service's own count of the POSTs it answered over the burst and its drain: ${served}; ${b.serviceSlow} of them later than 2.5 s after it read them (svc_http_requests_total, svc_http_request_duration_seconds)`,
+    );
   if (t.metrics)
     console.log(
       `        outbox messages published during it: ${[...b.published].map(([k, v]) => `${k} ${v}`).join(', ')} (2 per accepted consent); items written/consent ${f1(b.itemsWritten)}; DynamoDB requests/consent ${f1(b.requests)}`,

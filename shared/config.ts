@@ -61,6 +61,14 @@ export const baseConfigSchema = z.object({
    * changed nothing (shared/http/server.ts `admission`).
    */
   HTTP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(64),
+  /**
+   * Connections the kernel holds for the HTTP server until it accepts them (listen backlog; the
+   * kernel caps it at net.core.somaxconn). Node's own default, 511, overflows within a fraction
+   * of a second of a busy event loop under a burst: the kernel then drops the connection and
+   * the client's TCP stack tries again after 1, 3, 7… s, so the caller waits seconds for an
+   * answer the admission control would have given at once.
+   */
+  HTTP_LISTEN_BACKLOG: z.coerce.number().int().min(1).max(65_535).default(4_096),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()

@@ -126,7 +126,7 @@ export async function startProcess<S extends OwnedStack = never>(
     for (const s of o.services) await s.mount(app, rt);
     if (o.services.length > 0) mountDocs(app, rt.docs);
     finishHttpApp(app, log);
-    const server = await listen(app, config.PORT, config.HOST).catch(
+    const server = await listen(app, config.PORT, config.HOST, config.HTTP_LISTEN_BACKLOG).catch(
       (err: NodeJS.ErrnoException) => {
         throw err.code === 'EADDRINUSE'
           ? new StackError(

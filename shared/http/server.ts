@@ -1,5 +1,5 @@
 import express, { type Express, type RequestHandler } from 'express';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
@@ -268,9 +268,10 @@ function answerClientErrors(srv: Server): void {
   });
 }
 
-export function listen(app: Express, port: number, host: string): Promise<Server> {
+export function listen(app: Express, port: number, host: string, backlog = 4_096): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const srv = app.listen(port, host);
+    const srv = createServer(app);
+    srv.listen({ port, host, backlog });
     answerClientErrors(srv);
     srv.once('listening', () => resolve(srv));
     srv.once('error', reject);
