@@ -92,6 +92,8 @@ interface RateResult {
    */
   serviceAnswers: Map<string, number>;
   serviceSlow: number;
+  /** Outbox commits the service stored (svc_outbox_commit_seconds, step store): each consent's one. */
+  commits: number;
   /** This process's event-loop delay p99 and max (ms) while it sent: a busy load generator. */
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
@@ -432,7 +434,7 @@ async function runRate(
 function servedBy(
   keys: Iterable<string>,
   diff: (k: string) => number,
-): Pick<RateResult, 'serviceAnswers' | 'serviceSlow'> {
+): Pick<RateResult, 'serviceAnswers' | 'serviceSlow' | 'commits'> {
   const prefix = 'svc_http_requests_total{method="POST",status="';
   return {
     serviceAnswers: new Map(
@@ -443,6 +445,7 @@ function servedBy(
     serviceSlow:
       diff('svc_http_request_duration_seconds_count{method="POST"}') -
       diff('svc_http_request_duration_seconds_bucket{method="POST"}|2.5'),
+    commits: diff('svc_outbox_commit_seconds_count:store'),
   };
 }
 
@@ -592,7 +595,7 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
   );
   if (t.metrics)
     console.log(
-      `        the service's own count of the POSTs it answered over the burst and its drain: ${served}; ${b.serviceSlow} of them later than 2.5 s after it read them (svc_http_requests_total, svc_http_request_duration_seconds)`,
+      `        the service's own count of the POSTs it answered over the burst and its drain: ${served}, ${b.serviceSlow} of them later than 2.5 s after it read them (svc_http_requests_total, svc_http_request_duration_seconds; an answer to a caller that had already gone is not counted); outbox commits stored: ${b.commits}, against ${b.accepted} answers 201 the load generator saw`,
     );
   if (t.metrics)
     console.log(

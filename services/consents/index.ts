@@ -13,7 +13,7 @@ import type { ApiKeyScope } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { requireApiKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { appOf, locals } from '../../shared/http/locals.js';
+import { appOf, abandonedBy, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
@@ -38,7 +38,12 @@ export const CONSENTS_PREFIX = '/api/v1/consents';
 
 function writeContext(rt: Runtime, res: Response): WriteContext {
   const app = appOf(res);
-  return { rt, app, actor: { source: 'api', credential: locals(res).apiKey?.id ?? 'apiKey' } };
+  return {
+    rt,
+    app,
+    actor: { source: 'api', credential: locals(res).apiKey?.id ?? 'apiKey' },
+    signal: abandonedBy(res),
+  };
 }
 
 /** A path userId that could never have been stored names no record: 404, like an unknown one. */

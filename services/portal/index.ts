@@ -13,7 +13,7 @@ import { noteActivity } from '../../shared/domain/consent/activity.js';
 import { AppError } from '../../shared/errors.js';
 import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { appOf, locals } from '../../shared/http/locals.js';
+import { appOf, abandonedBy, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
@@ -55,7 +55,12 @@ const ASSET_TYPES = {
 type AssetName = keyof typeof ASSET_TYPES;
 
 function writeContext(rt: Runtime, res: Response): WriteContext {
-  return { rt, app: appOf(res), actor: { source: 'portal', credential: 'principalToken' } };
+  return {
+    rt,
+    app: appOf(res),
+    actor: { source: 'portal', credential: 'principalToken' },
+    signal: abandonedBy(res),
+  };
 }
 
 const param = (v: unknown) => (typeof v === 'string' ? v : '');

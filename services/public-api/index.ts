@@ -13,7 +13,7 @@ import { noteActivity } from '../../shared/domain/consent/activity.js';
 import { AppError } from '../../shared/errors.js';
 import { corsPreflight, requireSecretKey, requireSecretOrBrowser } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { appOf, locals } from '../../shared/http/locals.js';
+import { appOf, abandonedBy, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
@@ -52,6 +52,7 @@ function writeContext(rt: Runtime, res: Response): WriteContext {
     actor: browser
       ? { source: 'portal', credential: 'principalToken' }
       : { source: 'api', credential: 'secretKey' },
+    signal: abandonedBy(res),
   };
 }
 

@@ -61,7 +61,9 @@ export function problemHandler(log: Logger): ErrorRequestHandler {
     if (res.headersSent) return next(err);
     const appErr =
       fromBodyParser(err as { type?: string }) ?? fromHttpError(err) ?? coerceError(err);
-    if (appErr.status >= 500)
+    if (res.locals.callerGone === true)
+      log.debug({ err: appErr, path: req.path }, 'the caller was gone before the answer');
+    else if (appErr.status >= 500)
       log.error({ err: appErr.cause ?? appErr, path: req.path }, 'request failed');
     sendProblem(res, appErr, req.originalUrl);
   };

@@ -52,6 +52,13 @@ export interface WriteContext {
   now?: () => Date;
   /** Why the service itself changes the consent; carried by the events that say so. */
   reason?: 'inactivity';
+  /**
+   * Aborted once nobody waits for the outcome (the HTTP caller hung up, or the deadline answered
+   * it 503; `abandonedBy`): a change not yet sent to the store is then not made, since nobody
+   * would learn that it was. Under overload, callers that gave up waiting would otherwise cost
+   * the store the very work that made them wait.
+   */
+  signal?: AbortSignal;
 }
 
 /** Changes the service makes on its own (timers): not the principal's activity. */
@@ -114,6 +121,12 @@ async function commit(
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
+  if (ctx.signal?.aborted)
+    throw new AppError(
+      'SVC_UNAVAILABLE',
+      'The request was closed before its change was made; nothing was applied',
+      { retryAfterS: 1 },
+    );
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
