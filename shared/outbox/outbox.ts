@@ -446,10 +446,10 @@ export class Outbox {
   async commit(
     changes: TransactItem[],
     messages: OutboxItem[],
-    o: { carrier?: number } = {},
+    o: { carrier?: number; signal?: AbortSignal | undefined } = {},
   ): Promise<{ published: boolean }> {
     if (messages.length === 0) {
-      await this.group.write(changes);
+      await this.group.write(changes, o.signal);
       return { published: true };
     }
     if (this.open.size >= (this.o.maxOpen ?? 50_000))
@@ -482,7 +482,7 @@ export class Outbox {
     this.open.set(n, entry);
     const stored = this.m.commitSeconds.startTimer({ step: 'store' });
     try {
-      await this.group.write(placed.items);
+      await this.group.write(placed.items, o.signal);
       stored();
     } catch (err) {
       if (certainlyNotApplied(err)) this.open.delete(n);

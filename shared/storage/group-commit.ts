@@ -1,6 +1,6 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { coerceError } from '../errors.js';
+import { AppError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import type { StoreOutages } from './outages.js';
@@ -219,20 +219,38 @@ export class GroupCommit {
     if (this.o.outages) this.recent.add(group.map((p) => p.items));
   }
 
-  /** Commits `items` atomically, possibly in one transaction with other writes' items. */
-  write(items: TransactItem[]): Promise<void> {
+  /**
+   * Commits `items` atomically, possibly in one transaction with other writes' items. Once
+   * `signal` aborts (nobody waits for the outcome any more), a write still waiting for its
+   * transaction leaves the queue unsent and is refused with SVC_UNAVAILABLE: it was not applied.
+   * One already sent goes on.
+   */
+  write(items: TransactItem[], signal?: AbortSignal): Promise<void> {
     if (items.length > this.maxItems)
       return Promise.reject(
         new Error(`transaction has ${items.length} items; DynamoDB allows ${this.maxItems}`),
       );
+    if (signal?.aborted) return Promise.reject(abandoned());
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({
+      const p: Pending = {
         items,
         keys: items.map((i) => this.keyOf(i)),
         solo: false,
         resolve,
         reject,
-      });
+      };
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const at = this.queue.indexOf(p);
+          if (at < 0) return;
+          this.queue.splice(at, 1);
+          this.m?.abandoned.inc();
+          reject(abandoned());
+        },
+        { once: true },
+      );
+      this.queue.push(p);
       this.pump();
     });
   }
@@ -372,8 +390,25 @@ function ownCancellation(err: unknown, reasons: Reason[]): Error {
   return own;
 }
 
+const abandoned = () =>
+  new AppError(
+    'SVC_UNAVAILABLE',
+    'The request was given up before its change was sent to the store; nothing was applied',
+    { retryAfterS: 1 },
+  );
+
 function groupMetrics(registry: Registry) {
   return {
+    abandoned: getOrCreate(
+      registry,
+      'svc_dynamodb_group_commit_abandoned_total',
+      () =>
+        new Counter({
+          name: 'svc_dynamodb_group_commit_abandoned_total',
+          help: 'Writes that left the queue unsent because nobody waited for them any more (the caller hung up, or the request deadline answered 503)',
+          registers: [registry],
+        }),
+    ),
     size: getOrCreate(
       registry,
       'svc_dynamodb_group_commit_writes',

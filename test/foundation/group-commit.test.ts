@@ -62,6 +62,37 @@ function counting() {
 }
 
 describe('group commit of TransactWriteItems', () => {
+  it('a queued write whose signal aborts leaves unsent and is refused; one in flight lands', async () => {
+    const c = counting();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // The first transaction is held at the door, so the next write waits in the queue.
+    const send = async (items: TransactItem[]) => {
+      if (c.sizes.length === 0) await held;
+      return c.send(items);
+    };
+    const g = new GroupCommit(send, { maxInFlight: 1, keyAttributes });
+    const [first, queued, kept] = [randomUUID(), randomUUID(), randomUUID()];
+    const gone = new AbortController();
+    const a = g.write(write(first));
+    const b = g.write(write(queued), gone.signal);
+    const k = g.write(write(kept), new AbortController().signal);
+    gone.abort();
+    await expect(b).rejects.toMatchObject({ code: 'SVC_UNAVAILABLE' });
+    release();
+    await Promise.all([a, k]);
+    expect(c.sizes).toEqual([2, 2]); // the first, then only the kept write
+    expect(await exists(`gc#${first}`)).toBeDefined();
+    expect(await exists(`gc#${kept}`)).toBeDefined();
+    expect(await exists(`gc#${queued}`)).toBeUndefined();
+    expect(await exists(`claim#${queued}`)).toBeUndefined();
+    // A signal aborted before the write never queues it.
+    await expect(g.write(write(randomUUID()), AbortSignal.abort())).rejects.toMatchObject({
+      code: 'SVC_UNAVAILABLE',
+    });
+    expect(c.sizes).toEqual([2, 2]);
+  });
+
   it('sends writes made while one is in flight together, and lands every one', async () => {
     const c = counting();
     const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes });

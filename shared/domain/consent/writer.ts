@@ -121,16 +121,11 @@ async function commit(
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
-  if (ctx.signal?.aborted)
-    throw new AppError(
-      'SVC_UNAVAILABLE',
-      'The request was closed before its change was made; nothing was applied',
-      { retryAfterS: 1 },
-    );
+  // Nobody waits for the outcome any more: not sent (refused SVC_UNAVAILABLE, nothing applied).
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
-    carrier >= 0 ? { carrier } : {},
+    { ...(carrier >= 0 ? { carrier } : {}), signal: ctx.signal },
   );
   return events;
 }
