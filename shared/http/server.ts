@@ -41,8 +41,9 @@ const undeadlined = new Set(['/api/v1/ledger/export']);
 /**
  * Answers 503 SVC_UNAVAILABLE with Retry-After when a request is still unanswered after `ms`
  * (a stalled store or broker), so no caller hangs. A handler that answers later finds the
- * response sent; its late answer is dropped (see `problemHandler`). A change it was making may
- * still land, but it was never acknowledged, which is what callers rely on.
+ * response sent; its late answer is dropped (see `problemHandler`). A consent change it had not
+ * yet sent to the store is then not made (`abandonedBy`); one already sent may still land, but
+ * it was never acknowledged, which is what callers rely on.
  */
 export function deadline(ms: number): RequestHandler {
   return (req, res, next) => {
