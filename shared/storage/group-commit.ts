@@ -230,7 +230,10 @@ export class GroupCommit {
       return Promise.reject(
         new Error(`transaction has ${items.length} items; DynamoDB allows ${this.maxItems}`),
       );
-    if (signal?.aborted) return Promise.reject(abandoned());
+    if (signal?.aborted) {
+      this.m?.abandoned.inc();
+      return Promise.reject(abandoned());
+    }
     return new Promise<void>((resolve, reject) => {
       const p: Pending = {
         items,
@@ -405,7 +408,7 @@ function groupMetrics(registry: Registry) {
       () =>
         new Counter({
           name: 'svc_dynamodb_group_commit_abandoned_total',
-          help: 'Writes that left the queue unsent because nobody waited for them any more (the caller hung up, or the request deadline answered 503)',
+          help: 'Writes not sent, before or while queued, because nobody waited for them any more (the caller hung up, or the request deadline answered 503)',
           registers: [registry],
         }),
     ),

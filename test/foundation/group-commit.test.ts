@@ -1,5 +1,6 @@
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
 import { GroupCommit, LINGER_AFTER, type TransactItem } from '../../shared/storage/group-commit.js';
@@ -71,7 +72,8 @@ describe('group commit of TransactWriteItems', () => {
       if (c.sizes.length === 0) await held;
       return c.send(items);
     };
-    const g = new GroupCommit(send, { maxInFlight: 1, keyAttributes });
+    const registry = new Registry();
+    const g = new GroupCommit(send, { maxInFlight: 1, keyAttributes, registry });
     const [first, queued, kept] = [randomUUID(), randomUUID(), randomUUID()];
     const gone = new AbortController();
     const a = g.write(write(first));
@@ -91,6 +93,9 @@ describe('group commit of TransactWriteItems', () => {
       code: 'SVC_UNAVAILABLE',
     });
     expect(c.sizes).toEqual([2, 2]);
+    expect(
+      await registry.getSingleMetricAsString('svc_dynamodb_group_commit_abandoned_total'),
+    ).toMatch(/^svc_dynamodb_group_commit_abandoned_total 2$/m);
   });
 
   it('sends writes made while one is in flight together, and lands every one', async () => {
