@@ -121,7 +121,8 @@ async function commit(
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
-  // Nobody waits for the outcome any more: not sent (refused SVC_UNAVAILABLE, nothing applied).
+  // With ctx.signal aborted (nobody waits for the outcome), the group commit refuses the write
+  // unsent: SVC_UNAVAILABLE, nothing applied.
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
