@@ -10,6 +10,7 @@ import {
   patterns,
   recordNumber,
   recordUuid,
+  referenceOfTransaction,
   transactionOfRecord,
   transactionUuid,
   uuidv7,
@@ -33,6 +34,37 @@ describe('identifiers', () => {
     const b = uuidv7(1_700_000_000_001);
     expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(a < b).toBe(true);
+  });
+});
+
+describe('transaction ids that carry their referenceId', () => {
+  it('round-trip: the referenceId comes back, the id stays a UUID v7 whose records derive from it', () => {
+    for (let i = 0; i < 200; i++) {
+      const ref = newReferenceId();
+      const t = transactionUuid(1_700_000_000_000 + i, ref);
+      expect(t).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{10}00$/);
+      expect(referenceOfTransaction(t)).toBe(ref);
+      const r = recordUuid(t, 3);
+      expect(transactionOfRecord(r)).toBe(t);
+      expect(referenceOfTransaction(r)).toBeUndefined();
+    }
+    for (const ref of ['SVC-REF-00000000', 'SVC-REF-ZZZZZZZZ'])
+      expect(referenceOfTransaction(transactionUuid(Date.now(), ref))).toBe(ref);
+    // Two ids for one principal in one millisecond still differ (26 random bits).
+    const ref = newReferenceId();
+    const ids = new Set(
+      Array.from({ length: 1000 }, () => transactionUuid(1_700_000_000_000, ref)),
+    );
+    expect(ids.size).toBe(1000);
+  });
+
+  it('refuses a referenceId that is not one, and reads none from an id that is not a transaction id', () => {
+    expect(() => transactionUuid(Date.now(), 'SVC-REF-0000000I')).toThrow(RangeError);
+    expect(() => transactionUuid(Date.now(), 'anything')).toThrow(RangeError);
+    expect(referenceOfTransaction('not-a-uuid')).toBeUndefined();
+    expect(referenceOfTransaction(uuidv7().replace(/..$/, '5c'))).toBeUndefined();
+    // Any transaction-shaped id reads as some referenceId: where to look first, not proof.
+    expect(referenceOfTransaction(transactionUuid())).toMatch(patterns.referenceId);
   });
 });
 

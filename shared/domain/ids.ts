@@ -58,8 +58,37 @@ export function uuidv7(nowMs = Date.now()): string {
  * its n-th record (n 1–255) has the same id with last byte n. `transactionOfRecord` inverts it.
  * Transactions created before this layout have random last bytes; their records keep random
  * ids and pointer items.
+ *
+ * Given its principal's referenceId, a transaction id also carries it (bytes 10–14, 40 bits; 26
+ * random bits stay beside the millisecond), so the transaction is read by id with one GetItem
+ * and its item needs no entry in an index to be found (`referenceOfTransaction`).
  */
-export const transactionUuid = (nowMs = Date.now()) => `${uuidv7(nowMs).slice(0, 34)}00`;
+export function transactionUuid(nowMs = Date.now(), referenceId?: string): string {
+  const t = `${uuidv7(nowMs).slice(0, 34)}00`;
+  if (referenceId === undefined) return t;
+  if (!patterns.referenceId.test(referenceId)) throw new RangeError(`referenceId ${referenceId}`);
+  let n = 0;
+  for (const c of referenceId.slice(8)) n = n * 32 + REF_ALPHABET.indexOf(c);
+  // Bytes 10–14 (hex 24–33): the referenceId's 40 bits; byte 15 stays 00 for the record number.
+  return `${t.slice(0, 24)}${n.toString(16).padStart(10, '0')}00`;
+}
+
+/**
+ * The referenceId a transaction id would carry (`transactionUuid` with a referenceId): bytes
+ * 10–14 read as a referenceId. Any transaction-shaped id reads as one, so this names where to
+ * look first, never proof: a transaction whose item is not at that referenceId (one created
+ * before ids carried it) is found through the `txn` index (repository.ts, `loadTransaction`).
+ */
+export function referenceOfTransaction(transactionId: string): string | undefined {
+  if (!patterns.uuid.test(transactionId) || !transactionId.endsWith('00')) return undefined;
+  let n = parseInt(transactionId.slice(24, 34), 16);
+  let out = '';
+  for (let i = 0; i < 8; i++) {
+    out = REF_ALPHABET[n % 32]! + out;
+    n = Math.floor(n / 32);
+  }
+  return `SVC-REF-${out}`;
+}
 
 export function recordUuid(transactionId: string, n: number): string {
   if (!Number.isInteger(n) || n < 1 || n > 255) throw new RangeError(`record number ${n}`);

@@ -9,18 +9,25 @@ import {
   TXN_KEY,
   transactionIndexKeys,
   txnIndexChecked,
+  txnKey,
 } from '../../shared/domain/consent/txn-index.js';
-import { recordUuid, uuidv7 } from '../../shared/domain/ids.js';
+import {
+  recordUuid,
+  referenceOfTransaction,
+  transactionUuid,
+  uuidv7,
+} from '../../shared/domain/ids.js';
 import { createRuntime } from '../../shared/runtime.js';
-import { itemBytes, putUnits } from '../../shared/storage/billing.js';
+import { putUnits } from '../../shared/storage/billing.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
 import { secret, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
 
 /**
- * A transaction is found by its id through the `entities` table's keys-only `txn` index
- * (shared/domain/consent/txn-index.ts), on real DynamoDB Local: a new transaction writes no
- * whole-item copy to `gsi1`; one written before the index is still found through `gsi1` and
- * moves to `txn` when it is next written; a table whose index is not there yet gets both keys.
+ * A transaction is found by its id (shared/domain/consent/txn-index.ts), on real DynamoDB Local:
+ * a new one's id carries its referenceId, so it is read where its id says and written to no
+ * index; one whose id does not (created before) is found through the keys-only `txn` index; one
+ * written before that index is found through `gsi1` and moves to `txn` when it is next written;
+ * a table whose index is not there yet gets both keys.
  */
 const { pub, capture, op } = usePublicApi('consent-txn-index');
 
@@ -34,6 +41,20 @@ const rawTransaction = async (referenceId: string, transactionId: string) =>
       }),
     )
   ).Item!;
+
+/** The `txn` index's entries for a transaction id. */
+const byTxnIndex = async (transactionId: string) =>
+  (
+    await pub.f.p.rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: pub.f.p.rt.tables.entities,
+        IndexName: TXN_INDEX,
+        KeyConditionExpression: '#k = :k',
+        ExpressionAttributeNames: { '#k': TXN_KEY },
+        ExpressionAttributeValues: { ':k': txnKey(pub.a.app.appId, transactionId) },
+      }),
+    )
+  ).Items ?? [];
 
 const getById = (transactionId: string) =>
   pub.f.call('GET', `${P}/${transactionId}`, { headers: secret(pub.a) });
@@ -78,26 +99,47 @@ function storedTransaction(
 }
 
 describe('transactions by id', () => {
-  it('a new transaction carries only its txn key, is found by id, and bills less than a whole copy in gsi1', async () => {
+  it('a new transaction carries its referenceId in its id, is in no index, is found by id, and bills one unit less than with its txn key', async () => {
     expect(await txnIndexChecked(pub.f.p.rt)).toBe(true);
     const c = await capture();
+    expect(referenceOfTransaction(c.transactionId)).toBe(c.referenceId);
     const item = await rawTransaction(c.referenceId, c.transactionId);
-    expect(item[TXN_KEY]).toBe(`APP#${pub.a.app.appId}#TXN#${c.transactionId}`);
+    expect(item).not.toHaveProperty(TXN_KEY);
     expect(item).not.toHaveProperty('gsi1pk');
     expect(item).not.toHaveProperty('gsi1sk');
     const r = await getById(c.transactionId);
     expect(r.status).toBe(200);
-    expect(r.body).not.toHaveProperty(TXN_KEY);
     expect(r.body.referenceId).toBe(c.referenceId);
+    expect(r.body.records.length).toBeGreaterThan(0);
+    // Its records are found through it (their ids derive from its id).
+    const recordId = String(r.body.records[0].recordId);
+    const revoked = await op(`/records/${recordId}/revoke`, { referenceId: c.referenceId });
+    expect(revoked.status).toBe(200);
+    expect(await byTxnIndex(c.transactionId)).toEqual([]);
 
-    // What AWS would bill (model): the same item as written before the index, in gsi1 (whole,
-    // over 1 KB) instead of txn (keys only, one unit), costs more.
-    const { [TXN_KEY]: _k, ...rest } = item;
-    const before = { ...rest, ...keys.transactionIndex(pub.a.app.appId, c.transactionId) };
-    expect(itemBytes(before)).toBeGreaterThan(1024);
-    expect(
-      putUnits(before, entitiesShape, true) - putUnits(item, entitiesShape, true),
-    ).toBeGreaterThanOrEqual(1);
+    // What AWS would bill (model): the same item with its txn key costs one unit more.
+    const withKey = { ...item, [TXN_KEY]: txnKey(pub.a.app.appId, c.transactionId) };
+    expect(putUnits(withKey, entitiesShape, true) - putUnits(item, entitiesShape, true)).toBe(1);
+  });
+
+  it('a transaction whose id does not carry the referenceId it is stored under keeps its txn key and is found through the index', async () => {
+    const c = await capture();
+    const rt = pub.f.p.rt;
+    const other = c.referenceId.endsWith('0')
+      ? c.referenceId.replace(/.$/, '1')
+      : c.referenceId.replace(/.$/, '0');
+    const transactionId = transactionUuid(Date.now(), other);
+    const t = storedTransaction(pub.a.app.appId, transactionId, c.referenceId, true);
+    const put = putTransaction(rt, t).Put!;
+    expect(put.Item![TXN_KEY]).toBe(txnKey(t.appId, transactionId));
+    await rt.dynamo.doc.send(new PutCommand({ TableName: put.TableName, Item: put.Item }));
+    const r = await getById(transactionId);
+    expect(r.status).toBe(200);
+    expect(r.body.referenceId).toBe(c.referenceId);
+    expect((await byTxnIndex(transactionId)).length).toBe(1);
+    // An id of neither kind that names nothing is not found.
+    expect((await getById(transactionUuid(Date.now(), c.referenceId))).status).toBe(404);
+    expect((await getById(uuidv7())).status).toBe(404);
   });
 
   it('a transaction written before the index is found through gsi1, and its next write moves it to txn', async () => {
@@ -155,7 +197,7 @@ describe('transactions by id', () => {
       expect(await txnIndexChecked(rt)).toBe(false);
       const appId = pub.a.app.appId;
       const transactionId = uuidv7();
-      expect(transactionIndexKeys(rt, appId, transactionId)).toEqual({
+      expect(transactionIndexKeys(rt, appId, transactionId, 'SVC-REF-OLDTABLE')).toEqual({
         [TXN_KEY]: `APP#${appId}#TXN#${transactionId}`,
         ...keys.transactionIndex(appId, transactionId),
       });

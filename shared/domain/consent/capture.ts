@@ -101,8 +101,8 @@ export async function captureConsent(
   captureRecords(notice, input, new Date().toISOString(), recordIdsFor(newTransactionId()));
   const parental = notice.requiresParentalConsent === true;
   const events = parental ? parentalEvents : undefined;
-  const build = (_ref: string, now: string) => {
-    const transactionId = newTransactionId();
+  const build = (ref: string, now: string) => {
+    const transactionId = newTransactionId(ref);
     return {
       appId: app.appId,
       transactionId,

@@ -5,7 +5,12 @@ import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../../storage/query.js';
 import { unchangedDueCondition } from '../../timers/derived.js';
 import { getReferenceKey } from '../apps.js';
-import { derivedReferenceId, patterns, transactionOfRecord } from '../ids.js';
+import {
+  derivedReferenceId,
+  patterns,
+  referenceOfTransaction,
+  transactionOfRecord,
+} from '../ids.js';
 import type {
   Actor,
   HistoryEntry,
@@ -26,8 +31,9 @@ import { TXN_INDEX, TXN_KEY, transactionIndexKeys, txnKey } from './txn-index.js
  *   was taken, a user linked to a widget capture. A principal at its user's derived referenceId
  *   holds `userId` and `userTransactionId` instead (`loadUser`); each kind of claim checks the
  *   other kind is absent in the same transaction, so a user id is claimed once.
- * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}   txn APP#{appId}#TXN#{id} (`txnk`, keys
- *                 only; written before that index: gsi1 APP#{appId}#TXN#{id} / TXN; txn-index.ts)
+ * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}; an id that carries its referenceId (ids.ts,
+ *                 `transactionUuid`) is in no index; any other: txn APP#{appId}#TXN#{id} (`txnk`,
+ *                 keys only; written before that index: gsi1 APP#{appId}#TXN#{id} / TXN; txn-index.ts)
  *                 and, while its first timer is pending, due {family}#{bucket}#{shard} /
  *                 {dueAt}#{kind}:{appId}:{id} (`duepk`/`duesk`/`duekind`, sparse; timers.ts)
  * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId; only for
@@ -123,9 +129,10 @@ export function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: s
 }
 
 /**
- * By id alone: the index names the principal (`txn`, then `gsi1` for a transaction written
- * before it: txn-index.ts), then a consistent read of the item itself (an index may lag a write
- * by a moment; the item never does).
+ * By id alone: first where the id says (ids.ts, `referenceOfTransaction`), the one read a
+ * transaction created since ids carry their referenceId needs; otherwise an index names the
+ * principal (`txn`, then `gsi1` for a transaction written before it: txn-index.ts), then a
+ * consistent read of the item itself (an index may lag a write by a moment; the item never does).
  */
 export async function loadTransaction(
   rt: Runtime,
@@ -133,6 +140,11 @@ export async function loadTransaction(
   id: string,
 ): Promise<StoredTransaction | undefined> {
   if (!patterns.uuid.test(id)) return undefined;
+  const carried = referenceOfTransaction(id);
+  if (carried !== undefined) {
+    const t = await loadTransactionAt(rt, appId, carried, id);
+    if (t) return t;
+  }
   const ref = (await refByTxnIndex(rt, appId, id)) ?? (await refByGsi1(rt, appId, id));
   return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
 }
@@ -337,7 +349,7 @@ export function putTransaction(
       Item: {
         ...t,
         ...keys.transaction(t.appId, t.referenceId, t.transactionId),
-        ...transactionIndexKeys(rt, t.appId, t.transactionId),
+        ...transactionIndexKeys(rt, t.appId, t.transactionId, t.referenceId),
         kind: 'transaction',
       },
       ...(expectedVersion === undefined

@@ -1,9 +1,12 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Runtime } from '../../runtime.js';
+import { referenceOfTransaction } from '../ids.js';
 
 /**
- * Finding a transaction by its id alone: the `entities` table's sparse `txn` index (keys only:
- * the item's `pk` names the principal). A transaction item carries `txnk` =
+ * Finding a transaction by its id alone. A transaction created since ids carry their principal's
+ * referenceId (ids.ts, `transactionUuid`) is read where its id says, and is in no index. Any
+ * other is found through the `entities` table's sparse `txn` index (keys only: the item's `pk`
+ * names the principal). A transaction item carries `txnk` =
  * `APP#{appId}#TXN#{id}`. Transactions written before the index existed carry `gsi1pk` /
  * `gsi1sk` instead, in `gsi1`, which projects whole items: about 1.7 KB, two write units on
  * every write of the transaction where the keys-only entry costs one, and only when it is
@@ -74,12 +77,18 @@ export async function txnIndexChecked(rt: Runtime): Promise<boolean> {
   return txnIndexActive(rt);
 }
 
-/** The index keys a transaction item carries (see the module comment). */
+/**
+ * The index keys a transaction item carries (see the module comment): none when its id carries
+ * the referenceId it is stored under (ids.ts, `transactionUuid`), since a lookup by id reads it
+ * there directly.
+ */
 export function transactionIndexKeys(
   rt: Runtime,
   appId: string,
   id: string,
+  referenceId: string,
 ): Record<string, string> {
+  if (referenceOfTransaction(id) === referenceId) return {};
   const key = txnKey(appId, id);
   return txnIndexActive(rt) ? { [TXN_KEY]: key } : { [TXN_KEY]: key, gsi1pk: key, gsi1sk: 'TXN' };
 }

@@ -103,8 +103,8 @@ export async function createUserConsent(
   const txn = await createWithPrincipal(ctx, {
     userId: input.userId,
     principal: { userId: input.userId, email: input.email },
-    build: (_ref, now) => {
-      const transactionId = newTransactionId();
+    build: (ref, now) => {
+      const transactionId = newTransactionId(ref);
       return {
         appId: app.appId,
         transactionId,

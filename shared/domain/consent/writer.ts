@@ -379,7 +379,11 @@ export async function mutateTransaction(
   throw busy();
 }
 
-export const newTransactionId = () => transactionUuid();
+/**
+ * A new transaction's id; given the principal's referenceId it carries it (ids.ts,
+ * `transactionUuid`), so the transaction is found by id without an index entry.
+ */
+export const newTransactionId = (referenceId?: string) => transactionUuid(Date.now(), referenceId);
 
 /**
  * Ids for the new records of a transaction that already holds `existing`: derived from the
