@@ -30,7 +30,14 @@ export const newReferenceId = () => `SVC-REF-${randomString(REF_ALPHABET, 8)}`;
  * (writer.ts, `createWithPrincipal`).
  */
 export function derivedReferenceId(key: Buffer, userId: string): string {
-  let n = createHmac('sha256', key).update(userId, 'utf8').digest().readUIntBE(0, 5);
+  return referenceOfBits(
+    createHmac('sha256', key).update(userId, 'utf8').digest().readUIntBE(0, 5),
+  );
+}
+
+/** A referenceId from 40 bits (0 ≤ n < 2^40): 8 characters of the referenceId alphabet. */
+function referenceOfBits(bits: number): string {
+  let n = bits;
   let out = '';
   for (let i = 0; i < 8; i++) {
     out = REF_ALPHABET[n % 32]! + out;
@@ -81,13 +88,7 @@ export function transactionUuid(nowMs = Date.now(), referenceId?: string): strin
  */
 export function referenceOfTransaction(transactionId: string): string | undefined {
   if (!patterns.uuid.test(transactionId) || !transactionId.endsWith('00')) return undefined;
-  let n = parseInt(transactionId.slice(24, 34), 16);
-  let out = '';
-  for (let i = 0; i < 8; i++) {
-    out = REF_ALPHABET[n % 32]! + out;
-    n = Math.floor(n / 32);
-  }
-  return `SVC-REF-${out}`;
+  return referenceOfBits(parseInt(transactionId.slice(24, 34), 16));
 }
 
 export function recordUuid(transactionId: string, n: number): string {
