@@ -390,6 +390,8 @@ export interface LoadResult {
   answers: Record<string, number>;
   /** Answers slower than `slowMs` (2 s unless set). */
   slow: number;
+  /** When each of those slow requests was sent (epoch ms), to place them against a fault. */
+  slowSentAt?: number[];
 }
 
 /**
@@ -446,7 +448,10 @@ export async function postConsents(o: {
           result.answers.none = (result.answers.none ?? 0) + 1;
         })
         .finally(() => {
-          if (Date.now() - t0 > (o.slowMs ?? 2_000)) result.slow++;
+          if (Date.now() - t0 > (o.slowMs ?? 2_000)) {
+            result.slow++;
+            (result.slowSentAt ??= []).push(t0);
+          }
           inflight.delete(p);
         });
       inflight.add(p);

@@ -70,6 +70,8 @@ export interface ScenarioResult {
   drainS: number;
   /** /readyz 3 s into the fault. */
   readiness?: Readiness;
+  /** When the fault started and ended (epoch ms). */
+  fault?: { startedAt: number; endedAt: number };
   memory?: {
     start: { rssBytes: number; heapBytes: number };
     end: { rssBytes: number; heapBytes: number };
@@ -172,7 +174,12 @@ async function loadWithFault(
   name: string,
   o: ScenarioOptions,
   fault: () => Promise<void>,
-): Promise<{ load: LoadResult; faultEndedAt: number; readiness: Readiness }> {
+): Promise<{
+  load: LoadResult;
+  faultStartedAt: number;
+  faultEndedAt: number;
+  readiness: Readiness;
+}> {
   const load = postConsents({
     targets: w.ingress,
     tenants: w.tenants,
@@ -183,6 +190,7 @@ async function loadWithFault(
   });
   await delay(o.faultAtMs ?? o.loadMs / 2);
   o.log(`[${name}] fault starts`);
+  const faultStartedAt = Date.now();
   // What /readyz says 3 s into the fault, and how fast.
   const [, readiness] = await Promise.all([
     fault(),
@@ -190,7 +198,7 @@ async function loadWithFault(
   ]);
   const faultEndedAt = Date.now();
   o.log(`[${name}] fault over; /readyz during it: ${JSON.stringify(readiness)}`);
-  return { load: await load, faultEndedAt, readiness };
+  return { load: await load, faultStartedAt, faultEndedAt, readiness };
 }
 
 export interface Readiness {
@@ -339,8 +347,17 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
         await Promise.all([w.apps[1]!.start(), w.apps[2]!.start()]);
       },
     };
-    const { load, faultEndedAt, readiness } = await loadWithFault(w, name, o, faults[name]);
-    return { ...(await judge(name, w, load, faultEndedAt, o)), readiness };
+    const { load, faultStartedAt, faultEndedAt, readiness } = await loadWithFault(
+      w,
+      name,
+      o,
+      faults[name],
+    );
+    return {
+      ...(await judge(name, w, load, faultEndedAt, o)),
+      readiness,
+      fault: { startedAt: faultStartedAt, endedAt: faultEndedAt },
+    };
   } finally {
     await teardown(w);
   }
@@ -401,6 +418,18 @@ async function soak(o: ScenarioOptions): Promise<ScenarioResult> {
 export const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 
 /** One line per result, as printed by `npm run chaos` and the tests. */
+/** Where the slow answers' requests were sent: before, during or after the fault. */
+function slowAgainstFault(r: ScenarioResult): string {
+  const at = r.load.slowSentAt;
+  if (!r.fault || !at?.length) return '';
+  const { startedAt, endedAt } = r.fault;
+  const before = at.filter((t) => t < startedAt).length;
+  const during = at.filter((t) => t >= startedAt && t < endedAt).length;
+  const after = at.length - before - during;
+  const lastS = Math.max(...at.map((t) => (t - endedAt) / 1000));
+  return ` (sent before the fault ${before}, during ${during}, after ${after}${after ? `, the last ${lastS.toFixed(0)} s after it` : ''})`;
+}
+
 export function report(r: ScenarioResult): string {
   const t = r.tally;
   const mem = r.memory
@@ -417,7 +446,7 @@ export function report(r: ScenarioResult): string {
       `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
       `unstored ${r.unstored}`,
       `answers ${JSON.stringify(r.load.answers)}`,
-      `slow(>2s) ${r.load.slow}`,
+      `slow(>2s) ${r.load.slow}${slowAgainstFault(r)}`,
       `drained ${r.drainS.toFixed(0)} s after the fault`,
     ].join(' | ') +
     mem +
