@@ -187,9 +187,14 @@ export async function startPipeline(name: string, extra: Record<string, string> 
   }
 
   /** Waits until a metric series reads `value` (metrics move just after the ledger write). */
-  async function waitForMetric(name: string, labels: Record<string, string>, value: number) {
+  async function waitForMetric(
+    name: string,
+    labels: Record<string, string>,
+    value: number,
+    timeoutMs = 10_000,
+  ) {
     await vi.waitFor(async () => expect(await metric(name, labels)).toBe(value), {
-      timeout: 10_000,
+      timeout: timeoutMs,
       interval: 50,
     });
   }

@@ -120,7 +120,8 @@ async function fireAgain(kind: ExpiryKind, t: { referenceId: string; transaction
   const e = expiryEntry(kind, { appId: a.appId, ...t }, f.clock.now(), f.rt.config.TIMER_SHARDS);
   const done = await f.metric('svc_timers_fired_total', { kind, outcome: 'done' });
   await f.rt.dynamo.doc.send(new PutCommand({ TableName: f.rt.tables.timers, Item: { ...e } }));
-  await f.waitForMetric('svc_timers_fired_total', { kind, outcome: 'done' }, done + 1);
+  // Fired by the next sweep (every 100 ms); a CI run beside other files took over 10 s.
+  await f.waitForMetric('svc_timers_fired_total', { kind, outcome: 'done' }, done + 1, 30_000);
 }
 
 describe('validity window timers', () => {
