@@ -388,10 +388,11 @@ export interface LoadResult {
   accepted: Accepted[];
   /** Answers by status ("201", "503", …; "none" = no answer within 5 s or connection failed). */
   answers: Record<string, number>;
-  /** Answers slower than `slowMs` (2 s unless set). */
-  slow: number;
-  /** When each of those slow requests was sent (epoch ms), to place them against a fault. */
-  slowSentAt?: number[];
+  /**
+   * Answers slower than `slowMs` (2 s unless set): when each of their requests was sent (epoch
+   * ms), to place them against a fault.
+   */
+  slow: number[];
 }
 
 /**
@@ -411,7 +412,7 @@ export async function postConsents(o: {
   /** An answer slower than this counts as slow. */
   slowMs?: number;
 }): Promise<LoadResult> {
-  const result: LoadResult = o.result ?? { accepted: [], answers: {}, slow: 0 };
+  const result: LoadResult = o.result ?? { accepted: [], answers: {}, slow: [] };
   const inflight = new Set<Promise<void>>();
   const start = Date.now();
   let n = 0;
@@ -448,10 +449,7 @@ export async function postConsents(o: {
           result.answers.none = (result.answers.none ?? 0) + 1;
         })
         .finally(() => {
-          if (Date.now() - t0 > (o.slowMs ?? 2_000)) {
-            result.slow++;
-            (result.slowSentAt ??= []).push(t0);
-          }
+          if (Date.now() - t0 > (o.slowMs ?? 2_000)) result.slow.push(t0);
           inflight.delete(p);
         });
       inflight.add(p);

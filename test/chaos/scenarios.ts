@@ -176,8 +176,7 @@ async function loadWithFault(
   fault: () => Promise<void>,
 ): Promise<{
   load: LoadResult;
-  faultStartedAt: number;
-  faultEndedAt: number;
+  fault: { startedAt: number; endedAt: number };
   readiness: Readiness;
 }> {
   const load = postConsents({
@@ -190,15 +189,15 @@ async function loadWithFault(
   });
   await delay(o.faultAtMs ?? o.loadMs / 2);
   o.log(`[${name}] fault starts`);
-  const faultStartedAt = Date.now();
+  const startedAt = Date.now();
   // What /readyz says 3 s into the fault, and how fast.
   const [, readiness] = await Promise.all([
     fault(),
     delay(3_000).then(() => probeReadiness(w.ingress()[0]!)),
   ]);
-  const faultEndedAt = Date.now();
+  const endedAt = Date.now();
   o.log(`[${name}] fault over; /readyz during it: ${JSON.stringify(readiness)}`);
-  return { load: await load, faultStartedAt, faultEndedAt, readiness };
+  return { load: await load, fault: { startedAt, endedAt }, readiness };
 }
 
 export interface Readiness {
@@ -347,17 +346,8 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
         await Promise.all([w.apps[1]!.start(), w.apps[2]!.start()]);
       },
     };
-    const { load, faultStartedAt, faultEndedAt, readiness } = await loadWithFault(
-      w,
-      name,
-      o,
-      faults[name],
-    );
-    return {
-      ...(await judge(name, w, load, faultEndedAt, o)),
-      readiness,
-      fault: { startedAt: faultStartedAt, endedAt: faultEndedAt },
-    };
+    const { load, fault, readiness } = await loadWithFault(w, name, o, faults[name]);
+    return { ...(await judge(name, w, load, fault.endedAt, o)), readiness, fault };
   } finally {
     await teardown(w);
   }
@@ -420,8 +410,8 @@ export const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 /** One line per result, as printed by `npm run chaos` and the tests. */
 /** Where the slow answers' requests were sent: before, during or after the fault. */
 function slowAgainstFault(r: ScenarioResult): string {
-  const at = r.load.slowSentAt;
-  if (!r.fault || !at?.length) return '';
+  const at = r.load.slow;
+  if (!r.fault || !at.length) return '';
   const { startedAt, endedAt } = r.fault;
   const before = at.filter((t) => t < startedAt).length;
   const during = at.filter((t) => t >= startedAt && t < endedAt).length;
@@ -446,7 +436,7 @@ export function report(r: ScenarioResult): string {
       `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
       `unstored ${r.unstored}`,
       `answers ${JSON.stringify(r.load.answers)}`,
-      `slow(>2s) ${r.load.slow}${slowAgainstFault(r)}`,
+      `slow(>2s) ${r.load.slow.length}${slowAgainstFault(r)}`,
       `drained ${r.drainS.toFixed(0)} s after the fault`,
     ].join(' | ') +
     mem +
