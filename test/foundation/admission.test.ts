@@ -7,13 +7,15 @@ import { createLogger } from '../../shared/logger.js';
 
 /**
  * Admission control over real HTTP: with `maxInFlight` API requests in progress, the next is
- * answered 503 problem+json with Retry-After at once, and its handler never runs (nothing is
- * read or written); once one finishes, a request is admitted again.
+ * answered 503 problem+json with Retry-After at once, before Express sees it (its handler never
+ * runs; nothing is read or written); once one finishes, a request is admitted again.
  */
 
 let server: Server;
 let base: string;
 const registry = new Registry();
+/** Requests that reached Express (its `handle`, which the app function calls). */
+let handled = 0;
 /** Handlers that ran, and the releases of the ones held open. */
 const ran: string[] = [];
 const held: (() => void)[] = [];
@@ -32,6 +34,11 @@ beforeAll(async () => {
     held.push(() => res.status(201).json({ id: req.params.id }));
   });
   finishHttpApp(app, createLogger({ level: 'silent' }));
+  const appHandle = app.handle.bind(app);
+  app.handle = ((...args: Parameters<typeof appHandle>) => {
+    handled++;
+    return appHandle(...args);
+  }) as typeof app.handle;
   server = await listen(app, 0, '127.0.0.1');
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -48,16 +55,31 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
     const second = post('b');
     await expect.poll(() => ran.length).toBe(2);
 
+    const reached = handled;
     const t0 = Date.now();
-    const third = await post('c');
+    const third = await post('c?x=1');
     expect(Date.now() - t0).toBeLessThan(1_000);
     expect(third.status).toBe(503);
     expect(third.headers.get('retry-after')).toBe('1');
-    expect(third.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await third.json()).toMatchObject({ status: 503, code: 'SVC_UNAVAILABLE' });
+    expect(third.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    // The problem every other refusal carries (problem.ts, `sendProblem`).
+    expect(await third.json()).toEqual({
+      type: 'https://docs.svc.dev/errors/svc_unavailable',
+      title: 'Service unavailable',
+      status: 503,
+      detail: 'The service is at capacity; retry shortly',
+      code: 'SVC_UNAVAILABLE',
+      instance: '/api/hold/c?x=1',
+    });
+    // Express matches /api whatever the case: so does admission control.
+    expect((await fetch(`${base}/API/hold/d`, { method: 'POST' })).status).toBe(503);
+    expect(handled).toBe(reached); // neither reached Express
     expect(ran).toEqual(['a', 'b']);
     expect(await registry.getSingleMetricAsString('svc_http_shed_total')).toMatch(
-      /svc_http_shed_total 1$/m,
+      /svc_http_shed_total 2$/m,
+    );
+    expect(await registry.getSingleMetricAsString('svc_http_requests_total')).toMatch(
+      /svc_http_requests_total\{method="POST",route="unmatched",status="503"\} 2$/m,
     );
 
     held.shift()!();
@@ -106,5 +128,14 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
 
   it('does not count requests outside /api', async () => {
     for (let i = 0; i < 5; i++) expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    // /apis is not /api: not held to the limit (and here, no route: 404).
+    const first = post('e');
+    const second = post('f');
+    await expect.poll(() => held.length).toBe(2);
+    expect((await fetch(`${base}/apis/x`, { method: 'POST' })).status).toBe(404);
+    expect((await post('g')).status).toBe(503);
+    for (const release of held.splice(0)) release();
+    expect((await first).status).toBe(201);
+    expect((await second).status).toBe(201);
   });
 });

@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allServices } from '../../bin/modules.js';
 import { testProcess } from '../helpers/stack.js';
+import { appServedBy } from '../../shared/http/server.js';
 
 /**
  * Every route is documented: routes register their OpenAPI docs (`rt.docs.add`) apart from
@@ -50,8 +51,8 @@ const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
 
 type RunningProcess = Awaited<ReturnType<typeof testProcess>>;
 
-/** The app a process serves: `app.listen` made the server with the app as its request listener. */
-const appOf = (p: RunningProcess) => p.server.listeners('request')[0] as Express;
+/** The app a process serves (`listen` made its server). */
+const appOf = (p: RunningProcess) => appServedBy(p.server)!;
 
 let p: RunningProcess;
 let routes: string[];
