@@ -1,7 +1,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
 import { getReferenceKey } from '../domain/apps.js';
-import { keys } from '../domain/consent/repository.js';
+import { isClaim, keys } from '../domain/consent/repository.js';
 import { derivedReferenceId } from '../domain/ids.js';
 import type { Runtime } from '../runtime.js';
 import type { Affected } from './model.js';
@@ -56,16 +56,20 @@ export async function resolveAffected(
     rt,
     [...new Set(derivedOf.values())].map((r) => refKey(r)),
   );
+  // Or claimed there for a principal elsewhere (repository.ts, `putClaim`): `claimOf` names it.
   const atDerived = (u: string) => {
     const item = derived.get(refKey(derivedOf.get(u)!).pk);
-    return item?.userId === u && item.userTransactionId !== undefined ? item : undefined;
+    return item?.userId === u && (item.userTransactionId !== undefined || isClaim(item))
+      ? item
+      : undefined;
   };
   const pointers = await batchGet(
     rt,
     userIds.filter((u) => !atDerived(u)).map((u) => keys.user(appId, u)),
   );
   const referenceOf = (u: string): string | undefined => {
-    if (atDerived(u)) return derivedOf.get(u);
+    const at = atDerived(u);
+    if (at) return isClaim(at) ? String(at.claimOf) : derivedOf.get(u);
     const pointer = pointers.get(keys.user(appId, u).pk);
     return pointer ? String(pointer.referenceId) : undefined;
   };
@@ -92,7 +96,8 @@ export async function resolveAffected(
     }
     const ref = p.referenceId!;
     const item = refs.get(refKey(ref).pk);
-    if (!item) return fault('referenceId', 'no principal of this app has this referenceId');
+    if (!item || isClaim(item))
+      return fault('referenceId', 'no principal of this app has this referenceId');
     if (!out.has(ref))
       out.set(ref, {
         referenceId: ref,

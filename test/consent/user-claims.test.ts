@@ -1,19 +1,23 @@
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { resolveAffected } from '../../shared/breaches/affected.js';
-import { getReferenceKey } from '../../shared/domain/apps.js';
+import { claimsAtDerived, getReferenceKey } from '../../shared/domain/apps.js';
 import { captureConsent } from '../../shared/domain/consent/index.js';
-import { derivedReferenceOf, keys } from '../../shared/domain/consent/repository.js';
+import { derivedReferenceOf, keys, loadPrincipal } from '../../shared/domain/consent/repository.js';
 import { scrubPrincipal } from '../../shared/domain/consent/scrub.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { useRecordApi } from './fixture.js';
 
 /**
- * A user id is claimed once per app, in one of two layouts (repository.ts, `loadUser`): the
- * principal at the referenceId the user id derives to, holding the user's transaction id (two
- * items per new user), or a principal at a random referenceId with a user pointer item (a user
- * whose derived referenceId was taken, one linked to a widget capture, a user of the older
- * layout). Each claim checks the other layout is absent in its own transaction.
+ * A user id is claimed once per app (repository.ts, `loadUser`): by the principal at the
+ * referenceId the user id derives to, holding the user's transaction id (two items per new
+ * user); by a claim item there naming the principal of a widget capture the user was linked to
+ * (apps created since the claim layout); or by a user pointer item beside a principal at a
+ * random referenceId (a user whose derived referenceId was taken, one linked to a capture in an
+ * app created before the claim layout, a user of the older layout). Each claim checks the other
+ * layouts are absent in its own transaction; in an app of the claim layout a new user at its
+ * derived referenceId needs no check of a pointer item, since one exists only beside another
+ * principal there.
  */
 const { rec, uid, post, get, put } = useRecordApi('consent-user-claims');
 
@@ -25,8 +29,7 @@ const entity = async (key: { pk: string; sk: string }) =>
   ).Item;
 
 /** Another principal takes the referenceId `userId` derives to (as another user id could). */
-async function squat(userId: string) {
-  const { appId } = rec.a.app;
+async function squat(userId: string, appId = rec.a.app.appId) {
   const ref = await derivedReferenceOf(rec.f.p.rt, appId, userId);
   const at = new Date().toISOString();
   await rec.f.p.rt.dynamo.doc.send(
@@ -47,9 +50,45 @@ async function squat(userId: string) {
   return ref;
 }
 
-async function capture() {
-  const notice = (await getNoticeByTriggerKey(rec.f.p.rt, rec.n.app.appId, 'newsletter_signup'))!;
-  return captureConsent(rec.f.p.rt, rec.n.app, notice, {
+/**
+ * An app as one created before the claim layout stands: without `userClaims`, removed before
+ * anything of it is read (the process caches the setting with the app's reference key).
+ */
+async function appBeforeClaims(withNotice = false) {
+  const t = await rec.f.createApp(
+    withNotice
+      ? {
+          notice: {
+            triggerKey: 'newsletter_signup',
+            purposes: [{ name: 'analytics' }, { name: 'essential', required: true }],
+          },
+        }
+      : {},
+  );
+  await rec.f.p.rt.dynamo.doc.send(
+    new UpdateCommand({
+      TableName: rec.f.p.rt.tables.entities,
+      Key: { pk: `APP#${t.app.appId}`, sk: 'APP' },
+      UpdateExpression: 'REMOVE userClaims',
+    }),
+  );
+  return t;
+}
+
+/** What AWS would bill for this process's transactions on `entities` so far (the model). */
+async function billed(): Promise<number> {
+  const m = await rec.f.p.rt.registry
+    .getSingleMetric('svc_dynamodb_billed_write_units_total')!
+    .get();
+  return m.values
+    .filter((v) => v.labels.table === 'entities')
+    .filter((v) => v.labels.operation === 'TransactWriteItems')
+    .reduce((n, v) => n + v.value, 0);
+}
+
+async function capture(t = rec.n) {
+  const notice = (await getNoticeByTriggerKey(rec.f.p.rt, t.app.appId, 'newsletter_signup'))!;
+  return captureConsent(rec.f.p.rt, t.app, notice, {
     mode: 'granular',
     granted: ['essential'],
     language: 'en',
@@ -124,10 +163,11 @@ describe('claiming a user id', () => {
     ).rejects.toThrow(/not known/);
   });
 
-  it('a user with a pointer (the older layout) cannot be claimed again at its derived referenceId', async () => {
+  it('in an app created before the claim layout, a user with a pointer (the older layout) cannot be claimed again at its derived referenceId', async () => {
+    const old = await appBeforeClaims();
     const userId = uid();
-    const squatted = await squat(userId);
-    const first = await post(rec.a, {
+    const squatted = await squat(userId, old.app.appId);
+    const first = await post(old, {
       userId,
       email: 'old@shop.example',
       consents: { analytics: true },
@@ -138,19 +178,44 @@ describe('claiming a user id', () => {
     await rec.f.p.rt.dynamo.doc.send(
       new DeleteCommand({
         TableName: rec.f.p.rt.tables.entities,
-        Key: keys.principal(rec.a.app.appId, squatted),
+        Key: keys.principal(old.app.appId, squatted),
       }),
     );
-    const before = (await rec.f.itemsOf(rec.a.app.appId)).all.length;
-    const again = await post(rec.a, {
+    const before = (await rec.f.itemsOf(old.app.appId)).all.length;
+    const again = await post(old, {
       userId,
       email: 'old@shop.example',
       consents: { analytics: false },
     });
     expect(again.status).toBe(409);
-    expect((await rec.f.itemsOf(rec.a.app.appId)).all.length).toBe(before);
-    expect(await entity(keys.principal(rec.a.app.appId, squatted))).toBeUndefined();
-    expect((await get(rec.a, userId)).body).toEqual(first.body);
+    expect((await rec.f.itemsOf(old.app.appId)).all.length).toBe(before);
+    expect(await entity(keys.principal(old.app.appId, squatted))).toBeUndefined();
+    expect((await get(old, userId)).body).toEqual(first.body);
+  });
+
+  it('a new user costs an app of the claim layout two write units less: no check of a pointer item', async () => {
+    const old = await appBeforeClaims();
+    expect(await claimsAtDerived(rec.f.p.rt, rec.a.app.appId)).toBe(true);
+    expect(await claimsAtDerived(rec.f.p.rt, old.app.appId)).toBe(false);
+    // The app item says so, and the API does not show it.
+    expect(await entity({ pk: `APP#${rec.a.app.appId}`, sk: 'APP' })).toMatchObject({
+      userClaims: 'derived',
+    });
+    expect(rec.a.app).not.toHaveProperty('userClaims');
+    const units = async (t: typeof rec.a) => {
+      const before = await billed();
+      const r = await post(t, {
+        userId: uid(),
+        email: 'u@shop.example',
+        consents: { analytics: true },
+      });
+      expect(r.status).toBe(201);
+      return (await billed()) - before;
+    };
+    // The same request in each (ids of equal length, so items of equal size).
+    const here = await units(rec.a);
+    const before = await units(old);
+    expect(before - here).toBe(2);
   });
 
   it('linking a capture to a user claimed at its derived referenceId is 409, and the other way round', async () => {
@@ -196,14 +261,113 @@ describe('claiming a user id', () => {
     });
     expect(claim.status).toBe(409);
     expect((await get(rec.n, linked)).body).toEqual(ok.body);
+    // Claimed at its derived referenceId (the claim layout), with no pointer item.
+    const at = await derivedReferenceOf(rec.f.p.rt, rec.n.app.appId, linked);
+    expect(await entity(keys.principal(rec.n.app.appId, at))).toMatchObject({
+      kind: 'claim',
+      userId: linked,
+      claimOf: c2.referenceId,
+      transactionId: c2.transactionId,
+    });
+    expect(await entity(keys.user(rec.n.app.appId, linked))).toBeUndefined();
+    // A claim is no principal: its referenceId names no one.
+    expect(await loadPrincipal(rec.f.p.rt, rec.n.app.appId, at)).toBeUndefined();
+    expect(await resolveAffected(rec.f.p.rt, rec.n.app.appId, [{ userId: linked }])).toEqual([
+      { referenceId: c2.referenceId, userId: linked },
+    ]);
+    await expect(
+      resolveAffected(rec.f.p.rt, rec.n.app.appId, [{ referenceId: at }]),
+    ).rejects.toThrow(/not known/);
+  });
+
+  it('in an app created before the claim layout, a capture is linked by a pointer item', async () => {
+    const old = await appBeforeClaims(true);
+    const linked = uid();
+    const c = await capture(old);
+    const ok = await post(old, {
+      userId: linked,
+      email: 'l@shop.example',
+      consentId: c.transactionId,
+      consents: {},
+    });
+    expect(ok.status).toBe(201);
+    expect(await entity(keys.user(old.app.appId, linked))).toMatchObject({
+      referenceId: c.referenceId,
+      transactionId: c.transactionId,
+    });
+    const at = await derivedReferenceOf(rec.f.p.rt, old.app.appId, linked);
+    expect(await entity(keys.principal(old.app.appId, at))).toBeUndefined();
     expect(
-      await entity(
-        keys.principal(
-          rec.n.app.appId,
-          await derivedReferenceOf(rec.f.p.rt, rec.n.app.appId, linked),
-        ),
-      ),
-    ).toBeUndefined();
+      (await post(old, { userId: linked, email: 'l@shop.example', consents: { analytics: true } }))
+        .status,
+    ).toBe(409);
+    expect((await get(old, linked)).body).toEqual(ok.body);
+  });
+
+  it('a capture linked where another principal holds the derived referenceId: a pointer item, claimed once', async () => {
+    const linked = uid();
+    const squatted = await squat(linked, rec.n.app.appId);
+    const c = await capture();
+    const ok = await post(rec.n, {
+      userId: linked,
+      email: 'l@shop.example',
+      consentId: c.transactionId,
+      consents: {},
+    });
+    expect(ok.status).toBe(201);
+    expect(await entity(keys.user(rec.n.app.appId, linked))).toMatchObject({
+      referenceId: c.referenceId,
+    });
+    expect(await entity(keys.principal(rec.n.app.appId, squatted))).toMatchObject({
+      userId: `someone-else-${linked}`,
+    });
+    expect(
+      (
+        await post(rec.n, {
+          userId: linked,
+          email: 'l@shop.example',
+          consents: { analytics: true },
+        })
+      ).status,
+    ).toBe(409);
+    expect((await get(rec.n, linked)).body).toEqual(ok.body);
+  });
+
+  it('the erasure sweep scrubs a linked user’s claim and keeps it; the user comes back at a new referenceId', async () => {
+    const linked = uid();
+    const c = await capture();
+    const ok = await post(rec.n, {
+      userId: linked,
+      email: 'l@shop.example',
+      consentId: c.transactionId,
+      consents: {},
+    });
+    expect(ok.status).toBe(201);
+    const erase = await rec.f.call(
+      'POST',
+      `/api/public/consents/my-transactions/${c.transactionId}/erase`,
+      { headers: { 'x-secret-key': rec.n.secretKey }, body: { referenceId: c.referenceId } },
+    );
+    expect(erase.status, JSON.stringify(erase.body)).toBe(200);
+    const later = new Date(Date.now() + 31 * 86_400_000);
+    expect(await scrubPrincipal(rec.f.p.rt, rec.n.app.appId, c.referenceId, later)).toMatchObject({
+      status: 'scrubbed',
+      counts: { userPointers: 1 },
+    });
+    const at = await derivedReferenceOf(rec.f.p.rt, rec.n.app.appId, linked);
+    const claim = await entity(keys.principal(rec.n.app.appId, at));
+    expect(claim).toMatchObject({ kind: 'claim', claimOf: c.referenceId });
+    expect(claim).not.toHaveProperty('userId');
+    expect(JSON.stringify(claim)).not.toContain(linked);
+    expect((await get(rec.n, linked)).status).toBe(404);
+    const back = await post(rec.n, {
+      userId: linked,
+      email: 'l@shop.example',
+      consents: { analytics: true },
+    });
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect([at, c.referenceId]).not.toContain(back.body.referenceId);
+    expect((await get(rec.n, linked)).body).toEqual(back.body);
   });
 
   it('a link and a new record racing for one user id: exactly one wins', async () => {

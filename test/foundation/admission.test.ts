@@ -34,11 +34,12 @@ beforeAll(async () => {
     held.push(() => res.status(201).json({ id: req.params.id }));
   });
   finishHttpApp(app, createLogger({ level: 'silent' }));
-  const appHandle = app.handle.bind(app);
-  app.handle = ((...args: Parameters<typeof appHandle>) => {
+  const inner = app as unknown as { handle: (...args: unknown[]) => unknown };
+  const appHandle = inner.handle.bind(app);
+  inner.handle = (...args: unknown[]) => {
     handled++;
     return appHandle(...args);
-  }) as typeof app.handle;
+  };
   server = await listen(app, 0, '127.0.0.1');
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

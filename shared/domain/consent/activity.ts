@@ -3,7 +3,7 @@ import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
 import type { App } from '../types.js';
 import type { StoredPrincipal } from './model.js';
-import { keys } from './repository.js';
+import { isClaim, keys } from './repository.js';
 
 /**
  * A principal's last activity and the instants of the inactivity policy (docs/parental-and-
@@ -116,13 +116,14 @@ export async function recordActivity(
     new GetCommand({
       TableName: rt.tables.entities,
       Key: key,
-      ProjectionExpression: 'lastActiveAt, inactivityWarnedAt, createdAt, updatedAt',
+      ProjectionExpression: 'lastActiveAt, inactivityWarnedAt, createdAt, updatedAt, claimOf',
     }),
   );
   const p = r.Item as
     | Pick<StoredPrincipal, 'lastActiveAt' | 'inactivityWarnedAt' | 'createdAt' | 'updatedAt'>
     | undefined;
-  if (!p) return 'unknown';
+  // A user's claim at a principal's key is no principal (repository.ts, `putClaim`).
+  if (!p || isClaim(p)) return 'unknown';
   const last = lastActivityMs(p);
   if (p.inactivityWarnedAt === undefined && nowMs - last < res) {
     remember(rt, memoKey, last);

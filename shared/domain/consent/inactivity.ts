@@ -202,7 +202,8 @@ export async function scheduleAllInactivity(
     const page = await rt.dynamo.doc.send(
       new ScanCommand({
         TableName: rt.tables.entities,
-        FilterExpression: 'sk = :sk AND appId = :app',
+        // Claims at a principal's key are no principals (repository.ts, `putClaim`).
+        FilterExpression: 'sk = :sk AND appId = :app AND attribute_not_exists(claimOf)',
         ExpressionAttributeValues: { ':sk': 'PRINCIPAL', ':app': appId },
         ProjectionExpression:
           'appId, referenceId, lastActiveAt, inactivityWarnedAt, createdAt, updatedAt',

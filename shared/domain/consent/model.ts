@@ -165,6 +165,19 @@ export interface StoredPrincipal {
   inactivityWarnedAt?: string;
 }
 
+/**
+ * A user's claim at the referenceId its user id derives to, for a user whose principal is at
+ * another (repository.ts, `putClaim`): stored at that referenceId's principal key.
+ */
+export interface StoredClaim {
+  appId: string;
+  userId: string;
+  /** The referenceId of the user's principal. */
+  claimOf: string;
+  transactionId: string;
+  createdAt: string;
+}
+
 export interface UserPointer {
   appId: string;
   userId: string;

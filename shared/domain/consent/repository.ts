@@ -15,6 +15,7 @@ import type {
   Actor,
   HistoryEntry,
   RecordChange,
+  StoredClaim,
   StoredPrincipal,
   StoredTransaction,
   UserPointer,
@@ -28,9 +29,17 @@ import { TXN_INDEX, TXN_KEY, transactionIndexKeys, txnKey } from './txn-index.js
  * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId;
  *   only for users whose principal is not at the referenceId their user id derives to (ids.ts,
  *   `derivedReferenceId`): users created before that layout, a user whose derived referenceId
- *   was taken, a user linked to a widget capture. A principal at its user's derived referenceId
- *   holds `userId` and `userTransactionId` instead (`loadUser`); each kind of claim checks the
- *   other kind is absent in the same transaction, so a user id is claimed once.
+ *   was taken, a user linked to a widget capture in an app created before the claim layout. A
+ *   principal at its user's derived referenceId holds `userId` and `userTransactionId` instead
+ *   (`loadUser`); each kind of claim checks the other kind is absent in the same transaction, so
+ *   a user id is claimed once.
+ * - claim       pk APP#{appId}#REF#{derived ref} sk PRINCIPAL, `kind` claim → referenceId,
+ *   transactionId: in an app of the claim layout (apps.ts, `claimsAtDerived`), a user linked to
+ *   a widget capture is claimed here, at its derived referenceId, instead of by a pointer item.
+ *   A pointer item is then written only when another principal holds that referenceId, and
+ *   principals are never deleted (the erasure scrubs them), so in such an app a new user claimed
+ *   at its derived referenceId needs no check that a pointer item is absent. A claim is no
+ *   principal: `loadPrincipal` does not return it.
  * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}; an id that carries its referenceId (ids.ts,
  *                 `transactionUuid`) is in no index; any other: txn APP#{appId}#TXN#{id} (`txnk`,
  *                 keys only; written before that index: gsi1 APP#{appId}#TXN#{id} / TXN; txn-index.ts)
@@ -75,8 +84,22 @@ async function getItem<T>(rt: Runtime, key: { pk: string; sk: string }): Promise
   return r.Item ? strip<T>(r.Item) : undefined;
 }
 
-export function loadPrincipal(rt: Runtime, appId: string, ref: string) {
-  return getItem<StoredPrincipal>(rt, keys.principal(appId, ref));
+/** The item at a principal's key: a principal, or a user's claim (`isClaim`). */
+export function loadPrincipalKey(rt: Runtime, appId: string, ref: string) {
+  return getItem<StoredPrincipal & Partial<StoredClaim>>(rt, keys.principal(appId, ref));
+}
+
+/** Whether an item at a principal's key is a user's claim (`putClaim`), not a principal. */
+export const isClaim = (item: object | undefined): boolean =>
+  typeof (item as { claimOf?: unknown } | undefined)?.claimOf === 'string';
+
+export async function loadPrincipal(
+  rt: Runtime,
+  appId: string,
+  ref: string,
+): Promise<StoredPrincipal | undefined> {
+  const p = await loadPrincipalKey(rt, appId, ref);
+  return p === undefined || isClaim(p) ? undefined : p;
 }
 
 /**
@@ -103,8 +126,18 @@ export async function findUser(
   userId: string,
 ): Promise<{ user: UserPointer; principal?: StoredPrincipal } | undefined> {
   const ref = derivedReferenceId(await getReferenceKey(rt, appId), userId);
-  const p = await loadPrincipal(rt, appId, ref);
-  if (p?.userId === userId && p.userTransactionId !== undefined)
+  const p = await loadPrincipalKey(rt, appId, ref);
+  if (isClaim(p) && p?.userId === userId)
+    return {
+      user: {
+        appId,
+        userId,
+        referenceId: p.claimOf!,
+        transactionId: p.transactionId!,
+        createdAt: p.createdAt,
+      },
+    };
+  if (!isClaim(p) && p?.userId === userId && p.userTransactionId !== undefined)
     return {
       user: {
         appId,
@@ -316,6 +349,28 @@ export function notDerivedUser(
       ConditionExpression:
         'attribute_not_exists(pk) OR attribute_not_exists(userId) OR userId <> :u',
       ExpressionAttributeValues: { ':u': userId },
+    },
+  };
+}
+
+/**
+ * A user's claim at its derived referenceId (the claim layout, see the layout above): what a
+ * pointer item holds, at the key no other claim of the user can take. `claimOf` is the
+ * referenceId of the user's principal.
+ */
+export function putClaim(rt: Runtime, derivedRef: string, u: UserPointer): TransactItem {
+  const claim: StoredClaim = {
+    appId: u.appId,
+    userId: u.userId,
+    claimOf: u.referenceId,
+    transactionId: u.transactionId,
+    createdAt: u.createdAt,
+  };
+  return {
+    Put: {
+      TableName: rt.tables.entities,
+      Item: { ...claim, ...keys.principal(u.appId, derivedRef), kind: 'claim' },
+      ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
 }

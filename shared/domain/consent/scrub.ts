@@ -6,7 +6,7 @@ import { queryAll } from '../../storage/query.js';
 import { getApp } from '../apps.js';
 import { keyedHash } from '../crypto.js';
 import type { StoredTransaction } from './model.js';
-import { keys } from './repository.js';
+import { derivedReferenceOf, keys } from './repository.js';
 import { deriveStatus } from './states.js';
 import { SCRUB_AFTER_MS } from './timers.js';
 
@@ -14,8 +14,10 @@ import { SCRUB_AFTER_MS } from './timers.js';
  * The 30-day erasure sweep's data minimisation (docs/architecture.md, 30-day erasure sweep): once
  * every transaction of a principal is erased and 30 days (compressed for sandbox apps) have passed
  * since the last erase, the service's own copies of the person's e-mail and user id go: the
- * principal's `email`/`userId`, the user pointer item (its key is the user id), and any
- * `userId`/`email` on transaction and history items. What remains is pseudonymous proof:
+ * principal's `email`/`userId`, the user pointer item (its key is the user id), the user id of
+ * the user's claim at its derived referenceId (repository.ts, `putClaim`; the claim itself stays,
+ * so that referenceId is never free again while a pointer item may count on it being taken), and
+ * any `userId`/`email` on transaction and history items. What remains is pseudonymous proof:
  * referenceId, record ids, states and times, and `userIdHash`, a keyed hash of the user id (HMAC
  * under a key derived from the service's key), which can confirm a claimed id but not reveal one.
  * Each step is idempotent, so a sweep cut short is simply run again.
@@ -23,6 +25,7 @@ import { SCRUB_AFTER_MS } from './timers.js';
 
 export interface ScrubCounts {
   principals: number;
+  /** User pointer items deleted, and claims at a derived referenceId scrubbed. */
   userPointers: number;
   transactions: number;
   history: number;
@@ -90,6 +93,26 @@ export async function scrubPrincipal(
           // The id may since belong to a new principal (the person came back): not ours to remove.
           ConditionExpression: 'referenceId = :ref',
           ExpressionAttributeValues: { ':ref': referenceId },
+        }),
+      );
+      counts.userPointers++;
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    // The user's claim at its derived referenceId, if it is this principal's.
+    try {
+      await rt.dynamo.doc.send(
+        new UpdateCommand({
+          TableName: rt.tables.entities,
+          Key: keys.principal(appId, await derivedReferenceOf(rt, appId, userId)),
+          UpdateExpression: 'SET scrubbedAt = :at, userIdHash = :h REMOVE userId',
+          ConditionExpression: 'claimOf = :ref AND userId = :u',
+          ExpressionAttributeValues: {
+            ':at': now.toISOString(),
+            ':h': hash(userId),
+            ':ref': referenceId,
+            ':u': userId,
+          },
         }),
       );
       counts.userPointers++;

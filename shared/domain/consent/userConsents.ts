@@ -1,6 +1,7 @@
 import { AppError, type FieldError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import { declaredPurposes } from '../notices.js';
+import { claimsAtDerived } from '../apps.js';
 import type { App } from '../types.js';
 import { applyOperation, applyPreferences } from './apply.js';
 import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
@@ -9,9 +10,11 @@ import {
   findUser,
   keys,
   loadPrincipal,
+  loadPrincipalKey,
   loadTransaction,
   loadTransactionAt,
   notDerivedUser,
+  putClaim,
   putUser,
 } from './repository.js';
 import {
@@ -138,6 +141,14 @@ async function linkCapture(
   if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown consentId');
   const linkedElsewhere = new AppError('SVC_CONFLICT', 'This consentId is linked to another user');
   const derivedRef = await derivedReferenceOf(rt, app.appId, input.userId);
+  // The claim layout (apps.ts, `claimsAtDerived`): the user is claimed at its derived
+  // referenceId when nothing is there; a pointer item only beside another principal there.
+  let claimThere = false;
+  if (derivedRef !== found.referenceId && (await claimsAtDerived(rt, app.appId))) {
+    const there = await loadPrincipalKey(rt, app.appId, derivedRef);
+    if (there?.userId === input.userId) throw taken();
+    claimThere = there === undefined;
+  }
   const { txn } = await mutateTransaction(
     ctx,
     () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
@@ -167,20 +178,36 @@ async function linkCapture(
             },
             conflict: 'This consentId belongs to a person already linked to another user',
           },
-          {
-            item: putUser(rt, {
-              appId: app.appId,
-              userId: input.userId,
-              referenceId: t.referenceId,
-              transactionId: t.transactionId,
-              createdAt: now,
-            }),
-            conflict: taken().message,
-          },
+          ...(claimThere
+            ? [
+                // Conditional on nothing being there: a user claimed there meanwhile is 409.
+                {
+                  item: putClaim(rt, derivedRef, {
+                    appId: app.appId,
+                    userId: input.userId,
+                    referenceId: t.referenceId,
+                    transactionId: t.transactionId,
+                    createdAt: now,
+                  }),
+                  conflict: taken().message,
+                },
+              ]
+            : [
+                {
+                  item: putUser(rt, {
+                    appId: app.appId,
+                    userId: input.userId,
+                    referenceId: t.referenceId,
+                    transactionId: t.transactionId,
+                    createdAt: now,
+                  }),
+                  conflict: taken().message,
+                },
+              ]),
           // The user is not claimed at its derived referenceId either (writer.ts,
           // createWithPrincipal); that principal is this one's only by a 1-in-2^40 chance, and
           // then the update above already requires it to hold no user id.
-          ...(derivedRef === t.referenceId
+          ...(derivedRef === t.referenceId || claimThere
             ? []
             : [
                 {

@@ -12,6 +12,7 @@ import {
   transactionUuid,
   uuidv7,
 } from '../ids.js';
+import { claimsAtDerived } from '../apps.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
 import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
@@ -26,6 +27,7 @@ import {
   derivedReferenceOf,
   keys,
   loadPrincipal,
+  loadPrincipalKey,
   noUserPointer,
   notDerivedUser,
   putPrincipal,
@@ -160,8 +162,10 @@ export interface NewTransaction {
  *
  * With a user id (record API) the principal goes first to the referenceId the user id derives
  * to (ids.ts, `derivedReferenceId`) and stands for the user pointer itself, holding the user's
- * transaction id: two items, no pointer. The same transaction checks the user has no pointer
- * item (a user of the older layout). If that referenceId is taken by another principal (another
+ * transaction id: two items, no pointer. In an app created before the claim layout (apps.ts,
+ * `claimsAtDerived`) the same transaction checks the user has no pointer item (a user of the
+ * older layout); in one created since, a pointer item exists only beside another principal at
+ * that referenceId, which the principal's conditional put finds. If that referenceId is taken by another principal (another
  * user id derived to it, or a random one), the principal gets a random referenceId and a user
  * pointer item, and the transaction checks the derived principal is not this user's. Either way
  * a second claim of the user id fails its condition: 409.
@@ -173,6 +177,9 @@ export async function createWithPrincipal(
   const { appId } = ctx.app;
   const derivedRef =
     o.userId === undefined ? undefined : await derivedReferenceOf(ctx.rt, appId, o.userId);
+  // In an app of the claim layout a pointer item exists only beside another principal at the
+  // user's derived referenceId, which the conditional put of the principal there finds.
+  const pointerCheck = o.userId !== undefined && !(await claimsAtDerived(ctx.rt, appId));
   let useDerived = derivedRef !== undefined;
   const taken = () =>
     new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
@@ -201,17 +208,16 @@ export async function createWithPrincipal(
       }),
       putTransaction(ctx.rt, txn),
     ];
-    if (o.userId !== undefined && useDerived) items.push(noUserPointer(ctx.rt, appId, o.userId));
-    else if (o.userId !== undefined)
+    if (o.userId !== undefined)
       items.push(
-        putUser(ctx.rt, {
-          appId,
+        ...userClaimItems(ctx, {
           userId: o.userId,
+          derivedRef: derivedRef!,
           referenceId,
           transactionId: txn.transactionId,
-          createdAt: at,
+          at,
+          pointerCheck,
         }),
-        notDerivedUser(ctx.rt, appId, derivedRef!, o.userId),
       );
     try {
       await commit(ctx, txn, changes, items, true, now, { events: o.events });
@@ -221,8 +227,9 @@ export async function createWithPrincipal(
       if (!c) throw err;
       if (c.failed.has(2) || c.failed.has(3)) throw taken();
       if (c.failed.has(0) && useDerived) {
-        // The derived referenceId is taken: by this user (409), or by someone else.
-        const holder = await loadPrincipal(ctx.rt, appId, referenceId);
+        // The derived referenceId is taken: by this user (its principal, or its claim,
+        // repository.ts `putClaim`: 409), or by someone else.
+        const holder = await loadPrincipalKey(ctx.rt, appId, referenceId);
         if (holder?.userId === o.userId) throw taken();
         if (holder) useDerived = false;
         continue;
@@ -232,6 +239,38 @@ export async function createWithPrincipal(
     }
   }
   throw busy();
+}
+
+/**
+ * What claims a new user beside its principal and transaction. At its derived referenceId the
+ * principal is the claim; in an app created before the claim layout (`pointerCheck`) the
+ * transaction also checks that the user has no pointer item. Elsewhere, a pointer item, and a
+ * check that the derived principal is not this user's.
+ */
+function userClaimItems(
+  ctx: WriteContext,
+  u: {
+    userId: string;
+    derivedRef: string;
+    referenceId: string;
+    transactionId: string;
+    at: string;
+    pointerCheck: boolean;
+  },
+): TransactItem[] {
+  const { appId } = ctx.app;
+  if (u.referenceId === u.derivedRef)
+    return u.pointerCheck ? [noUserPointer(ctx.rt, appId, u.userId)] : [];
+  return [
+    putUser(ctx.rt, {
+      appId,
+      userId: u.userId,
+      referenceId: u.referenceId,
+      transactionId: u.transactionId,
+      createdAt: u.at,
+    }),
+    notDerivedUser(ctx.rt, appId, u.derivedRef, u.userId),
+  ];
 }
 
 /**
