@@ -16,6 +16,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
+import { USER_CLAIMS } from '../shared/domain/apps.js';
 import { kafkaFloor, onTmpfs, percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 
@@ -919,9 +920,9 @@ async function kafkaFloorOf(
  * The store's own floor, in the same run, on the same DynamoDB Local, after the service stopped:
  * the DynamoDB writes of one consent, copied from a consent the service wrote in this run (the
  * same tables and indexes, the same item sizes), with fresh keys: its `TransactWriteItems`
- * (principal, transaction item carrying its events and first timer, the check that the user has
- * no pointer item) and its two
- * dispatch items, `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them.
+ * (principal, transaction item carrying its events and first timer, and the check that the user
+ * has no pointer item when the app is one created before the claim layout) and its two dispatch
+ * items, `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them.
  * 4 requests in flight; one consent per transaction, then 12 per transaction (as group commit
  * sends them under load). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
  */
@@ -946,7 +947,7 @@ async function storeFloor(
       return;
     }
     console.log(
-      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: TransactWriteItems of ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')} and a condition check, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
+      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: TransactWriteItems of ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')}${sample.pointerCheck ? ' and a condition check' : ''}, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
     );
     let n = 0;
     const fresh = (item: Record<string, unknown>, tag: string) => {
@@ -986,13 +987,19 @@ async function storeFloor(
                       ConditionExpression: 'attribute_not_exists(pk)',
                     },
                   })),
-                  {
-                    ConditionCheck: {
-                      TableName: entities,
-                      Key: { pk: `USER#${sample.userPointer}#floor${tag}`, sk: 'USER' },
-                      ConditionExpression: 'attribute_not_exists(pk)',
-                    },
-                  },
+                  // As the service writes it: the check of a pointer item only in an app
+                  // created before the claim layout.
+                  ...(sample.pointerCheck
+                    ? [
+                        {
+                          ConditionCheck: {
+                            TableName: entities,
+                            Key: { pk: `USER#${sample.userPointer}#floor${tag}`, sk: 'USER' },
+                            ConditionExpression: 'attribute_not_exists(pk)',
+                          },
+                        },
+                      ]
+                    : []),
                 ]),
                 ClientRequestToken: randomUUID(),
               }),
@@ -1029,6 +1036,8 @@ async function sampleConsent(
       entities: Record<string, unknown>[];
       dispatches: Record<string, unknown>[];
       userPointer: string;
+      /** The app keeps the check of a user pointer item (created before the claim layout). */
+      pointerCheck: boolean;
     }
   | undefined
 > {
@@ -1045,6 +1054,7 @@ async function sampleConsent(
   const get = async (table: string, key: Record<string, unknown>) =>
     (await doc.send(new GetCommand({ TableName: table, Key: key }))).Item;
   const principal = await get(entities, { pk: txn.pk, sk: 'PRINCIPAL' });
+  const app = await get(entities, { pk: `APP#${String(txn.appId)}`, sk: 'APP' });
   const heads = await doc.send(
     new ScanCommand({
       TableName: ledger,
@@ -1054,5 +1064,10 @@ async function sampleConsent(
   );
   const dispatches = (heads.Items ?? []).slice(0, 2);
   if (!principal || dispatches.length < 2) return undefined;
-  return { entities: [principal, txn], dispatches, userPointer: String(txn.userId) };
+  return {
+    entities: [principal, txn],
+    dispatches,
+    userPointer: String(txn.userId),
+    pointerCheck: app?.userClaims !== USER_CLAIMS,
+  };
 }
