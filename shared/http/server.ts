@@ -1,10 +1,5 @@
 import express, { type Express, type RequestHandler } from 'express';
-import {
-  createServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
