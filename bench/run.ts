@@ -9,6 +9,7 @@ const benches: Record<string, () => Promise<void>> = {
   widget: async () => (await import('./widget.js')).run(),
   timers: async () => (await import('./timers.js')).run(),
   store: async () => (await import('./store.js')).run(),
+  refusal: async () => (await import('./refusal.js')).run(),
 };
 
 const name = process.argv[2];
