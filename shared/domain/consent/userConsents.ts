@@ -161,6 +161,13 @@ async function linkCapture(
         recordIdsFor(t.transactionId, t.records),
       );
       assertSize(applied.records.length);
+      const link = {
+        appId: app.appId,
+        userId: input.userId,
+        referenceId: t.referenceId,
+        transactionId: t.transactionId,
+        createdAt: now,
+      };
       return {
         ...applied,
         patch: { userId: input.userId },
@@ -178,32 +185,12 @@ async function linkCapture(
             },
             conflict: 'This consentId belongs to a person already linked to another user',
           },
-          ...(claimThere
-            ? [
-                // Conditional on nothing being there: a user claimed there meanwhile is 409.
-                {
-                  item: putClaim(rt, derivedRef, {
-                    appId: app.appId,
-                    userId: input.userId,
-                    referenceId: t.referenceId,
-                    transactionId: t.transactionId,
-                    createdAt: now,
-                  }),
-                  conflict: taken().message,
-                },
-              ]
-            : [
-                {
-                  item: putUser(rt, {
-                    appId: app.appId,
-                    userId: input.userId,
-                    referenceId: t.referenceId,
-                    transactionId: t.transactionId,
-                    createdAt: now,
-                  }),
-                  conflict: taken().message,
-                },
-              ]),
+          // A claim is conditional on nothing being at the derived referenceId, a pointer item
+          // on there being none: either way a user claimed meanwhile is 409.
+          {
+            item: claimThere ? putClaim(rt, derivedRef, link) : putUser(rt, link),
+            conflict: taken().message,
+          },
           // The user is not claimed at its derived referenceId either (writer.ts,
           // createWithPrincipal); that principal is this one's only by a 1-in-2^40 chance, and
           // then the update above already requires it to hold no user id.
