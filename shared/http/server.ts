@@ -78,9 +78,9 @@ export function deadline(ms: number): RequestHandler {
  * matching, no trace span, no body read, one answer prepared in advance but for its `instance`.
  * In a burst most requests are refused, and each refusal then costs the process about a quarter
  * of what it cost through Express (80–100 against 320–390 µs of CPU, `npm run bench -- refusal`
- * on the machine of docs/benchmarks.md), CPU that goes to the requests it admitted instead. A refused request is
- * still counted in `svc_http_requests_total` (route `unmatched`, as unrouted requests are) and
- * in `svc_http_shed_total`.
+ * on the machine of docs/benchmarks.md), CPU that goes to the requests it admitted instead. A
+ * refused request is still counted in `svc_http_requests_total` (route `unmatched`, as unrouted
+ * requests are) and in `svc_http_shed_total`.
  *
  * A request counts until its handler is done, not until its answer left: one the deadline
  * answered goes on working, and counts until its late answer is dropped (`problemHandler`
