@@ -2,22 +2,22 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { AppError, coerceError, errorCodes } from '../errors.js';
 import type { Logger } from '../logger.js';
 
+/** The problem+json body of an error (RFC 9457), `instance` and field errors when there are. */
+export function problemJson(err: AppError, instance?: string): string {
+  return JSON.stringify({
+    type: `https://docs.svc.dev/errors/${err.code.toLowerCase()}`,
+    title: errorCodes[err.code].title,
+    status: err.status,
+    detail: err.message,
+    code: err.code,
+    ...(instance ? { instance } : {}),
+    ...(err.errors ? { errors: err.errors } : {}),
+  });
+}
+
 export function sendProblem(res: Response, err: AppError, instance?: string) {
   if (err.retryAfterS !== undefined) res.setHeader('Retry-After', String(err.retryAfterS));
-  res
-    .status(err.status)
-    .type('application/problem+json')
-    .send(
-      JSON.stringify({
-        type: `https://docs.svc.dev/errors/${err.code.toLowerCase()}`,
-        title: errorCodes[err.code].title,
-        status: err.status,
-        detail: err.message,
-        code: err.code,
-        ...(instance ? { instance } : {}),
-        ...(err.errors ? { errors: err.errors } : {}),
-      }),
-    );
+  res.status(err.status).type('application/problem+json').send(problemJson(err, instance));
 }
 
 /** body-parser errors carry `type`; map them to the registry. */

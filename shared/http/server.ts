@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { safeEqual } from '../domain/crypto.js';
 import { AppError, errorCodes } from '../errors.js';
-import { notFoundHandler, problemHandler, sendProblem } from './problem.js';
+import { notFoundHandler, problemHandler, problemJson, sendProblem } from './problem.js';
 import { keepRawBody } from './raw-body.js';
 import { traceRequests } from '../telemetry.js';
 
@@ -111,20 +111,10 @@ export class Admission {
         )
       : undefined;
     this.http = registry ? httpMetricSet(registry) : undefined;
-    const e = new AppError('SVC_UNAVAILABLE', 'The service is at capacity; retry shortly');
     // The problem+json `sendProblem` writes, but for its `instance`, which ends it.
-    this.head = JSON.stringify({
-      type: `https://docs.svc.dev/errors/${e.code.toLowerCase()}`,
-      title: errorCodes[e.code].title,
-      status: e.status,
-      detail: e.message,
-      code: e.code,
-    }).slice(0, -1);
-  }
-
-  /** Requests in progress now. */
-  get current(): number {
-    return this.inFlight;
+    this.head = problemJson(
+      new AppError('SVC_UNAVAILABLE', 'The service is at capacity; retry shortly'),
+    ).slice(0, -1);
   }
 
   /**
@@ -329,13 +319,7 @@ function answerClientErrors(srv: Server): void {
     const e = big
       ? new AppError('SVC_HEADERS_TOO_LARGE', 'The request line and headers may not exceed 16 KB')
       : new AppError('SVC_BAD_JSON', 'The request could not be parsed as HTTP');
-    const body = JSON.stringify({
-      type: `https://docs.svc.dev/errors/${e.code.toLowerCase()}`,
-      title: errorCodes[e.code].title,
-      status: e.status,
-      detail: e.message,
-      code: e.code,
-    });
+    const body = problemJson(e);
     // An answer to HEAD carries no body (a client would take it for the next response).
     const head = err.rawPacket?.toString('latin1', 0, 5) === 'HEAD ';
     socket.end(

@@ -86,6 +86,13 @@ async function billed(): Promise<number> {
     .reduce((n, v) => n + v.value, 0);
 }
 
+/** Links a capture to a user (record API, `consentId`). */
+const linkTo = (t: typeof rec.n, userId: string, consentId: string) =>
+  post(t, { userId, email: 'l@shop.example', consentId, consents: {} });
+/** Creates a user's record with one purpose granted. */
+const create = (t: typeof rec.n, userId: string) =>
+  post(t, { userId, email: 'l@shop.example', consents: { analytics: true } });
+
 async function capture(t = rec.n) {
   const notice = (await getNoticeByTriggerKey(rec.f.p.rt, t.app.appId, 'newsletter_signup'))!;
   return captureConsent(rec.f.p.rt, t.app, notice, {
@@ -246,19 +253,10 @@ describe('claiming a user id', () => {
 
     const linked = uid();
     const c2 = await capture();
-    const ok = await post(rec.n, {
-      userId: linked,
-      email: 'l@shop.example',
-      consentId: c2.transactionId,
-      consents: {},
-    });
+    const ok = await linkTo(rec.n, linked, c2.transactionId);
     expect(ok.status).toBe(201);
     expect(ok.body.referenceId).toBe(c2.referenceId);
-    const claim = await post(rec.n, {
-      userId: linked,
-      email: 'l@shop.example',
-      consents: { analytics: true },
-    });
+    const claim = await create(rec.n, linked);
     expect(claim.status).toBe(409);
     expect((await get(rec.n, linked)).body).toEqual(ok.body);
     // Claimed at its derived referenceId (the claim layout), with no pointer item.
@@ -284,12 +282,7 @@ describe('claiming a user id', () => {
     const old = await appBeforeClaims(true);
     const linked = uid();
     const c = await capture(old);
-    const ok = await post(old, {
-      userId: linked,
-      email: 'l@shop.example',
-      consentId: c.transactionId,
-      consents: {},
-    });
+    const ok = await linkTo(old, linked, c.transactionId);
     expect(ok.status).toBe(201);
     expect(await entity(keys.user(old.app.appId, linked))).toMatchObject({
       referenceId: c.referenceId,
@@ -297,10 +290,7 @@ describe('claiming a user id', () => {
     });
     const at = await derivedReferenceOf(rec.f.p.rt, old.app.appId, linked);
     expect(await entity(keys.principal(old.app.appId, at))).toBeUndefined();
-    expect(
-      (await post(old, { userId: linked, email: 'l@shop.example', consents: { analytics: true } }))
-        .status,
-    ).toBe(409);
+    expect((await create(old, linked)).status).toBe(409);
     expect((await get(old, linked)).body).toEqual(ok.body);
   });
 
@@ -308,12 +298,7 @@ describe('claiming a user id', () => {
     const linked = uid();
     const squatted = await squat(linked, rec.n.app.appId);
     const c = await capture();
-    const ok = await post(rec.n, {
-      userId: linked,
-      email: 'l@shop.example',
-      consentId: c.transactionId,
-      consents: {},
-    });
+    const ok = await linkTo(rec.n, linked, c.transactionId);
     expect(ok.status).toBe(201);
     expect(await entity(keys.user(rec.n.app.appId, linked))).toMatchObject({
       referenceId: c.referenceId,
@@ -321,27 +306,14 @@ describe('claiming a user id', () => {
     expect(await entity(keys.principal(rec.n.app.appId, squatted))).toMatchObject({
       userId: `someone-else-${linked}`,
     });
-    expect(
-      (
-        await post(rec.n, {
-          userId: linked,
-          email: 'l@shop.example',
-          consents: { analytics: true },
-        })
-      ).status,
-    ).toBe(409);
+    expect((await create(rec.n, linked)).status).toBe(409);
     expect((await get(rec.n, linked)).body).toEqual(ok.body);
   });
 
   it('the erasure sweep scrubs a linked user’s claim and keeps it; the user comes back at a new referenceId', async () => {
     const linked = uid();
     const c = await capture();
-    const ok = await post(rec.n, {
-      userId: linked,
-      email: 'l@shop.example',
-      consentId: c.transactionId,
-      consents: {},
-    });
+    const ok = await linkTo(rec.n, linked, c.transactionId);
     expect(ok.status).toBe(201);
     const erase = await rec.f.call(
       'POST',
@@ -360,11 +332,7 @@ describe('claiming a user id', () => {
     expect(claim).not.toHaveProperty('userId');
     expect(JSON.stringify(claim)).not.toContain(linked);
     expect((await get(rec.n, linked)).status).toBe(404);
-    const back = await post(rec.n, {
-      userId: linked,
-      email: 'l@shop.example',
-      consents: { analytics: true },
-    });
+    const back = await create(rec.n, linked);
     expect(back.status, JSON.stringify(back.body)).toBe(201);
     expect([at, c.referenceId]).not.toContain(back.body.referenceId);
     expect((await get(rec.n, linked)).body).toEqual(back.body);

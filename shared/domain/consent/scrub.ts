@@ -108,7 +108,7 @@ export async function scrubPrincipal(
           UpdateExpression: 'SET scrubbedAt = :at, userIdHash = :h REMOVE userId',
           ConditionExpression: 'claimOf = :ref AND userId = :u',
           ExpressionAttributeValues: {
-            ':at': now.toISOString(),
+            ':at': at,
             ':h': hash(userId),
             ':ref': referenceId,
             ':u': userId,
