@@ -35,8 +35,10 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * p99 of at most 1 s. Environment: BENCH_E2E_RATES (comma-separated), BENCH_E2E_SECONDS,
  * BENCH_E2E_CPU_PROF=1 (a CPU profile of the service, in the log folder), BENCH_E2E_ONLY=ours|peer,
  * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `run`),
- * BENCH_E2E_IDLE_SECONDS (each side's CPU with no load after its warm-up, 10 s; 0 skips it); after the rates, a burst of 10× the sustained rate for the same time
- * (BENCH_E2E_BURST=0 to skip it, BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
+ * BENCH_E2E_IDLE_SECONDS (each side's CPU with no load after its warm-up, 10 s; 0 skips it),
+ * BENCH_E2E_NICE=n (each side's processes at nice n, below this process: see `renice`); after
+ * the rates, a burst of 10× the sustained rate for the same time (BENCH_E2E_BURST=0 to skip it,
+ * BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
  */
 
 const RATES = (process.env.BENCH_E2E_RATES ?? '25,50,100,200,300,400,600').split(',').map(Number);
@@ -482,7 +484,56 @@ const sustainedOk = (r: RateResult) => r.refused === 0 && r.undelivered === 0 &&
  * treats every event as possibly recorded by a previous owner (a lookup and a conditional
  * transaction each), which is the first minute after a start, not the steady state.
  */
+/** Every thread of these processes and of their descendants, as /proc lists them now. */
+function threadsOf(roots: number[]): number[] {
+  const parent = new Map<number, number>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  const procs = new Set(roots);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, ppid] of parent)
+      if (procs.has(ppid) && !procs.has(pid)) {
+        procs.add(pid);
+        grew = true;
+      }
+  }
+  return [...procs].flatMap((pid) => {
+    try {
+      return fs.readdirSync(`/proc/${pid}/task`).map(Number);
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * BENCH_E2E_NICE=n: the side's processes (the service and what it stands on, every thread) run
+ * at nice n, so the load generator and receiver, which stand for callers on machines of their
+ * own, get the CPU they need to send on time and read answers at once.
+ */
+function renice(t: Target): void {
+  const n = Number(process.env.BENCH_E2E_NICE ?? 0);
+  if (!n) return;
+  const tids = threadsOf([t.pid, ...[...t.backing().values()].flat()]);
+  for (const tid of tids)
+    try {
+      os.setPriority(tid, n);
+    } catch {
+      // a thread that ended
+    }
+  console.error(`[${t.name}] ${tids.length} threads at nice ${n}`);
+}
+
 async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<RateResult[]> {
+  renice(t);
   let round = 0;
   do {
     console.error(`[${t.name}] warm-up: ${SECONDS} s at 20/s`);
@@ -703,7 +754,7 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
     await app.start();
     const steadyAt = Date.now() + 65_000;
     const tenant = await createTenant(app.url, adminToken, receiver, 'ours');
-    console.error(`service log: ${dir}/e2e-app.log`);
+    console.error(`service log: ${dir}/e2e-app.log, at ${app.url}`);
     const results = await measure(
       {
         name: 'ours (npm start: Kafka + DynamoDB Local)',

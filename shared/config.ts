@@ -62,6 +62,12 @@ export const baseConfigSchema = z.object({
    */
   HTTP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(64),
   /**
+   * While the event loop lags more than this (ms, the longest delay of a 250 ms window), the
+   * number of API requests admitted at once halves, down to 4, and grows back once the lag is
+   * under half of it (shared/http/lag-limit.ts). 0: off, HTTP_MAX_IN_FLIGHT alone.
+   */
+  HTTP_LAG_SHED_MS: z.coerce.number().int().nonnegative().default(250),
+  /**
    * Connections the kernel holds for the HTTP server until it accepts them (listen backlog; the
    * kernel caps it at net.core.somaxconn). Node's own default, 511, overflows within a fraction
    * of a second of a busy event loop under a burst: the kernel then drops the connection and

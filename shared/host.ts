@@ -121,6 +121,7 @@ export async function startProcess<S extends OwnedStack = never>(
       degradable: ['kafka'],
       deadlineMs: config.HTTP_DEADLINE_MS,
       maxInFlight: config.HTTP_MAX_IN_FLIGHT,
+      lagShedMs: config.HTTP_LAG_SHED_MS,
       metricsToken: config.METRICS_TOKEN,
     });
     for (const s of o.services) await s.mount(app, rt);

@@ -1,12 +1,14 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 import { safeEqual } from '../domain/crypto.js';
 import { AppError, errorCodes } from '../errors.js';
 import { notFoundHandler, problemHandler, problemJson, sendProblem } from './problem.js';
+import { LagLimit } from './lag-limit.js';
 import { keepRawBody } from './raw-body.js';
 import { traceRequests } from '../telemetry.js';
 
@@ -31,6 +33,8 @@ export interface HttpAppOptions {
   deadlineMs?: number;
   /** API requests beyond this many in progress get 503 at once (see `Admission`). */
   maxInFlight?: number;
+  /** Event-loop lag (ms) over which admission takes fewer requests (see `LagLimit`); 0: off. */
+  lagShedMs?: number;
   /** When set, /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string | undefined;
 }
@@ -92,12 +96,29 @@ export class Admission {
   private readonly shed: Counter | undefined;
   private readonly http: ReturnType<typeof httpMetricSet> | undefined;
   private readonly head: string;
+  private readonly lag: LagLimit;
+  private readonly limitGauge: Gauge | undefined;
 
   constructor(
     private readonly max: number,
     registry?: Registry,
     private readonly deadlineMs = 1_800,
+    lagShedMs = 0,
   ) {
+    this.lag = new LagLimit({ max, shedMs: lagShedMs });
+    this.limitGauge = registry
+      ? getOrCreate(
+          registry,
+          'svc_http_admission_limit',
+          () =>
+            new Gauge({
+              name: 'svc_http_admission_limit',
+              help: 'API requests admission control lets in at once now: HTTP_MAX_IN_FLIGHT, lower while the event loop lags (HTTP_LAG_SHED_MS)',
+              registers: [registry],
+            }),
+        )
+      : undefined;
+    this.limitGauge?.set(max);
     this.shed = registry
       ? getOrCreate(
           registry,
@@ -125,7 +146,7 @@ export class Admission {
   admit(req: IncomingMessage, res: ServerResponse): boolean {
     const path = apiPath(req.url ?? '');
     if (path === undefined || undeadlined.has(path)) return true;
-    if (this.inFlight >= this.max) {
+    if (this.inFlight >= this.lag.limit) {
       const start = process.hrtime.bigint();
       this.shed?.inc();
       const body = `${this.head},"instance":${JSON.stringify(req.url ?? '')}}`;
@@ -163,6 +184,24 @@ export class Admission {
     res.once('finish', answered);
     res.once('close', answered);
     return true;
+  }
+
+  /**
+   * Feeds the event loop's lag to the limit, a window of `windowMs` at a time (the longest delay
+   * of the window, sampled every 10 ms), while the server listens. Returns the stop.
+   */
+  watchLag(windowMs = 250): () => void {
+    const h = monitorEventLoopDelay({ resolution: 10 });
+    h.enable();
+    const timer = setInterval(() => {
+      const limit = this.lag.observe(h.max / 1e6);
+      h.reset();
+      this.limitGauge?.set(limit);
+    }, windowMs).unref();
+    return () => {
+      clearInterval(timer);
+      h.disable();
+    };
   }
 }
 
@@ -251,7 +290,10 @@ function httpMetrics(registry: Registry): RequestHandler {
  */
 export function createHttpApp(o: HttpAppOptions): Express {
   const app = express();
-  admissions.set(app, new Admission(o.maxInFlight ?? 64, o.registry, o.deadlineMs ?? 1_800));
+  admissions.set(
+    app,
+    new Admission(o.maxInFlight ?? 64, o.registry, o.deadlineMs ?? 1_800, o.lagShedMs ?? 0),
+  );
   app.disable('x-powered-by');
   app.set('trust proxy', o.trustProxy ?? 'loopback');
   app.use(traceRequests());
@@ -341,6 +383,7 @@ export function listen(app: Express, port: number, host: string, backlog = 4_096
       admission ? (req, res) => void (admission.admit(req, res) && app(req, res)) : app,
     );
     served.set(srv, app);
+    if (admission) srv.once('close', admission.watchLag());
     srv.listen({ port, host, backlog });
     answerClientErrors(srv);
     srv.once('listening', () => resolve(srv));

@@ -139,4 +139,58 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
     expect((await first).status).toBe(201);
     expect((await second).status).toBe(201);
   });
+
+  it('while the event loop lags past HTTP_LAG_SHED_MS, admits fewer at once; more again once it keeps up', async () => {
+    const reg = new Registry();
+    const app = createHttpApp({
+      log: createLogger({ level: 'silent' }),
+      registry: reg,
+      bodyLimitBytes: 1024,
+      readiness: {},
+      maxInFlight: 8,
+      deadlineMs: 30_000,
+      lagShedMs: 100,
+    });
+    const holds: (() => void)[] = [];
+    app.post('/api/hold/:id', (req, res) => {
+      holds.push(() => res.status(201).json({ id: req.params.id }));
+    });
+    finishHttpApp(app, createLogger({ level: 'silent' }));
+    const srv = await listen(app, 0, '127.0.0.1');
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/api/hold`;
+    let hog: NodeJS.Timeout | undefined;
+    const limit = async () =>
+      Number(
+        /svc_http_admission_limit (\d+)$/m.exec(
+          await reg.getSingleMetricAsString('svc_http_admission_limit'),
+        )?.[1],
+      );
+    try {
+      expect(await limit()).toBe(8);
+      // The loop busy 150 ms of every 200 or so, as a burst's work would keep it: every window
+      // lags more than 100 ms, and the limit halves down to its floor, 4, and stays there.
+      hog = setInterval(() => {
+        const until = Date.now() + 150;
+        while (Date.now() < until);
+      }, 50);
+      await expect.poll(limit).toBe(4);
+      const admitted = [1, 2, 3, 4].map((i) => fetch(`${url}/${i}`, { method: 'POST' }));
+      await expect.poll(() => holds.length).toBe(4);
+      const fifth = await fetch(`${url}/5`, { method: 'POST' });
+      expect(fifth.status).toBe(503);
+      expect(fifth.headers.get('retry-after')).toBe('1');
+      expect(holds).toHaveLength(4);
+      clearInterval(hog);
+      // The loop keeps up again: the limit grows back to HTTP_MAX_IN_FLIGHT, one window at a time.
+      await expect.poll(limit, { timeout: 5_000 }).toBe(8);
+      const more = [6, 7, 8, 9].map((i) => fetch(`${url}/${i}`, { method: 'POST' }));
+      await expect.poll(() => holds.length).toBe(8);
+      for (const release of holds.splice(0)) release();
+      for (const r of await Promise.all([...admitted, ...more])) expect(r.status).toBe(201);
+    } finally {
+      clearInterval(hog);
+      for (const release of holds.splice(0)) release();
+      await closeServer(srv);
+    }
+  });
 });
