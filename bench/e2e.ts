@@ -87,6 +87,8 @@ interface RateResult {
   fetches: Map<string, number>;
   /** Requests refused at once because HTTP_MAX_IN_FLIGHT were in progress (svc_http_shed_total). */
   shed: number;
+  /** Of them, refused with the limit lowered while the event loop lagged (HTTP_LAG_SHED_MS). */
+  shedLagging: number;
   /**
    * The service's own count of the API POSTs it answered during the rate, by status
    * (svc_http_requests_total), and how many of them it took longer than 2.5 s to answer
@@ -383,6 +385,7 @@ async function runRate(
     drainedAfterMs: arrived.size > 0 ? Math.max(...arrived.values()) - loadEnd : 0,
     fetches,
     shed: diff('svc_http_shed_total'),
+    shedLagging: diff('svc_http_shed_lagging_total'),
     ...servedBy(after.keys(), diff),
     loopDelayP99Ms: loop.percentile(99) / 1e6,
     loopDelayMaxMs: loop.max / 1e6,
@@ -497,7 +500,7 @@ function threadsOf(roots: number[]): number[] {
     }
   }
   const procs = new Set(roots);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, ppid] of parent)
       if (procs.has(ppid) && !procs.has(pid)) {
@@ -571,7 +574,7 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
         `        Kafka fetches/consent by consumer group (svc_consumer_fetches_total): ${[...r.fetches].map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ') || 'none'}`,
       );
       console.log(
-        `        answers by status: ${[...r.answers].map(([k, v]) => `${v} × ${k}`).join(', ')} (refusals without Retry-After: ${r.noRetryAfter}); refused at once, HTTP_MAX_IN_FLIGHT requests being in progress (svc_http_shed_total): ${r.shed}`,
+        `        answers by status: ${[...r.answers].map(([k, v]) => `${v} × ${k}`).join(', ')} (refusals without Retry-After: ${r.noRetryAfter}); refused at once by admission control (svc_http_shed_total): ${r.shed}, of them with the limit lowered while the event loop lagged (svc_http_shed_lagging_total): ${r.shedLagging}`,
       );
       console.log(
         `        webhook attempts by outcome, and deferred first attempts by reason: ${[...r.attempts].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,

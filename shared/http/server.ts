@@ -94,6 +94,7 @@ export function deadline(ms: number): RequestHandler {
 export class Admission {
   private inFlight = 0;
   private readonly shed: Counter | undefined;
+  private readonly shedLagging: Counter | undefined;
   private readonly http: ReturnType<typeof httpMetricSet> | undefined;
   private readonly head: string;
   private readonly lag: LagLimit;
@@ -131,6 +132,18 @@ export class Admission {
             }),
         )
       : undefined;
+    this.shedLagging = registry
+      ? getOrCreate(
+          registry,
+          'svc_http_shed_lagging_total',
+          () =>
+            new Counter({
+              name: 'svc_http_shed_lagging_total',
+              help: 'API requests refused at once with fewer than HTTP_MAX_IN_FLIGHT in progress, the limit being lowered while the event loop lagged (HTTP_LAG_SHED_MS); counted in svc_http_shed_total too',
+              registers: [registry],
+            }),
+        )
+      : undefined;
     this.http = registry ? httpMetricSet(registry) : undefined;
     // The problem+json `sendProblem` writes, but for its `instance`, which ends it.
     this.head = problemJson(
@@ -149,6 +162,7 @@ export class Admission {
     if (this.inFlight >= this.lag.limit) {
       const start = process.hrtime.bigint();
       this.shed?.inc();
+      if (this.inFlight < this.max) this.shedLagging?.inc();
       const body = `${this.head},"instance":${JSON.stringify(req.url ?? '')}}`;
       res.writeHead(503, {
         'Content-Type': 'application/problem+json; charset=utf-8',

@@ -79,6 +79,9 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
     expect(await registry.getSingleMetricAsString('svc_http_shed_total')).toMatch(
       /svc_http_shed_total 2$/m,
     );
+    expect(await registry.getSingleMetricAsString('svc_http_shed_lagging_total')).toMatch(
+      /svc_http_shed_lagging_total 0$/m,
+    );
     expect(await registry.getSingleMetricAsString('svc_http_requests_total')).toMatch(
       /svc_http_requests_total\{method="POST",route="unmatched",status="503"\} 2$/m,
     );
@@ -180,6 +183,13 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
       expect(fifth.status).toBe(503);
       expect(fifth.headers.get('retry-after')).toBe('1');
       expect(holds).toHaveLength(4);
+      // Refused with fewer than HTTP_MAX_IN_FLIGHT in progress: counted as such.
+      expect(await reg.getSingleMetricAsString('svc_http_shed_lagging_total')).toMatch(
+        /svc_http_shed_lagging_total 1$/m,
+      );
+      expect(await reg.getSingleMetricAsString('svc_http_shed_total')).toMatch(
+        /svc_http_shed_total 1$/m,
+      );
       clearInterval(hog);
       // The loop keeps up again: the limit grows back to HTTP_MAX_IN_FLIGHT, one window at a time.
       await expect.poll(limit, { timeout: 5_000 }).toBe(8);
