@@ -86,6 +86,12 @@ export function deadline(ms: number): RequestHandler {
  * refused request is still counted in `svc_http_requests_total` (route `unmatched`, as unrouted
  * requests are) and in `svc_http_shed_total`.
  *
+ * The limit also follows the event loop's lag (`lagShedMs`, HTTP_LAG_SHED_MS; `LagLimit`):
+ * requests wait unread in the listen backlog while the loop is busy, which the in-flight count
+ * cannot see, so while the loop lags the limit falls, down to 4, and more are refused at once
+ * (`svc_http_admission_limit`; refusals below `max` also count in
+ * `svc_http_shed_lagging_total`).
+ *
  * A request counts until its handler is done, not until its answer left: one the deadline
  * answered goes on working, and counts until its late answer is dropped (`problemHandler`
  * calls `res.locals.admissionDone`), or 10 deadlines at most. Otherwise work cut loose by the
@@ -104,7 +110,7 @@ export class Admission {
     private readonly max: number,
     registry?: Registry,
     private readonly deadlineMs = 1_800,
-    lagShedMs = 0,
+    private readonly lagShedMs = 0,
   ) {
     this.lag = new LagLimit({ max, shedMs: lagShedMs });
     this.limitGauge = registry
@@ -205,6 +211,7 @@ export class Admission {
    * of the window, sampled every 10 ms), while the server listens. Returns the stop.
    */
   watchLag(windowMs = 250): () => void {
+    if (!this.lagShedMs) return () => undefined;
     const h = monitorEventLoopDelay({ resolution: 10 });
     h.enable();
     const timer = setInterval(() => {

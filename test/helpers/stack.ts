@@ -39,10 +39,12 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
     // Test receivers listen on loopback; outside the embedded default that must be configured.
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
     // Feature tests share two cores with two JVMs and other test files; the 1.8 s answer
-    // deadline and 2 s store timeout are for production and the fault suite (test/chaos), not a
-    // reason for a feature test to fail on a busy machine.
+    // deadline, the 2 s store timeout and refusals while the event loop lags are for production
+    // and the fault suite (test/chaos), not a reason for a feature test to fail on a busy
+    // machine (test/foundation/admission.test.ts tests the lag control itself).
     HTTP_DEADLINE_MS: '20000',
     DYNAMODB_REQUEST_TIMEOUT_MS: '10000',
+    HTTP_LAG_SHED_MS: '0',
     ...extra,
   });
 }
