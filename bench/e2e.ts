@@ -225,11 +225,16 @@ interface Target {
   backing: () => Map<string, number[]>;
 }
 
+/** The fields of /proc/<pid>/stat after the command name (state first, then ppid…). */
+function statFields(pid: number): string[] {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return f.slice(f.lastIndexOf(')') + 2).split(' ');
+}
+
 /** CPU seconds (user + system) the process has used, from /proc. */
 function cpuSeconds(pid: number): number {
   try {
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(pid);
     return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
   } catch {
     return 0; // gone
@@ -480,21 +485,13 @@ function row(r: RateResult, dynamo: boolean): string {
 
 const sustainedOk = (r: RateResult) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
 
-/**
- * The rates in order until one is not sustained, a row per rate, after a warm-up (not
- * counted) at 20/s: at least one round, and until `untilMs`. Ours warms up until
- * DISPATCH_CLOCK_SKEW_MS (60 s) after its partitions were assigned: before that the dispatcher
- * treats every event as possibly recorded by a previous owner (a lookup and a conditional
- * transaction each), which is the first minute after a start, not the steady state.
- */
 /** Every thread of these processes and of their descendants, as /proc lists them now. */
 function threadsOf(roots: number[]): number[] {
   const parent = new Map<number, number>();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+      parent.set(Number(d), Number(statFields(Number(d))[1]));
     } catch {
       // gone
     }
@@ -535,6 +532,13 @@ function renice(t: Target): void {
   console.error(`[${t.name}] ${tids.length} threads at nice ${n}`);
 }
 
+/**
+ * The rates in order until one is not sustained, a row per rate, after a warm-up (not
+ * counted) at 20/s: at least one round, and until `untilMs`. Ours warms up until
+ * DISPATCH_CLOCK_SKEW_MS (60 s) after its partitions were assigned: before that the dispatcher
+ * treats every event as possibly recorded by a previous owner (a lookup and a conditional
+ * transaction each), which is the first minute after a start, not the steady state.
+ */
 async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<RateResult[]> {
   renice(t);
   let round = 0;
