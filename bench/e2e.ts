@@ -38,7 +38,10 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * BENCH_E2E_IDLE_SECONDS (each side's CPU with no load after its warm-up, 10 s; 0 skips it),
  * BENCH_E2E_NICE=n (each side's processes at nice n, below this process: see `renice`); after
  * the rates, a burst of 10× the sustained rate for the same time (BENCH_E2E_BURST=0 to skip it,
- * BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS).
+ * BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS). For the burst it also prints where the
+ * unanswered waited: the service process's cores while the load was sent, its listening socket's
+ * longest accept queue and the kernel's drops for a full one, and (ours) the requests it dropped
+ * unserved because their caller had hung up before it read them.
  */
 
 const RATES = (process.env.BENCH_E2E_RATES ?? '25,50,100,200,300,400,600').split(',').map(Number);
@@ -99,9 +102,20 @@ interface RateResult {
   serviceSlow: number;
   /** Outbox commits the service stored (svc_outbox_commit_seconds, step store): each consent's one. */
   commits: number;
+  /** Requests the service dropped unserved, their caller having hung up before it read them. */
+  callersGone: number;
   /** This process's event-loop delay p99 and max (ms) while it sent: a busy load generator. */
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
+  /**
+   * While the load was sent: the most connections the service's listening socket held not yet
+   * accepted (its accept queue, read from /proc/net/tcp twice a second), the connection attempts
+   * the kernel dropped for a full accept queue (TcpExtListenOverflows, machine-wide), and the
+   * cores the service's own process used.
+   */
+  acceptQueueMax: number;
+  listenOverflows: number;
+  serviceCores: number;
   /** CPU per consent of the backing processes (DynamoDB Local, Kafka; PostgreSQL, Redis), by name. */
   backingCpuMs: Map<string, number>;
 }
@@ -260,6 +274,61 @@ const backingUsed = (before: BackingCpu, after: BackingCpu): Map<string, number>
     ]),
   );
 
+/**
+ * Connections a listening socket on `port` holds not yet accepted by its process: the receive
+ * queue of its LISTEN line (state 0A) in /proc/net/tcp or tcp6; 0 when there is none.
+ */
+function acceptQueue(port: number): number {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let most = 0;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'latin1');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const f = line.trim().split(/\s+/);
+      // sl, local address, remote address, state, tx_queue:rx_queue
+      if (f[3] === '0A' && f[1]?.endsWith(local))
+        most = Math.max(most, parseInt(f[4]!.split(':')[1]!, 16));
+    }
+  }
+  return most;
+}
+
+/** The kernel's count of connections dropped for a full accept queue (all sockets). */
+function kernelListenOverflows(): number {
+  try {
+    const lines = fs.readFileSync('/proc/net/netstat', 'latin1').split('\n');
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      if (!lines[i]!.startsWith('TcpExt:')) continue;
+      const names = lines[i]!.split(/\s+/);
+      const values = lines[i + 1]!.split(/\s+/);
+      const at = names.indexOf('ListenOverflows');
+      return at > 0 ? Number(values[at]) : NaN;
+    }
+  } catch {
+    // not Linux
+  }
+  return NaN;
+}
+
+/**
+ * Watches the accept queue of the listening socket on `port` twice a second until the returned
+ * stop is called, which gives its longest, and the kernel's drops for a full queue meanwhile.
+ */
+function watchListenQueue(port: number): () => { acceptQueueMax: number; listenOverflows: number } {
+  let most = acceptQueue(port);
+  const timer = setInterval(() => (most = Math.max(most, acceptQueue(port))), 500);
+  const before = kernelListenOverflows();
+  return () => {
+    clearInterval(timer);
+    return { acceptQueueMax: most, listenOverflows: kernelListenOverflows() - before };
+  };
+}
+
 async function runRate(
   app: Target,
   receiver: Receiver,
@@ -290,6 +359,8 @@ async function runRate(
   const inflight = new Set<Promise<void>>();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  const listenQueue = watchListenQueue(Number(new URL(app.url).port));
+  const sendCpuBefore = cpuSeconds(app.pid);
   const t0 = Date.now();
   let n = 0;
   while (Date.now() - t0 < SECONDS * 1000) {
@@ -326,7 +397,9 @@ async function runRate(
     }
     await delay(2);
   }
+  const serviceCores = (cpuSeconds(app.pid) - sendCpuBefore) / ((Date.now() - t0) / 1000);
   await Promise.all(inflight);
+  const { acceptQueueMax, listenOverflows } = listenQueue();
   loop.disable();
   const sent = n;
   // Wait for every accepted consent's consent.granted (or the drain limit).
@@ -394,6 +467,9 @@ async function runRate(
     ...servedBy(after.keys(), diff),
     loopDelayP99Ms: loop.percentile(99) / 1e6,
     loopDelayMaxMs: loop.max / 1e6,
+    acceptQueueMax,
+    listenOverflows,
+    serviceCores,
     attempts: new Map(
       [...after.keys()]
         .filter(
@@ -445,7 +521,7 @@ async function runRate(
 function servedBy(
   keys: Iterable<string>,
   diff: (k: string) => number,
-): Pick<RateResult, 'serviceAnswers' | 'serviceSlow' | 'commits'> {
+): Pick<RateResult, 'serviceAnswers' | 'serviceSlow' | 'commits' | 'callersGone'> {
   const prefix = 'svc_http_requests_total{method="POST",status="';
   return {
     serviceAnswers: new Map(
@@ -457,6 +533,7 @@ function servedBy(
       diff('svc_http_request_duration_seconds_count{method="POST"}') -
       diff('svc_http_request_duration_seconds_bucket{method="POST"}|2.5'),
     commits: diff('svc_outbox_commit_seconds_count:store'),
+    callersGone: diff('svc_http_callers_gone_total'),
   };
 }
 
@@ -652,9 +729,12 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
   console.log(
     `        the load generator's event loop (this process) lagged p99 ${f0(b.loopDelayP99Ms)} ms, at most ${f0(b.loopDelayMaxMs)} ms while it sent`,
   );
+  console.log(
+    `        while it sent, the service's process used ${b.serviceCores.toFixed(2)} cores; its listening socket held at most ${b.acceptQueueMax} connections not yet accepted (its accept queue, /proc/net/tcp), and the kernel dropped ${f0(b.listenOverflows)} connection attempts for a full accept queue until every request was answered or given up (TcpExtListenOverflows, machine-wide)`,
+  );
   if (t.metrics) {
     console.log(
-      `        the service's own count of the POSTs it answered over the burst and its drain: ${served}, ${b.serviceSlow} of them later than 2.5 s after it read them (svc_http_requests_total, svc_http_request_duration_seconds; an answer to a caller that had already gone is not counted); outbox commits stored: ${b.commits}, against ${b.accepted} answers 201 the load generator saw`,
+      `        the service's own count of the POSTs it answered over the burst and its drain: ${served}, ${b.serviceSlow} of them later than 2.5 s after it read them (svc_http_requests_total, svc_http_request_duration_seconds; an answer to a caller that had already gone is not counted); ${b.callersGone} dropped unserved, their caller having hung up before the service read them (svc_http_callers_gone_total); outbox commits stored: ${b.commits}, against ${b.accepted} answers 201 the load generator saw`,
     );
     console.log(
       `        outbox messages published during it: ${[...b.published].map(([k, v]) => `${k} ${v}`).join(', ')} (2 per stored consent, whether or not its caller saw the 201); items written/consent ${f1(b.itemsWritten)}; DynamoDB requests/consent ${f1(b.requests)}`,

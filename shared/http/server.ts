@@ -92,6 +92,13 @@ export function deadline(ms: number): RequestHandler {
  * (`svc_http_admission_limit`; refusals below `max` also count in
  * `svc_http_shed_lagging_total`).
  *
+ * An admitted request reaches Express one turn of the event loop later, once the loop has
+ * polled its connection again: a caller that hung up while its request waited unread (a burst
+ * leaves thousands in the listen backlog for longer than callers wait) has by then been seen to
+ * leave, and its request is dropped before any work or write is done for it
+ * (`svc_http_callers_gone_total`). Without the turn, the connection's end is read only after the
+ * handler has begun, often after its change was already sent to the store.
+ *
  * A request counts until its handler is done, not until its answer left: one the deadline
  * answered goes on working, and counts until its late answer is dropped (`problemHandler`
  * calls `res.locals.admissionDone`), or 10 deadlines at most. Otherwise work cut loose by the
@@ -101,6 +108,7 @@ export class Admission {
   private inFlight = 0;
   private readonly shed: Counter | undefined;
   private readonly shedLagging: Counter | undefined;
+  private readonly gone: Counter | undefined;
   private readonly http: ReturnType<typeof httpMetricSet> | undefined;
   private readonly head: string;
   private readonly lag: LagLimit;
@@ -150,6 +158,18 @@ export class Admission {
             }),
         )
       : undefined;
+    this.gone = registry
+      ? getOrCreate(
+          registry,
+          'svc_http_callers_gone_total',
+          () =>
+            new Counter({
+              name: 'svc_http_callers_gone_total',
+              help: 'API requests admitted but dropped before any work, their caller having hung up while they waited unread',
+              registers: [registry],
+            }),
+        )
+      : undefined;
     this.http = registry ? httpMetricSet(registry) : undefined;
     // The problem+json `sendProblem` writes, but for its `instance`, which ends it.
     this.head = problemJson(
@@ -158,13 +178,13 @@ export class Admission {
   }
 
   /**
-   * Admits an API request (counted until its handler is done) or answers it 503 here: false
-   * when it was refused and must not reach Express. Requests outside /api, and those that
-   * stream for as long as they need, pass uncounted.
+   * Admits an API request (counted until its handler is done) and calls `run` a turn of the
+   * event loop later, unless its caller has hung up by then; or answers it 503 here. Requests
+   * outside /api, and those that stream for as long as they need, run at once, uncounted.
    */
-  admit(req: IncomingMessage, res: ServerResponse): boolean {
+  admit(req: IncomingMessage, res: ServerResponse, run: () => void): void {
     const path = apiPath(req.url ?? '');
-    if (path === undefined || undeadlined.has(path)) return true;
+    if (path === undefined || undeadlined.has(path)) return run();
     if (this.inFlight >= this.lag.limit) {
       const start = process.hrtime.bigint();
       this.shed?.inc();
@@ -181,7 +201,7 @@ export class Admission {
         { method: req.method ?? '', route: 'unmatched' },
         Number(process.hrtime.bigint() - start) / 1e9,
       );
-      return false;
+      return;
     }
     this.inFlight++;
     let done = false;
@@ -203,7 +223,14 @@ export class Admission {
     };
     res.once('finish', answered);
     res.once('close', answered);
-    return true;
+    // The first turn's check phase comes before the loop polls again; the second's after it.
+    setImmediate(() =>
+      setImmediate(() => {
+        if (!hungUp(req)) return run();
+        this.gone?.inc();
+        release();
+      }),
+    );
   }
 
   /**
@@ -224,6 +251,11 @@ export class Admission {
       h.disable();
     };
   }
+}
+
+/** The caller closed its connection (or it broke) before its answer: nobody will read one. */
+function hungUp(req: IncomingMessage): boolean {
+  return req.socket.destroyed || req.socket.readableEnded;
 }
 
 /**
@@ -401,7 +433,7 @@ export function listen(app: Express, port: number, host: string, backlog = 4_096
     // Admission control answers before Express when the process is at capacity (`Admission`).
     const admission = admissions.get(app);
     const srv = createServer(
-      admission ? (req, res) => void (admission.admit(req, res) && app(req, res)) : app,
+      admission ? (req, res) => admission.admit(req, res, () => void app(req, res)) : app,
     );
     served.set(srv, app);
     if (admission) srv.once('close', admission.watchLag());

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -8,7 +9,8 @@ import { createLogger } from '../../shared/logger.js';
 /**
  * Admission control over real HTTP: with `maxInFlight` API requests in progress, the next is
  * answered 503 problem+json with Retry-After at once, before Express sees it (its handler never
- * runs; nothing is read or written); once one finishes, a request is admitted again.
+ * runs; nothing is read or written); once one finishes, a request is admitted again. A request
+ * whose caller hung up before it was read is dropped before its handler runs.
  */
 
 let server: Server;
@@ -93,6 +95,33 @@ describe('admission (HTTP_MAX_IN_FLIGHT)', () => {
     for (const release of held.splice(0)) release();
     expect((await second).status).toBe(201);
     expect((await fourth).status).toBe(201);
+  });
+
+  it('drops a request whose caller hung up while it waited unread, before its handler runs', async () => {
+    const reached = handled;
+    const port = (server.address() as AddressInfo).port;
+    // This process's event loop is blocked (spawnSync) while another process connects, sends a
+    // POST and hangs up 100 ms later: the request waits unread in the listen backlog until its
+    // caller has gone, as thousands do in a burst.
+    const client = [
+      `const s = require('node:net').connect(${port}, '127.0.0.1', () => {`,
+      `  s.write('POST /api/hold/gone HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\n\\r\\n{}');`,
+      '  setTimeout(() => s.destroy(), 100);',
+      '});',
+    ].join('\n');
+    const hangUp = spawnSync(process.execPath, ['-e', client], { timeout: 10_000 });
+    expect(hangUp.status).toBe(0);
+    const gone = async () => registry.getSingleMetricAsString('svc_http_callers_gone_total');
+    await expect.poll(gone).toMatch(/svc_http_callers_gone_total 1$/m);
+    expect(handled).toBe(reached); // it never reached Express
+    expect(ran).not.toContain('gone');
+    // Its place is given back, and a caller that waits is served as before.
+    const first = post('h');
+    const second = post('i');
+    await expect.poll(() => ran).toEqual(expect.arrayContaining(['h', 'i']));
+    for (const release of held.splice(0)) release();
+    expect((await first).status).toBe(201);
+    expect((await second).status).toBe(201);
   });
 
   it('counts a request the deadline answered until its handler is done', async () => {
