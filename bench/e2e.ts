@@ -360,7 +360,6 @@ async function runRate(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const listenQueue = watchListenQueue(Number(new URL(app.url).port));
-  const sendCpuBefore = cpuSeconds(app.pid);
   const t0 = Date.now();
   let n = 0;
   while (Date.now() - t0 < SECONDS * 1000) {
@@ -397,7 +396,7 @@ async function runRate(
     }
     await delay(2);
   }
-  const serviceCores = (cpuSeconds(app.pid) - sendCpuBefore) / ((Date.now() - t0) / 1000);
+  const serviceCores = (cpuSeconds(app.pid) - cpuBefore) / ((Date.now() - t0) / 1000);
   await Promise.all(inflight);
   const { acceptQueueMax, listenOverflows } = listenQueue();
   loop.disable();

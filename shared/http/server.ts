@@ -134,42 +134,21 @@ export class Admission {
         )
       : undefined;
     this.limitGauge?.set(max);
-    this.shed = registry
-      ? getOrCreate(
-          registry,
-          'svc_http_shed_total',
-          () =>
-            new Counter({
-              name: 'svc_http_shed_total',
-              help: 'API requests refused at once because too many were in progress (HTTP_MAX_IN_FLIGHT)',
-              registers: [registry],
-            }),
-        )
-      : undefined;
-    this.shedLagging = registry
-      ? getOrCreate(
-          registry,
-          'svc_http_shed_lagging_total',
-          () =>
-            new Counter({
-              name: 'svc_http_shed_lagging_total',
-              help: 'API requests refused at once with fewer than HTTP_MAX_IN_FLIGHT in progress, the limit being lowered while the event loop lagged (HTTP_LAG_SHED_MS); counted in svc_http_shed_total too',
-              registers: [registry],
-            }),
-        )
-      : undefined;
-    this.gone = registry
-      ? getOrCreate(
-          registry,
-          'svc_http_callers_gone_total',
-          () =>
-            new Counter({
-              name: 'svc_http_callers_gone_total',
-              help: 'API requests admitted but dropped before any work, their caller having hung up while they waited unread',
-              registers: [registry],
-            }),
-        )
-      : undefined;
+    this.shed = counterIn(
+      registry,
+      'svc_http_shed_total',
+      'API requests refused at once because too many were in progress (HTTP_MAX_IN_FLIGHT)',
+    );
+    this.shedLagging = counterIn(
+      registry,
+      'svc_http_shed_lagging_total',
+      'API requests refused at once with fewer than HTTP_MAX_IN_FLIGHT in progress, the limit being lowered while the event loop lagged (HTTP_LAG_SHED_MS); counted in svc_http_shed_total too',
+    );
+    this.gone = counterIn(
+      registry,
+      'svc_http_callers_gone_total',
+      'API requests admitted but dropped before any work, their caller having hung up while they waited unread',
+    );
     this.http = registry ? httpMetricSet(registry) : undefined;
     // The problem+json `sendProblem` writes, but for its `instance`, which ends it.
     this.head = problemJson(
@@ -251,6 +230,17 @@ export class Admission {
       h.disable();
     };
   }
+}
+
+/** A counter of `registry` (one per name, shared by every user of it), or none without one. */
+function counterIn(
+  registry: Registry | undefined,
+  name: string,
+  help: string,
+): Counter | undefined {
+  return registry
+    ? getOrCreate(registry, name, () => new Counter({ name, help, registers: [registry] }))
+    : undefined;
 }
 
 /** The caller closed its connection (or it broke) before its answer: nobody will read one. */
