@@ -2,6 +2,7 @@ import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { applyTables, applyTopics } from '../infra/definitions/apply.js';
 import { tableDefs, tableNames, type TableNames } from '../infra/definitions/tables.js';
+import { deriveCreationMessages } from './domain/consent/carried.js';
 import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
 import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
 import { ApiDocs } from './http/openapi.js';
@@ -73,7 +74,18 @@ export function createRuntime(
       keyAttributes: (table) => shapes.get(table)?.keys ?? [],
       storeOutages,
       writerIndex: 'writer',
-      carriers: [{ table: tables.entities, index: 'outbox' }],
+      // A new transaction's item holds no events: the relay rebuilds them from it.
+      carriers: [
+        {
+          table: tables.entities,
+          index: 'outbox',
+          derive: (item) =>
+            deriveCreationMessages(item, {
+              topic: topics.consentEvents,
+              baseUrl: config.PUBLIC_BASE_URL,
+            }),
+        },
+      ],
     },
     {
       publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS,

@@ -1,5 +1,5 @@
-import { createHmac, randomBytes, randomInt } from 'node:crypto';
-import { ulid } from 'ulid';
+import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import { encodeTime, ulid } from 'ulid';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** referenceId alphabet: 0-9A-Z without I, L, O, U (no look-alikes, no accidental words). */
@@ -46,6 +46,29 @@ function referenceOfBits(bits: number): string {
   return `SVC-REF-${out}`;
 }
 export const newEventId = () => `evt_${ulid()}`;
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * The `n`th event id of a change that its stored item names (`seed`, e.g. a transaction id):
+ * `evt_` + a ULID whose time part is `ms` and whose 80 random bits are the first 80 bits of
+ * SHA-256 of `{seed}#{n}`. The same change always yields the same ids, so its events can be
+ * rebuilt from the item (consent/carried.ts) and a copy is one event to every consumer, which
+ * deduplicate by id.
+ */
+export function derivedEventId(seed: string, n: number, ms: number): string {
+  return `evt_${encodeTime(ms, 10)}${hashedUlidRandom(`${seed}#${n}`)}`;
+}
+
+/** The random part of a ULID (16 characters, 80 bits) taken from SHA-256 of `text`. */
+export function hashedUlidRandom(text: string): string {
+  const h = createHash('sha256').update(text).digest();
+  let bits = 0n;
+  for (let i = 0; i < 10; i++) bits = (bits << 8n) | BigInt(h[i]!);
+  let rand = '';
+  for (let i = 15; i >= 0; i--) rand += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
+  return rand;
+}
 export const newDispatchId = () => `dsp_${ulid()}`;
 export const newNoticeId = () => `ntc_${ulid()}`;
 

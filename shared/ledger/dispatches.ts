@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
+import { hashedUlidRandom } from '../domain/ids.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
@@ -108,8 +108,6 @@ export interface AttemptEntry {
   hash: string;
 }
 
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
 /**
  * The dispatch id of an event at an endpoint: `dsp_` + a ULID whose time part is the event's
  * and whose random part is a hash of (event, endpoint). Deterministic, so a redelivered
@@ -117,12 +115,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  */
 export function dispatchIdFor(eventId: string, endpoint: string): string {
   const time = eventId.replace(/^evt_/, '').slice(0, 10);
-  const h = createHash('sha256').update(`${eventId}|${endpoint}`).digest();
-  let bits = 0n;
-  for (let i = 0; i < 10; i++) bits = (bits << 8n) | BigInt(h[i]!);
-  let rand = '';
-  for (let i = 15; i >= 0; i--) rand += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
-  return `dsp_${time}${rand}`;
+  return `dsp_${time}${hashedUlidRandom(`${eventId}|${endpoint}`)}`;
 }
 
 export function creationOf(item: Record<string, unknown>): DispatchCreation {

@@ -43,7 +43,29 @@ interface Envelope {
   createdAtMs: number;
 }
 
-function envelopeOf(item: Record<string, unknown>): Envelope {
+/**
+ * The messages of a commit as stored: gzip-compressed JSON (`packed` in an outbox item, `obx` in
+ * a carrier item).
+ */
+export function packMessages(messages: readonly OutMessage[]): Uint8Array {
+  return gzipSync(
+    JSON.stringify(
+      messages.map((m) => ({
+        topic: m.topic,
+        key: m.key,
+        value: m.value,
+        headers: m.headers ?? {},
+      })),
+    ),
+  );
+}
+
+/**
+ * The envelope an item holds. A carrier written with `derived` (see `commit`) holds no messages:
+ * its source's `derive` rebuilds them from the item. One that cannot be rebuilt is an error,
+ * never an empty commit: the relay pass fails and says which item.
+ */
+function envelopeOf(item: Record<string, unknown>, derive?: CarrierSource['derive']): Envelope {
   const id = String(item.id);
   const createdAtMs = Number(item.createdAtMs);
   if (item.packed instanceof Uint8Array)
@@ -61,6 +83,15 @@ function envelopeOf(item: Record<string, unknown>): Envelope {
       createdAtMs: first.ms,
       messages: JSON.parse(gunzipSync(packed).toString('utf8')) as OutMessage[],
     };
+  }
+  if (typeof at === 'string' && derive) {
+    const first = parseAt(at);
+    const messages = derive(item);
+    if (!messages)
+      throw new Error(
+        `outbox carrier ${String(item.pk)}/${String(item.sk)} holds no events and they cannot be rebuilt from it`,
+      );
+    return { id: first.id, createdAtMs: first.ms, messages };
   }
   const { topic, key, value, headers } = item as unknown as OutMessage;
   return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
@@ -93,6 +124,11 @@ const shardOf = (id: string) =>
 export interface CarrierSource {
   table: string;
   index: string;
+  /**
+   * Rebuilds the messages of a carrier written with `derived` (it holds no `obx`) from the item
+   * itself; undefined when the item cannot say what they were.
+   */
+  derive?: (item: Record<string, unknown>) => OutMessage[] | undefined;
 }
 
 export interface OutboxDeps {
@@ -388,20 +424,12 @@ export class Outbox {
     changes: TransactItem[],
     env: Envelope,
     carrier: number | undefined,
+    derived: boolean,
   ): { items: TransactItem[]; where: Open['where']; at: string } {
     const at = atKey(env.createdAtMs, env.id);
     const writer = `${this.writerId}#${shardOf(env.id)}`;
-    const packed = gzipSync(
-      JSON.stringify(
-        env.messages.map((m) => ({
-          topic: m.topic,
-          key: m.key,
-          value: m.value,
-          headers: m.headers ?? {},
-        })),
-      ),
-    );
     if (carrier === undefined) {
+      const packed = packMessages(env.messages);
       const item: TransactItem = {
         Put: {
           TableName: this.d.table,
@@ -426,7 +454,12 @@ export class Outbox {
     items[carrier] = {
       Put: {
         ...put,
-        Item: { ...put.Item, [ATTR.packed]: packed, [ATTR.writer]: writer, [ATTR.at]: at },
+        Item: {
+          ...put.Item,
+          ...(derived ? {} : { [ATTR.packed]: packMessages(env.messages) }),
+          [ATTR.writer]: writer,
+          [ATTR.at]: at,
+        },
       },
     };
     const names = this.d.keyAttributes?.(put.TableName) ?? ['pk', 'sk'];
@@ -441,12 +474,14 @@ export class Outbox {
    * transaction committed, whether or not the fast path published: a failed or slow publish is
    * retried by this writer (or the relay, if it stops), not the caller's error. The client request
    * token makes the SDK's retry of a transaction that timed out after it was applied succeed
-   * instead of failing on its own outbox item.
+   * instead of failing on its own outbox item. With `derived` the carrier does not hold the
+   * messages either, only the index keys: its table's `CarrierSource.derive` rebuilds them from
+   * the item, byte for byte (trace headers aside), for the relay.
    */
   async commit(
     changes: TransactItem[],
     messages: OutboxItem[],
-    o: { carrier?: number; signal?: AbortSignal | undefined } = {},
+    o: { carrier?: number; derived?: boolean; signal?: AbortSignal | undefined } = {},
   ): Promise<{ published: boolean }> {
     if (messages.length === 0) {
       await this.group.write(changes, o.signal);
@@ -470,7 +505,9 @@ export class Outbox {
         headers: withTraceHeaders(m.headers),
       })),
     };
-    const placed = this.place(changes, env, o.carrier);
+    if (o.derived && o.carrier === undefined)
+      throw new Error('only a carrier can hold derived events');
+    const placed = this.place(changes, env, o.carrier, o.derived === true);
     const n = this.seq++;
     const entry: Open = {
       env,
@@ -842,11 +879,13 @@ export class Outbox {
         if (round > 0)
           await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 1_000 })));
         const res = await this.d.doc.send(new BatchGetCommand({ RequestItems: request }));
-        for (const items of Object.values(res.Responses ?? {}))
+        for (const [table, items] of Object.entries(res.Responses ?? {})) {
+          const derive = this.d.carriers?.find((c) => c.table === table)?.derive;
           for (const item of items) {
             const at: unknown = item[ATTR.at];
-            if (typeof at === 'string') byAt.set(at, envelopeOf(item));
+            if (typeof at === 'string') byAt.set(at, envelopeOf(item, derive));
           }
+        }
         request = (res.UnprocessedKeys ?? {}) as typeof request;
       }
     }
@@ -887,7 +926,7 @@ export class Outbox {
         }),
       );
       const items = (page.Items ?? [])
-        .map(envelopeOf)
+        .map((i) => envelopeOf(i))
         .sort((a, b) => a.createdAtMs - b.createdAtMs);
       found += items.length;
       if (items.length > 0) {

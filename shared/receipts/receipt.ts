@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { HistoryEntry, StoredTransaction } from '../domain/consent/model.js';
 import { deriveStatus } from '../domain/consent/states.js';
+import { historyOf } from '../domain/consent/carried.js';
 import type { App, NoticeVersion } from '../domain/types.js';
 import { canonicalJson } from '../ledger/hash.js';
 import { signFor, verifyFor, type SigningKey } from '../signing/keys.js';
@@ -143,7 +144,7 @@ export function receiptContent(
         updatedAt: r.updatedAt,
       };
     }),
-    history: (t.history ?? []).map((h) => ({
+    history: historyOf(t).map((h) => ({
       at: h.at,
       recordId: h.recordId,
       purpose: purposeOf.get(h.recordId) ?? '',

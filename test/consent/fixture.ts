@@ -11,6 +11,8 @@ import {
   type ConsentEvent,
 } from '../../shared/domain/consent/index.js';
 import type { App, NoticeVersion } from '../../shared/domain/types.js';
+import { historyOf } from '../../shared/domain/consent/carried.js';
+import type { StoredTransaction } from '../../shared/domain/consent/model.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';
@@ -195,10 +197,12 @@ export async function startConsentProcess(
     /** The history entries kept in the transaction items, each with its transactionId. */
     const history = (): Record<string, unknown>[] =>
       kinds('transaction').flatMap((t) =>
-        ((t.history ?? []) as Record<string, unknown>[]).map((h) => ({
-          ...h,
-          transactionId: t.transactionId,
-        })),
+        (historyOf(t as unknown as StoredTransaction) as unknown as Record<string, unknown>[]).map(
+          (h) => ({
+            ...h,
+            transactionId: t.transactionId,
+          }),
+        ),
       );
     return { all: out, kinds, history };
   }

@@ -31,11 +31,14 @@ describe('record ids derived from the transaction id', () => {
     expect(pointers).toEqual([]);
     expect(items.kinds('record')).toEqual([]);
     // All a widget capture stores: its principal and its transaction item, which carries the
-    // events (no outbox item) and its first timer (no timers item).
+    // events (no outbox item: the relay's index keys, the events themselves rebuilt from the
+    // item) and its first timer (no timers item).
     const mine = items.all.filter((i) => i.referenceId === c.referenceId);
     expect(mine.map((i) => i.kind).sort()).toEqual(['principal', 'transaction']);
     const txn = mine.find((i) => i.kind === 'transaction')!;
-    expect(txn.obx).toBeInstanceOf(Uint8Array);
+    expect(txn.obxt).toEqual(expect.any(String));
+    expect(txn).not.toHaveProperty('obx');
+    expect(txn).not.toHaveProperty('history');
     expect(txn.duesk).toEqual(expect.stringContaining(c.transactionId));
     const timers = await pub.f.p.rt.dynamo.doc.send(
       new ScanCommand({
@@ -55,6 +58,19 @@ describe('record ids derived from the transaction id', () => {
       'revoked',
       'denied',
     ]);
+    // Its first change wrote out what the item left implied: the creation's events, packed,
+    // and its history.
+    const after = (await pub.f.itemsOf(pub.a.app.appId)).all.find(
+      (i) => i.kind === 'transaction' && i.referenceId === c.referenceId,
+    )!;
+    expect(after.obx).toBeInstanceOf(Uint8Array);
+    expect(after.obxt).toBe(txn.obxt);
+    expect(
+      (after.history as { recordId: string; operation: string }[]).map((h) => [
+        h.recordId,
+        h.operation,
+      ]),
+    ).toEqual([...ids.map((id) => [id, 'create']), [ids[1], 'revoke']]);
   });
 
   it('an id derived from a real transaction but naming no record of it is 404, as is another principal’s', async () => {

@@ -135,8 +135,17 @@ export interface StoredTransaction extends Partial<DueAttributes & DueLease> {
    * Every change of the transaction's records, oldest first, appended with each write and never
    * rewritten: who, what, when. Kept in the transaction item itself (one item
    * written per change instead of one more per changed record). Not part of any API view.
+   * Absent from a transaction as created since `createdBy`: its creation entries follow from its
+   * records and `createdBy` (carried.ts, `historyOf`), and its first change writes them out.
    */
   history?: HistoryEntry[];
+  /** Who created the transaction; with `history` absent, the author of its creation entries. */
+  createdBy?: Actor;
+  /**
+   * The app's environment when the transaction was created: with its records as created, what
+   * its creation events are rebuilt from (carried.ts). Absent before that layout.
+   */
+  environment?: 'sandbox' | 'live';
 }
 
 export interface StoredPrincipal {

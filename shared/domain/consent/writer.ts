@@ -15,6 +15,14 @@ import {
 import { claimsAtDerived } from '../apps.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
+import { ATTR, packMessages } from '../../outbox/outbox.js';
+import {
+  carriesDerived,
+  creationIds,
+  creations,
+  deriveCreationMessages,
+  historyOf,
+} from './carried.js';
 import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
 import type {
   Actor,
@@ -93,6 +101,8 @@ async function commit(
   now: Date,
   o: CommitOptions = {},
 ): Promise<ConsentEvent[]> {
+  // A creation's events follow from the transaction item (carried.ts): ids derived from its id.
+  const derivable = created && ctx.reason === undefined;
   const ec: EventContext = {
     app: ctx.app,
     txn,
@@ -100,10 +110,11 @@ async function commit(
     created,
     now,
     baseUrl: ctx.rt.config.PUBLIC_BASE_URL.replace(/\/+$/, ''),
-    newId: newEventId,
+    newId: derivable ? creationIds(txn) : newEventId,
     reason: ctx.reason,
   };
-  const events = [...planEvents(ec), ...(o.events?.(ec) ?? [])];
+  const extra = o.events?.(ec) ?? [];
+  const events = [...planEvents(ec), ...extra];
   // A record whose id is derived from its transaction's is found without a pointer item.
   const pointers = changes
     .filter(
@@ -120,28 +131,47 @@ async function commit(
       errors: [{ path: '/consents', message: 'too many purposes for one change' }],
     });
   // A new transaction's item carries its own events: no outbox item for the commonest write.
+  // Unless the creation has events beyond those its records imply, it holds only the relay's
+  // index keys: the relay rebuilds the events from the item (carried.ts).
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
+  const derived = carrier >= 0 && derivable && extra.length === 0;
   // With ctx.signal aborted (nobody waits for the outcome), the group commit refuses the write
   // unsent: SVC_UNAVAILABLE, nothing applied.
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
-    { ...(carrier >= 0 ? { carrier } : {}), signal: ctx.signal },
+    { ...(carrier >= 0 ? { carrier } : {}), derived, signal: ctx.signal },
   );
   return events;
 }
 
-/** A new transaction's records, as history: each created in its first state. */
-function creations(txn: StoredTransaction): RecordChange[] {
-  return txn.records.map((r) => ({
-    recordId: r.recordId,
-    purpose: r.purpose,
-    from: null,
-    to: r.state,
-    operation: 'create',
-  }));
+/**
+ * A new transaction as stored: its creation history implied (`createdBy`, carried.ts), with the
+ * app's environment its creation events are rebuilt with.
+ */
+const asCreated = (ctx: WriteContext, t: StoredTransaction): StoredTransaction => ({
+  ...t,
+  createdBy: ctx.actor,
+  environment: ctx.app.environment,
+});
+
+/**
+ * The transaction a change starts from, with what its item left implied written out: its
+ * history, and, while it is as created, its creation events packed in the carrier attribute (the
+ * relay could no longer rebuild them once the records move on).
+ */
+function explicit(rt: WriteContext['rt'], current: StoredTransaction): StoredTransaction {
+  const out: StoredTransaction = { ...current, history: historyOf(current) };
+  if (carriesDerived(current)) {
+    const messages = deriveCreationMessages(current as unknown as Record<string, unknown>, {
+      topic: rt.topics.consentEvents,
+      baseUrl: rt.config.PUBLIC_BASE_URL,
+    });
+    if (messages) Object.assign(out, { [ATTR.packed]: packMessages(messages) });
+  }
+  return out;
 }
 
 export interface NewTransaction {
@@ -192,7 +222,7 @@ export async function createWithPrincipal(
     const txn = withFirstTimer(
       ctx.rt,
       ctx.app,
-      withHistory(built, changes, ctx.actor, at),
+      asCreated(ctx, built),
       now.getTime(),
       o.reminderDaysBefore,
     );
@@ -300,7 +330,7 @@ export async function createInPrincipal(
   const txn = withFirstTimer(
     ctx.rt,
     ctx.app,
-    withHistory(built, changes, ctx.actor, at),
+    asCreated(ctx, built),
     now.getTime(),
     reminderDaysBefore,
   );
@@ -383,7 +413,7 @@ export async function mutateTransaction(
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
     const next = withHistory(
       {
-        ...current,
+        ...explicit(ctx.rt, current),
         ...m.patch,
         records: m.records,
         updatedAt: at,

@@ -1,0 +1,146 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it, vi } from 'vitest';
+import { createKafka } from '../../shared/bus/kafka.js';
+import { Producer } from '../../shared/bus/producer.js';
+import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
+import type { ConsentEvent } from '../../shared/domain/consent/events.js';
+import { createUserConsent } from '../../shared/domain/consent/index.js';
+import { keys } from '../../shared/domain/consent/repository.js';
+import { Outbox } from '../../shared/outbox/outbox.js';
+import { itemBytes } from '../../shared/storage/billing.js';
+import { useRecordApi } from './fixture.js';
+
+/**
+ * A new transaction's item holds neither its creation events nor its history (carried.ts): the
+ * relay rebuilds the events of a writer that stopped from the item, and the first change writes
+ * both out. Against the real Kafka and DynamoDB Local; the stopped writer's producer points at a
+ * closed port, as when the broker is unreachable.
+ */
+const { rec, uid, post, put } = useRecordApi('consent-carried-events');
+
+const txnItem = async (referenceId: string, transactionId: string) =>
+  (
+    await rec.f.p.rt.dynamo.doc.send(
+      new GetCommand({
+        TableName: rec.f.p.rt.tables.entities,
+        Key: keys.transaction(rec.a.app.appId, referenceId, transactionId),
+        ConsistentRead: true,
+      }),
+    )
+  ).Item!;
+
+/** A writer whose every publish fails (Kafka unreachable), stopped once its commit landed. */
+async function createWithStoppedWriter(userId: string) {
+  const rt = rec.f.p.rt;
+  const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
+    retries: 1,
+  });
+  const writer = new Outbox(
+    {
+      doc: rt.dynamo.doc,
+      table: rt.tables.outbox,
+      producer: dead,
+      log: rt.log,
+      registry: rt.registry,
+      keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
+    },
+    { retryIntervalMs: 60_000, publishWaitMs: 200 },
+  );
+  try {
+    return await createUserConsent(
+      {
+        rt: { ...rt, outbox: writer },
+        app: rec.a.app,
+        actor: { source: 'api', credential: 'test' },
+      },
+      { userId, email: 'carried@shop.example', consents: { analytics: true, marketing: false } },
+    );
+  } finally {
+    writer.abandon();
+    await Promise.race([
+      dead.close().catch(() => undefined),
+      new Promise((r) => setTimeout(r, 2_000)),
+    ]);
+  }
+}
+
+const published = (referenceId: string) => rec.f.eventsOf(referenceId);
+
+describe('creation events rebuilt from the transaction item', () => {
+  it('a live writer’s published events are what the item rebuilds, byte for byte', async () => {
+    const r = await post(rec.a, {
+      userId: uid(),
+      email: 'live@shop.example',
+      consents: { analytics: true, marketing: false },
+    });
+    expect(r.status).toBe(201);
+    const sent = await rec.f.waitForEvents(r.body.referenceId, 2);
+    const item = await txnItem(r.body.referenceId, r.body.transactionId);
+    expect(item.obxt).toEqual(expect.any(String));
+    expect(item).not.toHaveProperty('obx');
+    expect(item).not.toHaveProperty('history');
+    expect(itemBytes(item)).toBeLessThan(1024);
+
+    const rebuilt = deriveCreationMessages(item, {
+      topic: rec.f.p.rt.topics.consentEvents,
+      baseUrl: rec.f.p.rt.config.PUBLIC_BASE_URL,
+    })!;
+    expect(rebuilt.map((m) => JSON.parse(m.value) as unknown)).toEqual(sent);
+    expect(rebuilt.map((m) => m.key)).toEqual(
+      sent.map((e) => `${rec.a.app.appId}:${r.body.referenceId}`),
+    );
+    const next = creationIds(r.body);
+    expect(sent.map((e) => e.id)).toEqual([next(), next()]);
+    // Anything but the transaction as created cannot be rebuilt.
+    expect(
+      deriveCreationMessages({ ...item, version: 2 }, { topic: 't', baseUrl: 'http://x' }),
+    ).toBeUndefined();
+  });
+
+  it('the relay publishes a stopped writer’s creation events, rebuilt from the item', async () => {
+    const userId = uid();
+    const made = await createWithStoppedWriter(userId);
+    expect(published(made.referenceId)).toEqual([]);
+
+    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    const next = creationIds(made);
+    expect(events.map((e) => [e.id, e.type, e.data.purposes])).toEqual([
+      [next(), 'consent.created', { analytics: true, marketing: false }],
+      [next(), 'consent.granted', { analytics: true }],
+    ]);
+    expect(events.every((e) => e.data.userId === userId && e.environment === 'sandbox')).toBe(true);
+  });
+
+  it('a change before the relay came writes the creation events out, as they were created', async () => {
+    const userId = uid();
+    const made = await createWithStoppedWriter(userId);
+    const changed = await put(rec.a, userId, { consents: { analytics: false } });
+    expect(changed.status).toBe(200);
+    const item = await txnItem(made.referenceId, made.transactionId);
+    expect(item.version).toBe(2);
+    expect(item.obx).toBeInstanceOf(Uint8Array);
+    expect((item.history as { operation: string }[]).map((h) => h.operation)).toEqual([
+      'create',
+      'create',
+      'revoke',
+    ]);
+
+    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    const next = creationIds(made);
+    const [created, granted] = [next(), next()];
+    await vi.waitFor(
+      () => {
+        const byId = new Map(published(made.referenceId).map((e) => [e.id, e] as const));
+        // The creation as it was (analytics granted), not as the item stands now.
+        expect(byId.get(created)?.data.purposes).toEqual({ analytics: true, marketing: false });
+        expect(byId.get(granted)?.type).toBe('consent.granted');
+        const withdrawn = [...byId.values()].find(
+          (e: ConsentEvent) => e.type === 'consent.withdrawn',
+        );
+        expect(withdrawn?.data.purposes).toEqual({ analytics: false });
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+  });
+});
