@@ -86,9 +86,7 @@ describe('creation events rebuilt from the transaction item', () => {
       baseUrl: rec.f.p.rt.config.PUBLIC_BASE_URL,
     })!;
     expect(rebuilt.map((m) => JSON.parse(m.value) as unknown)).toEqual(sent);
-    expect(rebuilt.map((m) => m.key)).toEqual(
-      sent.map((e) => `${rec.a.app.appId}:${r.body.referenceId}`),
-    );
+    expect(rebuilt.map((m) => m.key)).toEqual(sent.map((e) => `${e.appId}:${e.data.referenceId}`));
     const next = creationIds(r.body);
     expect(sent.map((e) => e.id)).toEqual([next(), next()]);
     // Anything but the transaction as created cannot be rebuilt.
