@@ -2,6 +2,9 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { updateIfHolds } from '../storage/dynamo.js';
 import { duePk, type DueFamily, type ItemKey, type TimerEntry } from './due.js';
+import type { DueAttributes, DueLease } from './due-attributes.js';
+
+export type { DueAttributes, DueLease } from './due-attributes.js';
 
 /**
  * Due entries derived from the items they belong to, instead of written apart in the `timers`
@@ -27,19 +30,6 @@ import { duePk, type DueFamily, type ItemKey, type TimerEntry } from './due.js';
  */
 
 export const DUE_INDEX = 'due';
-
-/** The attributes of an item that carries a derived due entry. */
-export interface DueAttributes {
-  duepk: string;
-  duesk: string;
-  duekind: string;
-}
-
-/** ...and, while a sweeper holds it, its lease. */
-export interface DueLease {
-  dueLeaseUntil: number;
-  dueLeaseToken: string;
-}
 
 /** What an item carries for `e` (an entry built as for the timers table). */
 export function dueAttributes(e: Pick<TimerEntry, 'pk' | 'sk' | 'kind'>): DueAttributes {
