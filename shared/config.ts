@@ -112,6 +112,16 @@ export const baseConfigSchema = z.object({
   /** Stored but unpublished commits a process holds (Kafka down) before it answers 503. */
   OUTBOX_MAX_OPEN: z.coerce.number().int().positive().default(50_000),
   /**
+   * A new transaction's item leaves its creation events and history implied
+   * (shared/domain/consent/carried.ts), which keeps a small consent's item under 1 KB. Set false
+   * while processes of a version before that layout still run (a rolling upgrade): they can
+   * neither rebuild the events nor keep the implied history when they change the transaction.
+   */
+  CONSENT_COMPACT_CREATION: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /**
    * A consumer retries a failed message (anything but a malformed one) for as long as the
    * failure lasts; its back-off doubles from 200 ms up to this cap.
    */

@@ -136,7 +136,8 @@ async function commit(
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
-  const derived = carrier >= 0 && derivable && extra.length === 0;
+  const derived =
+    carrier >= 0 && derivable && extra.length === 0 && ctx.rt.config.CONSENT_COMPACT_CREATION;
   // With ctx.signal aborted (nobody waits for the outcome), the group commit refuses the write
   // unsent: SVC_UNAVAILABLE, nothing applied.
   await ctx.rt.outbox.commit(
@@ -149,13 +150,14 @@ async function commit(
 
 /**
  * A new transaction as stored: its creation history implied (`createdBy`, carried.ts), with the
- * app's environment its creation events are rebuilt with.
+ * app's environment its creation events are rebuilt with. With `CONSENT_COMPACT_CREATION` off
+ * (a rolling upgrade), its history written out as before.
  */
-const asCreated = (ctx: WriteContext, t: StoredTransaction): StoredTransaction => ({
-  ...t,
-  createdBy: ctx.actor,
-  environment: ctx.app.environment,
-});
+function asCreated(ctx: WriteContext, t: StoredTransaction, at: string): StoredTransaction {
+  const created = { ...t, createdBy: ctx.actor, environment: ctx.app.environment };
+  if (ctx.rt.config.CONSENT_COMPACT_CREATION) return created;
+  return withHistory(created, creations(t), ctx.actor, at);
+}
 
 /**
  * The transaction a change starts from, with what its item left implied written out: its
@@ -222,7 +224,7 @@ export async function createWithPrincipal(
     const txn = withFirstTimer(
       ctx.rt,
       ctx.app,
-      asCreated(ctx, built),
+      asCreated(ctx, built, at),
       now.getTime(),
       o.reminderDaysBefore,
     );
@@ -330,7 +332,7 @@ export async function createInPrincipal(
   const txn = withFirstTimer(
     ctx.rt,
     ctx.app,
-    asCreated(ctx, built),
+    asCreated(ctx, built, at),
     now.getTime(),
     reminderDaysBefore,
   );
