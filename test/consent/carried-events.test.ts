@@ -1,14 +1,12 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
 import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
-import { keys } from '../../shared/domain/consent/repository.js';
 import { Outbox } from '../../shared/outbox/outbox.js';
 import { itemBytes } from '../../shared/storage/billing.js';
-import { useRecordApi } from './fixture.js';
+import { transactionItem, useRecordApi } from './fixture.js';
 
 /**
  * A new transaction's item holds neither its creation events nor its history (carried.ts): the
@@ -19,15 +17,7 @@ import { useRecordApi } from './fixture.js';
 const { rec, uid, post, put } = useRecordApi('consent-carried-events');
 
 const txnItem = async (referenceId: string, transactionId: string) =>
-  (
-    await rec.f.p.rt.dynamo.doc.send(
-      new GetCommand({
-        TableName: rec.f.p.rt.tables.entities,
-        Key: keys.transaction(rec.a.app.appId, referenceId, transactionId),
-        ConsistentRead: true,
-      }),
-    )
-  ).Item!;
+  (await transactionItem(rec.f.p.rt, rec.a.app.appId, referenceId, transactionId))!;
 
 /** A writer whose every publish fails (Kafka unreachable), stopped once its commit landed. */
 async function createWithStoppedWriter(userId: string) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
@@ -13,6 +13,8 @@ import {
 import type { App, NoticeVersion } from '../../shared/domain/types.js';
 import { historyOf } from '../../shared/domain/consent/carried.js';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
+import { keys } from '../../shared/domain/consent/repository.js';
+import type { Runtime } from '../../shared/runtime.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';
@@ -225,6 +227,23 @@ export async function startConsentProcess(
 }
 
 export type ConsentFixture = Awaited<ReturnType<typeof startConsentProcess>>;
+
+/** A transaction item as stored in `entities` (consistent read), or undefined. */
+export async function transactionItem(
+  rt: Runtime,
+  appId: string,
+  referenceId: string,
+  transactionId: string,
+): Promise<Record<string, unknown> | undefined> {
+  const r = await rt.dynamo.doc.send(
+    new GetCommand({
+      TableName: rt.tables.entities,
+      Key: keys.transaction(appId, referenceId, transactionId),
+      ConsistentRead: true,
+    }),
+  );
+  return r.Item;
+}
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 export const secret = (t: TestApp) => ({ 'x-secret-key': t.secretKey });

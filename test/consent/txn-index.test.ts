@@ -1,5 +1,5 @@
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { createTableInput, tableDefs } from '../../infra/definitions/tables.js';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
@@ -20,7 +20,7 @@ import {
 import { createRuntime } from '../../shared/runtime.js';
 import { putUnits } from '../../shared/storage/billing.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
-import { secret, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
+import { secret, transactionItem, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
 
 /**
  * A transaction is found by its id (shared/domain/consent/txn-index.ts), on real DynamoDB Local:
@@ -32,15 +32,7 @@ import { secret, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
 const { pub, capture, op } = usePublicApi('consent-txn-index');
 
 const rawTransaction = async (referenceId: string, transactionId: string) =>
-  (
-    await pub.f.p.rt.dynamo.doc.send(
-      new GetCommand({
-        TableName: pub.f.p.rt.tables.entities,
-        Key: keys.transaction(pub.a.app.appId, referenceId, transactionId),
-        ConsistentRead: true,
-      }),
-    )
-  ).Item!;
+  (await transactionItem(pub.f.p.rt, pub.a.app.appId, referenceId, transactionId))!;
 
 /** The `txn` index's entries for a transaction id. */
 const byTxnIndex = async (transactionId: string) =>
