@@ -47,8 +47,6 @@ function referenceOfBits(bits: number): string {
 }
 export const newEventId = () => `evt_${ulid()}`;
 
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
 /**
  * The `n`th event id of a change that its stored item names (`seed`, e.g. a transaction id):
  * `evt_` + a ULID whose time part is `ms` and whose 80 random bits are the first 80 bits of
@@ -60,13 +58,16 @@ export function derivedEventId(seed: string, n: number, ms: number): string {
   return `evt_${encodeTime(ms, 10)}${hashedUlidRandom(`${seed}#${n}`)}`;
 }
 
-/** The random part of a ULID (16 characters, 80 bits) taken from SHA-256 of `text`. */
+/**
+ * The random part of a ULID (16 characters, 80 bits) taken from SHA-256 of `text`, in Crockford's
+ * base 32 (which is the referenceId alphabet).
+ */
 export function hashedUlidRandom(text: string): string {
   const h = createHash('sha256').update(text).digest();
   let bits = 0n;
   for (let i = 0; i < 10; i++) bits = (bits << 8n) | BigInt(h[i]!);
   let rand = '';
-  for (let i = 15; i >= 0; i--) rand += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
+  for (let i = 15; i >= 0; i--) rand += REF_ALPHABET[Number((bits >> BigInt(i * 5)) & 31n)];
   return rand;
 }
 export const newDispatchId = () => `dsp_${ulid()}`;
