@@ -18,6 +18,59 @@ describe('cached', () => {
     expect(await cached(rt, key, load)).toBe(2);
   });
 
+  it('renews a value used in its last quarter of life behind, so steady use never waits', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => Promise.resolve(++reads);
+    const key = `renew:${Math.random()}`;
+    expect(await cached(rt, key, load)).toBe(1);
+    vi.advanceTimersByTime(500);
+    expect(await cached(rt, key, load)).toBe(1);
+    expect(reads).toBe(1); // half its life left: no read yet
+    vi.advanceTimersByTime(300);
+    // In its last quarter: it answers, and one read starts behind it (not one per caller).
+    expect(await Promise.all([cached(rt, key, load), cached(rt, key, load)])).toEqual([1, 1]);
+    expect(reads).toBe(2);
+    // Past the first entry's expiry the renewed one answers at once, with no further read.
+    vi.advanceTimersByTime(300);
+    expect(await cached(rt, key, load)).toBe(2);
+    expect(reads).toBe(2);
+  });
+
+  it('never answers a value read more than one TTL ago: past expiry callers wait for the renewal', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    let release: (v: number) => void = () => undefined;
+    const load = () => {
+      reads++;
+      return reads === 1 ? Promise.resolve(1) : new Promise<number>((r) => (release = r));
+    };
+    const key = `slow:${Math.random()}`;
+    await cached(rt, key, load);
+    vi.advanceTimersByTime(900);
+    expect(await cached(rt, key, load)).toBe(1); // starts the renewal, still pending
+    vi.advanceTimersByTime(200);
+    let answered: number | undefined;
+    const waiting = cached(rt, key, load).then((v) => (answered = v));
+    await Promise.resolve();
+    expect(answered).toBeUndefined(); // the expired value is not answered
+    release(2);
+    await waiting;
+    expect(answered).toBe(2);
+    expect(reads).toBe(2); // the caller joined the renewal, no third read
+  });
+
+  it('does not renew misses early: an unknown key is read once per TTL', async () => {
+    vi.useFakeTimers();
+    let reads = 0;
+    const load = () => (reads++, Promise.resolve(undefined));
+    const key = `unknown:${Math.random()}`;
+    await cached(rt, key, load);
+    vi.advanceTimersByTime(900);
+    expect(await cached(rt, key, load)).toBeUndefined();
+    expect(reads).toBe(1);
+  });
+
   it('refresh ahead: answers from an entry expired under one TTL ago and replaces it behind', async () => {
     vi.useFakeTimers();
     let reads = 0;

@@ -4,9 +4,18 @@ interface Entry {
   value: Promise<unknown>;
   expiresAt: number;
   generation: number;
-  /** A refresh-ahead read is running. */
-  refreshing?: boolean;
+  /** The read replacing this entry while it still answers (early renewal or refresh ahead). */
+  renewal?: Entry;
 }
+
+/**
+ * A found value used in its last quarter of life starts the read that replaces it, and keeps
+ * answering until it expires: a credential in steady use is never waited for, while nothing
+ * older than one TTL is ever answered (the replacement's life counts from when its read
+ * started). Should that read be slower than the rest of the entry's life, callers after the
+ * expiry wait for it, not for another.
+ */
+const RENEW_WITHIN = 0.25;
 
 /**
  * Bounded so a flood of random keys cannot grow memory; the oldest entries go first. Found
@@ -22,7 +31,8 @@ const MAX_MISSES = 10_000;
  * Entries live per Runtime (with its CREDENTIAL_CACHE_TTL_MS); invalidation is per OS
  * process, so a change made through any Runtime here (e.g. the admin and consent services
  * sharing one process) is seen at once by all of them. Other processes see a change within
- * their TTL. Concurrent lookups of one key share one read. Misses (`undefined`) are cached
+ * their TTL. Concurrent lookups of one key share one read; a found value in steady use is read
+ * again before it expires (`RENEW_WITHIN`). Misses (`undefined`) are cached
  * too, in their own bounded map; creating a credential invalidates.
  */
 interface Store {
@@ -66,27 +76,21 @@ export function cached<T>(
   const s = store;
   const now = Date.now();
   const hit = s.loading.get(key) ?? s.hits.get(key) ?? s.misses.get(key);
-  if (hit && hit.expiresAt > now && hit.generation === generation) return hit.value as Promise<T>;
-  // Refresh ahead: an entry expired less than one TTL ago still answers while one read
-  // replaces it behind, so a key in steady use never waits for DynamoDB. A change made
-  // elsewhere then shows within two TTLs (one made in this process still shows at once).
-  if (o.refreshAhead && hit && hit.generation === generation && hit.expiresAt + ttl > now) {
-    if (!hit.refreshing) {
-      hit.refreshing = true;
-      const next = load();
-      next.then(
-        (value) => {
-          if (s.hits.get(key) !== hit && s.misses.get(key) !== hit) return;
-          file(
-            s,
-            key,
-            { value: next, expiresAt: Date.now() + ttl, generation: hit.generation },
-            value,
-          );
-        },
-        () => (hit.refreshing = false),
-      );
-    }
+  const current = hit !== undefined && hit.generation === generation;
+  if (current && hit.expiresAt > now) {
+    if (hit.expiresAt - now < ttl * RENEW_WITHIN && s.hits.get(key) === hit)
+      renew(s, key, hit, load, ttl);
+    return hit.value as Promise<T>;
+  }
+  if (current && hit.renewal) {
+    // Refresh ahead: an entry expired less than one TTL ago still answers while its
+    // replacement is read. A change made elsewhere then shows within two TTLs (one made in
+    // this process still shows at once).
+    if (o.refreshAhead && hit.expiresAt + ttl > now) return hit.value as Promise<T>;
+    return hit.renewal.value as Promise<T>;
+  }
+  if (o.refreshAhead && current && hit.expiresAt + ttl > now) {
+    renew(s, key, hit, load, ttl);
     return hit.value as Promise<T>;
   }
   const value = load();
@@ -104,6 +108,23 @@ export function cached<T>(
     },
   );
   return value;
+}
+
+/** Starts the read that replaces `hit` (once); it is filed when it lands, if `hit` is still the entry. */
+function renew<T>(s: Store, key: string, hit: Entry, load: () => Promise<T>, ttl: number) {
+  if (hit.renewal) return;
+  const next: Entry = { value: load(), expiresAt: Date.now() + ttl, generation: hit.generation };
+  hit.renewal = next;
+  next.value.then(
+    (value) => {
+      if (s.hits.get(key) === hit || s.misses.get(key) === hit) file(s, key, next, value);
+    },
+    // A failed read is not remembered: the entry answers until it expires, and the next
+    // lookup after that reads again.
+    () => {
+      if (hit.renewal === next) hit.renewal = undefined;
+    },
+  );
 }
 
 /**
