@@ -37,7 +37,8 @@ import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
  * BENCH_E2E_DRAIN_MS, BENCH_E2E_TMPFS=1 (both sides' stores on tmpfs: see `run`),
  * BENCH_E2E_IDLE_SECONDS (each side's CPU with no load after its warm-up, 10 s; 0 skips it),
  * BENCH_E2E_NICE=n (each side's processes at nice n, below this process: see `renice`); after
- * the rates, a burst of 10× the sustained rate for the same time (BENCH_E2E_BURST=0 to skip it,
+ * the rates, ours at twice its sustained rate (what was lost; BENCH_E2E_TWICE=0 to skip it) and
+ * a burst of 10× the sustained rate for the same time (BENCH_E2E_BURST=0 to skip it,
  * BENCH_E2E_BURST_RATE, BENCH_E2E_BURST_DRAIN_MS). For the burst it also prints where the
  * unanswered waited: the service process's cores while the load was sent, its listening socket's
  * longest accept queue and the kernel's drops for a full one, and (ours) the requests it dropped
@@ -665,6 +666,7 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
     );
     if (!sustainedOk(r)) break;
   }
+  if (t.metrics && process.env.BENCH_E2E_TWICE !== '0') await twice(t, receiver, results);
   if (process.env.BENCH_E2E_BURST !== '0') await burst(t, receiver, results);
   return results;
 }
@@ -704,6 +706,26 @@ async function idle(t: Target): Promise<void> {
       `        DynamoDB requests/s by operation: ${ops}; Kafka fetches/s by consumer group: ${fetches}`,
     );
   }
+}
+
+/**
+ * Ours at twice its sustained rate for the same 10 s (BENCH_E2E_TWICE=0 to skip it), unless a
+ * row already ran that rate: whether anything answered 201 was lost (not delivered within
+ * BENCH_E2E_BURST_DRAIN_MS), and how the rest was answered.
+ */
+async function twice(t: Target, receiver: Receiver, steps: RateResult[]): Promise<void> {
+  const sustained = sustainedOf(steps);
+  if (!sustained) return;
+  const rate = sustained * 2;
+  let r = steps.find((s) => s.rate === rate);
+  if (!r) {
+    console.error(`[${t.name}] twice the sustained rate: ${SECONDS} s at ${rate}/s`);
+    r = await runRate(t, receiver, rate, 'twice', BURST_DRAIN_MS);
+  }
+  const answers = [...r.answers].map(([k, v]) => `${v} × ${k}`).join(', ');
+  console.log(
+    `  twice the sustained rate, ${rate}/s for ${SECONDS} s${steps.includes(r) ? ' (its row above)' : ''}: sent ${r.sent}; answers ${answers} (refusals without Retry-After: ${r.noRetryAfter}); lost ${r.undelivered} of ${r.accepted} answered 201 (not delivered within ${(steps.includes(r) ? DRAIN_MS : BURST_DRAIN_MS) / 1000} s after the load), the last delivered ${f1(Math.max(0, r.drainedAfterMs) / 1000)} s after it; POST→webhook p50/p99 ${f0(r.p50)}/${f0(r.p99)} ms`,
+  );
 }
 
 /** How long after a burst its consents may still arrive before they count as undelivered. */
