@@ -4,6 +4,9 @@ import { Producer } from '../../shared/bus/producer.js';
 import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
+import { toView } from '../../shared/domain/consent/model.js';
+import { recordUuid } from '../../shared/domain/ids.js';
+import { loadTransaction, queryTransactions } from '../../shared/domain/consent/repository.js';
 import { Outbox } from '../../shared/outbox/outbox.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { transactionItem, useRecordApi } from './fixture.js';
@@ -153,5 +156,83 @@ describe('creation events rebuilt from the transaction item', () => {
       },
       { timeout: 15_000, interval: 50 },
     );
+  });
+});
+
+describe('records stored without what follows from their transaction', () => {
+  type Stored = { recordId?: string; purpose: string; updatedAt?: string }[];
+  const three = { essential: true, analytics: true, marketing: true };
+
+  it('a three-purpose consent’s item is under 1 KB, and every read gives each record its id and time', async () => {
+    const userId = uid();
+    const r = await post(rec.a, { userId, email: 'three@shop.example', consents: three });
+    expect(r.status).toBe(201);
+    const item = await txnItem(r.body.referenceId, r.body.transactionId);
+    // Neither the ids (derived from the transaction id by place) nor the times (its createdAt).
+    expect(item.records).toEqual([
+      { state: 'granted', purpose: 'essential' },
+      { state: 'granted', purpose: 'analytics' },
+      { state: 'granted', purpose: 'marketing' },
+    ]);
+    expect(itemBytes(item)).toBeLessThan(1024);
+    // Read back as every reader does (loadTransaction, queryTransactions): each record with its time.
+    const loaded = (await loadTransaction(rec.f.p.rt, rec.a.app.appId, r.body.transactionId))!;
+    const tx = r.body.transactionId as string;
+    expect(toView(loaded).records).toEqual(
+      ['essential', 'analytics', 'marketing'].map((purpose, i) => ({
+        recordId: recordUuid(tx, i + 1),
+        purpose,
+        state: 'granted',
+        updatedAt: item.createdAt,
+      })),
+    );
+    const listed = await queryTransactions(rec.f.p.rt, rec.a.app.appId, r.body.referenceId, 10);
+    expect(listed.items[0]!.records).toEqual(loaded.records);
+    // The events rebuilt from the item carry the times as the writer sent them.
+    const sent = await rec.f.waitForEvents(r.body.referenceId, 2);
+    const rebuilt = deriveCreationMessages(item, {
+      topic: rec.f.p.rt.topics.consentEvents,
+      baseUrl: rec.f.p.rt.config.PUBLIC_BASE_URL,
+    })!;
+    expect(rebuilt.map((m) => m.value)).toEqual(sent.map((e) => JSON.stringify(e)));
+  });
+
+  it('a record that changes keeps its own time; the others still leave theirs out', async () => {
+    const userId = uid();
+    const r = await post(rec.a, { userId, email: 'change@shop.example', consents: three });
+    await new Promise((done) => setTimeout(done, 5));
+    const changed = await put(rec.a, userId, { consents: { marketing: false } });
+    expect(changed.status).toBe(200);
+    const item = await txnItem(r.body.referenceId, r.body.transactionId);
+    const stored = new Map((item.records as Stored).map((x) => [x.purpose, x.updatedAt]));
+    expect(stored.get('analytics')).toBeUndefined();
+    expect(stored.get('essential')).toBeUndefined();
+    expect(stored.get('marketing')).toBe(item.updatedAt);
+    expect((item.records as Stored).every((x) => x.recordId === undefined)).toBe(true);
+    expect(stored.get('marketing')).not.toBe(item.createdAt);
+    const loaded = (await loadTransaction(rec.f.p.rt, rec.a.app.appId, r.body.transactionId))!;
+    const times = new Map(loaded.records.map((x) => [x.purpose, x.updatedAt]));
+    expect(times.get('marketing')).toBe(item.updatedAt);
+    expect(times.get('analytics')).toBe(item.createdAt);
+    expect(times.get('essential')).toBe(item.createdAt);
+  });
+
+  it('with CONSENT_COMPACT_CREATION off every record is stored whole', async () => {
+    const rt = rec.f.p.rt;
+    const made = await createUserConsent(
+      {
+        rt: { ...rt, config: { ...rt.config, CONSENT_COMPACT_CREATION: false } },
+        app: rec.a.app,
+        actor: { source: 'api', credential: 'test' },
+      },
+      { userId: uid(), email: 'full@shop.example', consents: three },
+    );
+    const item = await txnItem(made.referenceId, made.transactionId);
+    expect(
+      (item.records as Stored).every(
+        (x, i) =>
+          x.updatedAt === item.createdAt && x.recordId === recordUuid(made.transactionId, i + 1),
+      ),
+    ).toBe(true);
   });
 });

@@ -3,7 +3,12 @@ import { ATTR } from '../../outbox/outbox.js';
 import { derivedEventId } from '../ids.js';
 import type { Environment } from '../types.js';
 import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';
-import type { HistoryEntry, RecordChange, StoredTransaction } from './model.js';
+import {
+  withFullRecords,
+  type HistoryEntry,
+  type RecordChange,
+  type StoredTransaction,
+} from './model.js';
 
 /**
  * What a transaction item says without storing it: its creation history and its creation
@@ -76,10 +81,12 @@ export function deriveCreationMessages(
   if (t.version !== 1 || (t.environment !== 'sandbox' && t.environment !== 'live'))
     return undefined;
   if (!Array.isArray(t.records) || typeof t.createdAt !== 'string') return undefined;
-  return creationEvents(t, t.environment, o.baseUrl.replace(/\/+$/, '')).map((e) => {
-    const m = toOutboxItem(e, o.topic);
-    return { topic: m.topic, key: m.key, value: m.value, headers: {} };
-  });
+  return creationEvents(withFullRecords(t), t.environment, o.baseUrl.replace(/\/+$/, '')).map(
+    (e) => {
+      const m = toOutboxItem(e, o.topic);
+      return { topic: m.topic, key: m.key, value: m.value, headers: {} };
+    },
+  );
 }
 
 /** Whether a stored transaction carries its creation events only as derivable (not packed). */

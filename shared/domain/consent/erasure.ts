@@ -2,7 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
 import { queryPages } from '../../storage/query.js';
-import type { StoredTransaction } from './model.js';
+import { withFullRecords, type StoredTransaction } from './model.js';
 import { keys } from './repository.js';
 import { deriveStatus } from './states.js';
 import type { ExtraWrite } from './writer.js';
@@ -35,11 +35,12 @@ export async function erasedExcept(
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
     ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk, ':txn': 'TXN#' },
     ExpressionAttributeNames: { '#r': 'records' },
-    ProjectionExpression: 'transactionId, updatedAt, #r',
+    ProjectionExpression: 'transactionId, createdAt, updatedAt, #r',
     ConsistentRead: true,
   });
   for await (const items of pages) {
-    for (const t of items as Pick<StoredTransaction, 'transactionId' | 'updatedAt' | 'records'>[]) {
+    type Read = Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'updatedAt' | 'records'>;
+    for (const t of (items as Read[]).map(withFullRecords)) {
       if (t.transactionId === except) continue;
       if (deriveStatus(t.records.map((x) => x.state)) !== 'erased') return undefined;
       latest = Math.max(latest, lastChange(t));

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { DueAttributes, DueLease } from '../../timers/due-attributes.js';
-import { patterns } from '../ids.js';
+import { patterns, recordUuid } from '../ids.js';
 import {
   RECORD_STATES,
   TRANSACTION_STATUSES,
@@ -39,6 +39,52 @@ export const recordSchema = z.object({
   updatedAt: z.string(),
 });
 export type ConsentRecord = z.infer<typeof recordSchema>;
+
+/** A record as stored: what `compactRecords` leaves out is put back by `withFullRecords`. */
+export type StoredRecord = Pick<ConsentRecord, 'purpose' | 'state'> & Partial<ConsentRecord>;
+
+/** The id the `i`th record of a transaction has when its id follows from its place. */
+function idAt(transactionId: string, i: number): string | undefined {
+  return transactionId.endsWith('00') && i < 255 ? recordUuid(transactionId, i + 1) : undefined;
+}
+
+/**
+ * A transaction's records as stored, without what follows from the transaction: a record's
+ * `recordId` when it is the one its place derives from the transaction id (ids.ts,
+ * `recordUuid`: a record created with the transaction or added later in order), and its
+ * `updatedAt` when that is the transaction's `createdAt` (a record as created, until it
+ * changes). About 80 bytes a record of the kilobyte DynamoDB bills a write by.
+ * `withFullRecords` puts both back on every read of an item.
+ */
+export function compactRecords(
+  t: Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'records'>,
+): StoredRecord[] {
+  return t.records.map((r, i) => {
+    const { recordId, updatedAt, ...rest } = r;
+    return {
+      ...(recordId === idAt(t.transactionId, i) ? {} : { recordId }),
+      ...rest,
+      ...(updatedAt === t.createdAt ? {} : { updatedAt }),
+    };
+  });
+}
+
+/** A transaction read from its item, each record whole again (see `compactRecords`). */
+export function withFullRecords<
+  T extends Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'records'>,
+>(t: T): T {
+  const stored = t.records as StoredRecord[];
+  if (!Array.isArray(stored) || stored.every((r) => r.recordId && r.updatedAt)) return t;
+  return {
+    ...t,
+    records: stored.map((r, i) => {
+      const recordId = r.recordId ?? idAt(t.transactionId, i);
+      if (recordId === undefined)
+        throw new Error(`transaction ${t.transactionId}: record ${i} has no id`);
+      return { recordId, ...r, updatedAt: r.updatedAt ?? t.createdAt };
+    }),
+  };
+}
 
 /** Public Transaction body (docs/api.md, Public consent API). */
 export const transactionSchema = z.object({

@@ -20,6 +20,7 @@ import type {
   StoredTransaction,
   UserPointer,
 } from './model.js';
+import { compactRecords, withFullRecords } from './model.js';
 import { TXN_INDEX, TXN_KEY, transactionIndexKeys, txnKey } from './txn-index.js';
 
 /**
@@ -157,8 +158,9 @@ export async function derivedReferenceOf(rt: Runtime, appId: string, userId: str
   return derivedReferenceId(await getReferenceKey(rt, appId), userId);
 }
 
-export function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: string) {
-  return getItem<StoredTransaction>(rt, keys.transaction(appId, ref, id));
+export async function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: string) {
+  const t = await getItem<StoredTransaction>(rt, keys.transaction(appId, ref, id));
+  return t && withFullRecords(t);
 }
 
 /**
@@ -294,7 +296,7 @@ export async function queryTransactions(
       : r.LastEvaluatedKey
         ? encodeCursor(r.LastEvaluatedKey)
         : null;
-  return { items: page.map((i) => strip<StoredTransaction>(i)), nextCursor };
+  return { items: page.map((i) => withFullRecords(strip<StoredTransaction>(i))), nextCursor };
 }
 
 /** Every transaction id of a principal (bulk calls naming no ids). */
@@ -403,6 +405,8 @@ export function putTransaction(
       TableName: rt.tables.entities,
       Item: {
         ...t,
+        // Off during a rolling upgrade: a process of an earlier version reads every record whole.
+        ...(rt.config.CONSENT_COMPACT_CREATION ? { records: compactRecords(t) } : {}),
         ...keys.transaction(t.appId, t.referenceId, t.transactionId),
         ...transactionIndexKeys(rt, t.appId, t.transactionId, t.referenceId),
         kind: 'transaction',

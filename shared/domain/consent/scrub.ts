@@ -5,7 +5,7 @@ import { isConditionFailure } from '../../storage/dynamo.js';
 import { queryAll } from '../../storage/query.js';
 import { getApp } from '../apps.js';
 import { keyedHash } from '../crypto.js';
-import type { StoredTransaction } from './model.js';
+import { withFullRecords, type StoredTransaction } from './model.js';
 import { derivedReferenceOf, keys } from './repository.js';
 import { deriveStatus } from './states.js';
 import { SCRUB_AFTER_MS } from './timers.js';
@@ -62,8 +62,9 @@ export async function scrubPrincipal(
   const items = await principalItems(rt, appId, referenceId);
   const principal = items.find((i) => i.sk === 'PRINCIPAL');
   if (!principal) return { status: 'unknown' };
-  const txns = items.filter((i) => String(i.sk).startsWith('TXN#')) as unknown as (Item &
-    StoredTransaction)[];
+  const txns = (
+    items.filter((i) => String(i.sk).startsWith('TXN#')) as unknown as (Item & StoredTransaction)[]
+  ).map(withFullRecords);
   if (txns.some((t) => deriveStatus(t.records.map((r) => r.state)) !== 'erased'))
     return { status: 'not_erased' };
   const app = await getApp(rt, appId);
