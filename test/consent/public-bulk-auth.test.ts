@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { browser, secret, usePublicApi, PUBLIC_TRANSACTIONS } from './fixture.js';
+import { withFullRecords, type StoredTransaction } from '../../shared/domain/consent/model.js';
 
 const { pub, capture, op } = usePublicApi('consent-public-bulk');
 const P = PUBLIC_TRANSACTIONS;
@@ -204,7 +205,8 @@ describe('authentication and CORS', () => {
       noticeVersion: 1,
       language: 'en',
     });
-    const records = txnItem.records as { recordId: string; purpose: string }[];
+    // As stored, a record leaves out the id its place derives (model.ts, `compactRecords`).
+    const { records } = withFullRecords(txnItem as unknown as StoredTransaction);
     expect(records.find((r) => r.recordId === hist[3]!.recordId)?.purpose).toBe('analytics');
   });
 });
