@@ -717,14 +717,12 @@ async function twice(t: Target, receiver: Receiver, steps: RateResult[]): Promis
   const sustained = sustainedOf(steps);
   if (!sustained) return;
   const rate = sustained * 2;
-  let r = steps.find((s) => s.rate === rate);
-  if (!r) {
-    console.error(`[${t.name}] twice the sustained rate: ${SECONDS} s at ${rate}/s`);
-    r = await runRate(t, receiver, rate, 'twice', BURST_DRAIN_MS);
-  }
+  const row = steps.find((s) => s.rate === rate);
+  if (!row) console.error(`[${t.name}] twice the sustained rate: ${SECONDS} s at ${rate}/s`);
+  const r = row ?? (await runRate(t, receiver, rate, 'twice', BURST_DRAIN_MS));
   const answers = [...r.answers].map(([k, v]) => `${v} × ${k}`).join(', ');
   console.log(
-    `  twice the sustained rate, ${rate}/s for ${SECONDS} s${steps.includes(r) ? ' (its row above)' : ''}: sent ${r.sent}; answers ${answers} (refusals without Retry-After: ${r.noRetryAfter}); lost ${r.undelivered} of ${r.accepted} answered 201 (not delivered within ${(steps.includes(r) ? DRAIN_MS : BURST_DRAIN_MS) / 1000} s after the load), the last delivered ${f1(Math.max(0, r.drainedAfterMs) / 1000)} s after it; POST→webhook p50/p99 ${f0(r.p50)}/${f0(r.p99)} ms`,
+    `  twice the sustained rate, ${rate}/s for ${SECONDS} s${row ? ' (its row above)' : ''}: sent ${r.sent}; answers ${answers} (refusals without Retry-After: ${r.noRetryAfter}); lost ${r.undelivered} of ${r.accepted} answered 201 (not delivered within ${(row ? DRAIN_MS : BURST_DRAIN_MS) / 1000} s after the load), the last delivered ${f1(Math.max(0, r.drainedAfterMs) / 1000)} s after it; POST→webhook p50/p99 ${f0(r.p50)}/${f0(r.p99)} ms`,
   );
 }
 

@@ -82,17 +82,15 @@ export function cached<T>(
       renew(s, key, hit, load, ttl);
     return hit.value as Promise<T>;
   }
-  if (current && hit.renewal) {
-    // Refresh ahead: an entry expired less than one TTL ago still answers while its
-    // replacement is read. A change made elsewhere then shows within two TTLs (one made in
-    // this process still shows at once).
-    if (o.refreshAhead && hit.expiresAt + ttl > now) return hit.value as Promise<T>;
-    return hit.renewal.value as Promise<T>;
-  }
-  if (o.refreshAhead && current && hit.expiresAt + ttl > now) {
+  // Refresh ahead: an entry expired less than one TTL ago still answers while its replacement
+  // is read. A change made elsewhere then shows within two TTLs (one made in this process still
+  // shows at once).
+  if (current && o.refreshAhead && hit.expiresAt + ttl > now) {
     renew(s, key, hit, load, ttl);
     return hit.value as Promise<T>;
   }
+  // Expired while its replacement is read: wait for that read, not for another.
+  if (current && hit.renewal) return hit.renewal.value as Promise<T>;
   const value = load();
   const entry: Entry = { value, expiresAt: now + ttl, generation };
   s.loading.set(key, entry);

@@ -38,8 +38,8 @@ export async function erasedExcept(
     ProjectionExpression: 'transactionId, createdAt, updatedAt, #r',
     ConsistentRead: true,
   });
+  type Read = Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'updatedAt' | 'records'>;
   for await (const items of pages) {
-    type Read = Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'updatedAt' | 'records'>;
     for (const t of (items as Read[]).map(withFullRecords)) {
       if (t.transactionId === except) continue;
       if (deriveStatus(t.records.map((x) => x.state)) !== 'erased') return undefined;
