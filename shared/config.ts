@@ -187,6 +187,12 @@ export const baseConfigSchema = z.object({
    */
   LEDGER_CHECKPOINT_PERIOD_MS: z.coerce.number().int().min(100).default(3_600_000),
   LEDGER_CHECKPOINT_LAG_MS: z.coerce.number().int().nonnegative().default(300_000),
+  /**
+   * A first attempt's dispatch item is written without a change-index stamp unless it may land
+   * within this margin of the first sealing of its period (shared/ledger/changes.ts,
+   * `needsStamp`): room for clock skew between processes and for the store's index to catch up.
+   */
+  LEDGER_CHANGE_STAMP_MARGIN_MS: z.coerce.number().int().nonnegative().default(60_000),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */

@@ -161,14 +161,28 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
  * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in two phases, to be
  * written in order: every record's timer items (the phase is left out when there are none),
  * then their dispatch items, so a dispatch item in the ledger always has its SLA check.
- * Each phase goes to `writeBatch` until nothing is left unprocessed.
+ * Each phase goes to `writeBatch` until nothing is left unprocessed. A record `stamp` says no
+ * to is put without its change stamp (changes.ts: the sealer's first read of its period holds
+ * it); the rest keep theirs.
  */
-export function firstAttemptPhases(rt: Runtime, recs: readonly FirstAttemptRecord[]): BatchPuts[] {
+export function firstAttemptPhases(
+  rt: Runtime,
+  recs: readonly FirstAttemptRecord[],
+  stamp: (rec: FirstAttemptRecord) => boolean = () => true,
+): BatchPuts[] {
   const children = recs.flatMap((r) => r.children);
   return [
     ...(children.length > 0 ? [batchPuts(children)] : []),
-    batchPuts(recs.map((r) => ({ table: rt.tables.ledger, item: r.head }))),
+    batchPuts(
+      recs.map((r) => ({ table: rt.tables.ledger, item: stamp(r) ? r.head : unstamped(r.head) })),
+    ),
   ];
+}
+
+/** A dispatch item without its change-index keys. */
+function unstamped(head: Record<string, unknown>): Record<string, unknown> {
+  const { gsi3pk: _pk, gsi3sk: _sk, ...rest } = head;
+  return rest;
 }
 
 /**

@@ -8,7 +8,7 @@ import { backoffMs } from '../backoff.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
-import { changeKeys } from './changes.js';
+import { changeKeys, needsStamp } from './changes.js';
 import type { DueEntry, DueKind } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
@@ -320,7 +320,18 @@ export async function detachDispatchDue(
 
 /** Which of these dispatches exist in the ledger (consistent reads, 100 keys a request). */
 export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
+  return new Set((await recordedDispatches(rt, ids)).keys());
+}
+
+/**
+ * The dispatches of these that exist in the ledger (consistent reads, 100 keys a request), by
+ * id, each with what `stampLate` needs and whether it carries a change stamp.
+ */
+export async function recordedDispatches(
+  rt: Runtime,
+  ids: string[],
+): Promise<Map<string, Unstamped & { stamped: boolean }>> {
+  const found = new Map<string, Unstamped & { stamped: boolean }>();
   const unique = [...new Set(ids)];
   for (let i = 0; i < unique.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = unique
@@ -335,16 +346,54 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
             [rt.tables.ledger]: {
               Keys: keys,
               ConsistentRead: true,
-              ProjectionExpression: 'dispatchId',
+              ProjectionExpression: 'dispatchId, appId, createdAt, gsi3pk',
             },
           },
         }),
       );
-      for (const item of r.Responses?.[rt.tables.ledger] ?? []) found.add(String(item.dispatchId));
+      for (const item of r.Responses?.[rt.tables.ledger] ?? [])
+        found.set(String(item.dispatchId), {
+          dispatchId: String(item.dispatchId),
+          appId: String(item.appId),
+          createdAt: String(item.createdAt),
+          stamped: item.gsi3pk !== undefined,
+        });
       keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
     }
   }
   return found;
+}
+
+export interface Unstamped {
+  dispatchId: string;
+  appId: string;
+  createdAt: string;
+}
+
+/**
+ * Stamps dispatch items that landed without a change stamp and now need one (`needsStamp` at
+ * `nowMs`): one conditional update each, only while the item exists and has no stamp (a later
+ * change stamped it already). Resolves to how many were stamped; store errors are thrown.
+ */
+export async function stampLate(
+  rt: Runtime,
+  items: readonly Unstamped[],
+  nowMs: number,
+): Promise<number> {
+  const late = items.filter((d) => needsStamp(d.createdAt, nowMs, rt.config));
+  const done = await Promise.all(
+    late.map((d) => {
+      const k = changeKeys(d, nowMs, rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
+      return updateIfHolds(rt.dynamo.doc, {
+        TableName: rt.tables.ledger,
+        Key: dispatchKey(d.dispatchId),
+        UpdateExpression: 'SET gsi3pk = :pk, gsi3sk = :sk',
+        ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(gsi3pk)',
+        ExpressionAttributeValues: { ':pk': k.gsi3pk, ':sk': k.gsi3sk },
+      });
+    }),
+  );
+  return done.filter(Boolean).length;
 }
 
 export async function getDispatchState(

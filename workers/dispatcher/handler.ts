@@ -5,7 +5,8 @@ import { AppError } from '../../shared/errors.js';
 import {
   createDispatch,
   dispatchIdFor,
-  existingDispatches,
+  recordedDispatches,
+  stampLate,
   newDispatchState,
 } from '../../shared/ledger/dispatches.js';
 import { retainUntilFor } from '../../shared/ledger/retention.js';
@@ -81,7 +82,14 @@ export function consentEventHandler(
           : [],
       ),
     );
-    const existing = doubtful.size > 0 ? await existingDispatches(rt, [...doubtful]) : new Set();
+    const existing = await recordedDispatches(rt, [...doubtful]);
+    // A writer that landed one late and died before stamping it (see `FirstAttemptWriter`):
+    // it gets its change stamp now, before its event is committed.
+    await stampLate(
+      rt,
+      [...existing.values()].filter((x) => !x.stamped),
+      Date.now(),
+    );
     const out: Promise<unknown>[] = [];
     for (const p of parsed) {
       if (!('m' in p)) {

@@ -8,6 +8,8 @@ import {
   type BatchPuts,
   type FirstAttemptRecord,
 } from '../../shared/ledger/attempts.js';
+import { needsStamp } from '../../shared/ledger/changes.js';
+import { stampLate } from '../../shared/ledger/dispatches.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
@@ -21,7 +23,10 @@ import type { DispatcherMetrics } from './metrics.js';
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
  *   SLA checks first and the dispatch items (holding their first attempt and, when it
  *   failed, their retry's due entry) after them, so a dispatch item in the ledger always has
- *   its SLA check.
+ *   its SLA check. A dispatch item goes without a change-index stamp (one index write less)
+ *   unless it is the first of its app this writer writes, or its period's first sealing may
+ *   come before it lands (shared/ledger/changes.ts); one that landed that late after all is
+ *   stamped before its record is answered.
  * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
  *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
  *   makes its record a duplicate that writes nothing. When a transaction is cancelled because
@@ -55,6 +60,8 @@ export class FirstAttemptWriter {
   private closed = false;
   /** Records the store acknowledged lately, oldest first, with when (see `recheck`). */
   private readonly recent = new RecentWrites<FirstAttemptRecord>();
+  /** Apps a stamped dispatch item of this writer landed for (the sealer can find them). */
+  private readonly announced = new Set<string>();
   private readonly unwatch: () => void;
 
   constructor(
@@ -159,11 +166,53 @@ export class FirstAttemptWriter {
     try {
       // The SLA checks first, then the dispatch items (see firstAttemptPhases).
       const recs = batch.map((p) => p.rec);
-      for (const phase of firstAttemptPhases(this.rt, recs)) await this.batchWrite(phase);
+      const stamped = this.toStamp(recs);
+      for (const phase of firstAttemptPhases(this.rt, recs, (r) => stamped.has(r)))
+        await this.batchWrite(phase);
+      await this.stampLanded(recs.filter((r) => !stamped.has(r)));
+      for (const r of stamped) this.announced.add(String(r.head.appId));
       this.recent.add(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
+    }
+  }
+
+  /**
+   * The records whose dispatch item keeps its change stamp: the first of each app this writer
+   * has not announced yet, and any whose period may be sealed before it lands.
+   */
+  private toStamp(recs: readonly FirstAttemptRecord[]): Set<FirstAttemptRecord> {
+    const nowMs = Date.now();
+    const apps = new Set(this.announced);
+    const out = new Set<FirstAttemptRecord>();
+    for (const r of recs) {
+      const app = String(r.head.appId);
+      if (!apps.has(app) || needsStamp(String(r.head.createdAt), nowMs, this.rt.config)) out.add(r);
+      apps.add(app);
+    }
+    return out;
+  }
+
+  /** Stamps those of these landed records that landed too late to go without (`stampLate`). */
+  private async stampLanded(recs: readonly FirstAttemptRecord[]) {
+    if (recs.length === 0) return;
+    const items = recs.map((r) => ({
+      dispatchId: String(r.head.dispatchId),
+      appId: String(r.head.appId),
+      createdAt: String(r.head.createdAt),
+    }));
+    for (let round = 0; ; round++) {
+      if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
+      if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
+      try {
+        const n = await stampLate(this.rt, items, Date.now());
+        if (n > 0) this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
+        return;
+      } catch (err) {
+        if (!coerceError(err).retriable) throw err;
+        this.o.log.warn({ err, round }, 'change stamp of late dispatch items failed; retrying');
+      }
     }
   }
 
