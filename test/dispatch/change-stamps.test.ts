@@ -1,20 +1,14 @@
 import { BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
 import { needsStamp } from '../../shared/ledger/changes.js';
-import {
-  dispatchKey,
-  newDispatchState,
-  recordedDispatches,
-  stampLate,
-} from '../../shared/ledger/dispatches.js';
+import { dispatchKey, recordedDispatches, stampLate } from '../../shared/ledger/dispatches.js';
 import { sealClosedPeriods } from '../../shared/ledger/seal.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
 import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';
 import { testRuntime } from '../helpers/stack.js';
-import { consentEvent } from './helpers.js';
+import { deliveredFirstAttempt } from './helpers.js';
 
 /**
  * The first-attempt writer's change stamps against DynamoDB Local (shared/ledger/changes.ts):
@@ -38,30 +32,8 @@ let apps = 0;
 const newApp = () => ({ appId: `app_stamps${++apps}`, environment: 'sandbox' as const });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function record(app: ReturnType<typeof newApp>, createdAt?: string) {
-  const event = consentEvent(app, createdAt ? { createdAt } : {});
-  const nowMs = Date.now();
-  const state = newDispatchState({
-    event,
-    body: JSON.stringify(event),
-    endpoint: `${app.appId}:webhook`,
-    nowMs,
-  });
-  return firstAttemptRecord(rt, {
-    state,
-    nowMs,
-    deliveryStatus: 'delivered',
-    entry: {
-      trigger: 'first',
-      time: new Date(nowMs).toISOString(),
-      durationMs: 3,
-      destination: 'http://127.0.0.1/hook',
-      statusCode: 200,
-      responseExcerpt: '',
-      outcome: 'delivered',
-    },
-  });
-}
+const record = (app: ReturnType<typeof newApp>, createdAt?: string) =>
+  deliveredFirstAttempt(rt, app, createdAt);
 
 type Rec = ReturnType<typeof record>;
 

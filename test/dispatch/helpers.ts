@@ -6,7 +6,8 @@ import { createApp } from '../../shared/domain/apps.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../../shared/domain/ids.js';
 import type { App } from '../../shared/domain/types.js';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
+import { dispatchIdFor, newDispatchState } from '../../shared/ledger/dispatches.js';
 import { getDispatch, type DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -134,6 +135,36 @@ export function consentEvent(
         : {}),
     },
   };
+}
+
+/** A delivered first attempt of a new consent event, as the dispatcher records it (not written). */
+export function deliveredFirstAttempt(
+  rt: Runtime,
+  app: Pick<App, 'appId' | 'environment'>,
+  createdAt?: string,
+) {
+  const event = consentEvent(app, createdAt ? { createdAt } : {});
+  const nowMs = Date.now();
+  const state = newDispatchState({
+    event,
+    body: JSON.stringify(event),
+    endpoint: `${app.appId}:webhook`,
+    nowMs,
+  });
+  return firstAttemptRecord(rt, {
+    state,
+    nowMs,
+    deliveryStatus: 'delivered',
+    entry: {
+      trigger: 'first',
+      time: new Date(nowMs).toISOString(),
+      durationMs: 3,
+      destination: 'http://127.0.0.1/hook',
+      statusCode: 200,
+      responseExcerpt: '',
+      outcome: 'delivered',
+    },
+  });
 }
 
 export async function publish(

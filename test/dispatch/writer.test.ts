@@ -1,12 +1,11 @@
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
-import { dispatchKey, newDispatchState } from '../../shared/ledger/dispatches.js';
+import { dispatchKey } from '../../shared/ledger/dispatches.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
 import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';
 import { testRuntime } from '../helpers/stack.js';
-import { consentEvent } from './helpers.js';
+import { deliveredFirstAttempt } from './helpers.js';
 
 /**
  * The first-attempt writer's safe mode against DynamoDB Local: records that may already be in
@@ -23,30 +22,7 @@ afterAll(async () => {
 
 const app = { appId: 'app_writer', environment: 'sandbox' as const };
 
-function record() {
-  const event = consentEvent(app);
-  const nowMs = Date.now();
-  const state = newDispatchState({
-    event,
-    body: JSON.stringify(event),
-    endpoint: `${app.appId}:webhook`,
-    nowMs,
-  });
-  return firstAttemptRecord(rt, {
-    state,
-    nowMs,
-    deliveryStatus: 'delivered',
-    entry: {
-      trigger: 'first',
-      time: new Date(nowMs).toISOString(),
-      durationMs: 3,
-      destination: 'http://127.0.0.1/hook',
-      statusCode: 200,
-      responseExcerpt: '',
-      outcome: 'delivered',
-    },
-  });
-}
+const record = () => deliveredFirstAttempt(rt, app);
 
 describe('first-attempt writer, safe mode', () => {
   it('group-commits records, and one already recorded is a duplicate that keeps no other out', async () => {
