@@ -71,6 +71,12 @@ const writerOn = (r: Runtime) =>
     maxFlushes: 1,
   });
 
+/** How many late stamps the dispatcher counted (`svc_webhook_ledger_late_stamps_total`). */
+async function lateStamps(): Promise<number> {
+  const m = await rt.registry.getSingleMetric('svc_webhook_ledger_late_stamps_total')?.get();
+  return m?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
+}
+
 describe('change stamps of first attempts (fast mode)', () => {
   it('needsStamp: due once the landing time reaches the first sealing of the period, less the margin', () => {
     const c = {
@@ -111,6 +117,7 @@ describe('change stamps of first attempts (fast mode)', () => {
     let hold = 0;
     const held = heldStore(() => hold);
     const writer = writerOn(held.rt);
+    const countedBefore = await lateStamps();
     // The app is announced (stamped), and its first period sealed.
     const first = record(app);
     expect(await writer.write(first, 'fast')).toBe('recorded');
@@ -134,6 +141,7 @@ describe('change stamps of first attempts (fast mode)', () => {
     const put = held.puts.find((i) => i.dispatchId === late.head.dispatchId);
     expect(put).toBeDefined();
     expect(put).not.toHaveProperty('gsi3pk');
+    expect((await lateStamps()) - countedBefore).toBe(1);
     const stamp = String((await stored(late))?.gsi3sk);
     expect(stamp).toContain(String(late.head.dispatchId));
     // The sealer reads the change once the period it was stamped in is closed and lagged.

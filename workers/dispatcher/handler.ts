@@ -85,11 +85,8 @@ export function consentEventHandler(
     const existing = await recordedDispatches(rt, [...doubtful]);
     // A writer that landed one late and died before stamping it (see `FirstAttemptWriter`):
     // it gets its change stamp now, before its event is committed.
-    await stampLate(
-      rt,
-      [...existing.values()].filter((x) => !x.stamped),
-      Date.now(),
-    );
+    const unstamped = [...existing.values()].filter((x) => !x.stamped);
+    d.metrics.ledgerLateStamps.inc(await stampLate(rt, unstamped, Date.now()));
     const out: Promise<unknown>[] = [];
     for (const p of parsed) {
       if (!('m' in p)) {

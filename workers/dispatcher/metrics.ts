@@ -82,6 +82,11 @@ export function dispatcherMetrics(registry: Registry) {
       'First attempts written again after a store outage because the store no longer had them',
       [],
     ),
+    ledgerLateStamps: counter(
+      'svc_webhook_ledger_late_stamps_total',
+      'Dispatch items written without a change-index stamp that landed close to their period being sealed, stamped afterwards',
+      [],
+    ),
   };
 }
 

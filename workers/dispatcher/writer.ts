@@ -207,7 +207,10 @@ export class FirstAttemptWriter {
       if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
       try {
         const n = await stampLate(this.rt, items, Date.now());
-        if (n > 0) this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
+        if (n > 0) {
+          this.o.metrics.ledgerLateStamps.inc(n);
+          this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
+        }
         return;
       } catch (err) {
         if (!coerceError(err).retriable) throw err;
