@@ -168,7 +168,7 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
 export function firstAttemptPhases(
   rt: Runtime,
   recs: readonly FirstAttemptRecord[],
-  stamp: (rec: FirstAttemptRecord) => boolean = () => true,
+  stamp: (rec: FirstAttemptRecord) => boolean,
 ): BatchPuts[] {
   const children = recs.flatMap((r) => r.children);
   return [

@@ -55,7 +55,7 @@ export function parseChangeKey(sk: string): Change | undefined {
 }
 
 /** When the sealer first reads the period holding `createdAt` (ms): the period's end plus the lag. */
-export function firstSealAt(
+function firstSealAt(
   createdAt: string,
   c: { LEDGER_CHECKPOINT_PERIOD_MS: number; LEDGER_CHECKPOINT_LAG_MS: number },
 ): number {

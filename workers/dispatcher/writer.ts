@@ -184,12 +184,13 @@ export class FirstAttemptWriter {
    */
   private toStamp(recs: readonly FirstAttemptRecord[]): Set<FirstAttemptRecord> {
     const nowMs = Date.now();
-    const apps = new Set(this.announced);
+    const batchApps = new Set<string>();
     const out = new Set<FirstAttemptRecord>();
     for (const r of recs) {
       const app = String(r.head.appId);
-      if (!apps.has(app) || needsStamp(String(r.head.createdAt), nowMs, this.rt.config)) out.add(r);
-      apps.add(app);
+      const known = this.announced.has(app) || batchApps.has(app);
+      if (!known || needsStamp(String(r.head.createdAt), nowMs, this.rt.config)) out.add(r);
+      batchApps.add(app);
     }
     return out;
   }
@@ -202,34 +203,39 @@ export class FirstAttemptWriter {
       appId: String(r.head.appId),
       createdAt: String(r.head.createdAt),
     }));
-    for (let round = 0; ; round++) {
-      if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
-      if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
-      try {
-        const n = await stampLate(this.rt, items, Date.now());
-        if (n > 0) {
-          this.o.metrics.ledgerLateStamps.inc(n);
-          this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
-        }
-        return;
-      } catch (err) {
-        if (!coerceError(err).retriable) throw err;
-        this.o.log.warn({ err, round }, 'change stamp of late dispatch items failed; retrying');
+    await this.retrying('change stamp of late dispatch items failed; retrying', async () => {
+      const n = await stampLate(this.rt, items, Date.now());
+      if (n > 0) {
+        this.o.metrics.ledgerLateStamps.inc(n);
+        this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
       }
-    }
+      return true;
+    });
   }
 
   /** BatchWriteItem until every item is in, backing off on throttling and transient errors. */
   private async batchWrite(puts: BatchPuts) {
     let request = puts;
-    for (let round = 0; Object.keys(request).length > 0; round++) {
+    if (Object.keys(request).length === 0) return;
+    await this.retrying('ledger batch write failed; retrying', async () => {
+      request = await writeBatch(this.rt, request);
+      return Object.keys(request).length === 0;
+    });
+  }
+
+  /**
+   * Runs `step` until it says it is done, backing off between rounds; a transient error is
+   * logged (`warning`) and tried again, any other thrown. Stops once the writer is closed.
+   */
+  private async retrying(warning: string, step: () => Promise<boolean>): Promise<void> {
+    for (let round = 0; ; round++) {
       if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
       if (round > 0) await sleep(backoffMs(round, { baseMs: 25, maxMs: 2_000 }));
       try {
-        request = await writeBatch(this.rt, request);
+        if (await step()) return;
       } catch (err) {
         if (!coerceError(err).retriable) throw err;
-        this.o.log.warn({ err, round }, 'ledger batch write failed; retrying');
+        this.o.log.warn({ err, round }, warning);
       }
     }
   }
