@@ -53,9 +53,7 @@ describe('transaction ids that carry their referenceId', () => {
     // Ids for one principal in one millisecond still differ (26 random bits). 100 of them
     // collide about once in 13,000 runs (1,000 did once in about 130, failing CI).
     const ref = newReferenceId();
-    const ids = new Set(
-      Array.from({ length: 100 }, () => transactionUuid(1_700_000_000_000, ref)),
-    );
+    const ids = new Set(Array.from({ length: 100 }, () => transactionUuid(1_700_000_000_000, ref)));
     expect(ids.size).toBe(100);
   });
 
