@@ -1215,7 +1215,8 @@ async function sampleConsent(
   const heads = await doc.send(
     new ScanCommand({
       TableName: ledger,
-      FilterExpression: 'sk = :dsp AND attribute_exists(firstAttempt)',
+      // A first attempt's item: its attempt in `firstAttempt`, or packed into `dz` (packed.ts).
+      FilterExpression: 'sk = :dsp AND (attribute_exists(firstAttempt) OR attribute_exists(dz))',
       ExpressionAttributeValues: { ':dsp': 'DSP' },
     }),
   );

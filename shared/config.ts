@@ -193,6 +193,16 @@ export const baseConfigSchema = z.object({
    * `needsStamp`): room for clock skew between processes and for the store's index to catch up.
    */
   LEDGER_CHANGE_STAMP_MARGIN_MS: z.coerce.number().int().nonnegative().default(60_000),
+  /**
+   * A new dispatch item is written packed (shared/ledger/packed.ts): its body and first attempt
+   * deflated into one attribute, what follows from the rest left out; under 1 KB, one write unit
+   * instead of two. Set false during a rolling upgrade from a version before it (an older reader
+   * would find neither body nor first attempt), and back once no older process runs.
+   */
+  LEDGER_PACK_DISPATCHES: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */

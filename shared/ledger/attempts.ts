@@ -10,6 +10,7 @@ import {
   existingDispatches,
   firstSlaCheck,
   getDispatchState,
+  storedDispatch,
   type AttemptEntry,
   type DispatchState,
   dispatchKey,
@@ -90,10 +91,12 @@ export async function recordAttempt(
 
 /** A first attempt and the dispatch it creates, as written together (see the dispatcher's writer). */
 export interface FirstAttemptRecord {
+  dispatchId: string;
   entry: AttemptEntry;
   /**
    * The dispatch item as it stands after the attempt, holding that attempt (`firstAttempt`,
-   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry).
+   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry), as written:
+   * packed unless `LEDGER_PACK_DISPATCHES` is off (packed.ts).
    */
   head: Record<string, unknown>;
   /**
@@ -137,12 +140,13 @@ export function firstAttemptRecord(
   };
   const sla = firstSlaCheck(rt, s, r.nowMs);
   return {
+    dispatchId: s.dispatchId,
     entry,
-    head: {
+    head: storedDispatch(rt, {
       ...dispatchItem(after),
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
-    },
+    }),
     children: sla ? [{ table: rt.tables.timers, item: { ...sla } }] : [],
   };
 }
@@ -195,9 +199,9 @@ export async function missingFirstAttempts(
 ): Promise<FirstAttemptRecord[]> {
   const found = await existingDispatches(
     rt,
-    recs.map((r) => String(r.head.dispatchId)),
+    recs.map((r) => r.dispatchId),
   );
-  return recs.filter((r) => !found.has(String(r.head.dispatchId)));
+  return recs.filter((r) => !found.has(r.dispatchId));
 }
 
 /**

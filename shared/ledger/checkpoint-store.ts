@@ -5,6 +5,7 @@ import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
 import { latestOverlapping, type Checkpoint } from './checkpoint.js';
 import type { Leaf } from './merkle.js';
 import { isDispatchHead } from './dispatches.js';
+import { impliedFields } from './packed.js';
 
 /**
  * Where checkpoints live (the `checkpoints` table), and the two ledger reads the sealer needs.
@@ -300,8 +301,9 @@ export async function currentLeaves(
     IndexName: 'gsi1',
     KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk BETWEEN :from AND :to',
     ExpressionAttributeValues: { ':pk': `APP#${appId}`, ':from': start, ':to': end },
-    ProjectionExpression: '#sk, #id, #at, #head',
+    ProjectionExpression: '#pk, #sk, #id, #at, #head',
     ExpressionAttributeNames: {
+      '#pk': 'pk',
       '#sk': 'sk',
       '#id': 'dispatchId',
       '#at': 'createdAt',
@@ -311,7 +313,7 @@ export async function currentLeaves(
   return items
     .filter((i) => isDispatchHead(i))
     .map((i) => ({
-      dispatchId: String(i.dispatchId),
+      dispatchId: String(impliedFields(i).dispatchId),
       createdAt: String(i.createdAt),
       headHash: String(i.headHash),
     }));

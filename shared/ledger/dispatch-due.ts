@@ -2,6 +2,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
 import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
+import { impliedFields } from './packed.js';
 
 /**
  * The dispatcher's retry due-index, derived from the dispatch items themselves. A dispatch
@@ -66,7 +67,8 @@ export async function listDispatchDue(
     }),
   );
   return (r.Items ?? []).map((item) => {
-    const i = item as Partial<DispatchDue> & { appId: string; dispatchId: string };
+    // A packed dispatch item leaves its id to its key (packed.ts).
+    const i = impliedFields(item) as Partial<DispatchDue> & { appId: string; dispatchId: string };
     return {
       pk: String(i.duePk),
       sk: String(i.dueSk),

@@ -14,6 +14,7 @@ import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { impliedFields, packDispatch, unpackDispatch } from './packed.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) holds
@@ -28,6 +29,9 @@ import { RETAIN_ATTR, retainUntilFor } from './retention.js';
  * entry of a dispatch is hash-chained: `hash = sha256(prevHash + canonical JSON of the entry
  * without hash)`, the dispatch's own creation fields being the first entry; the item keeps
  * `headHash`.
+ * A new dispatch item is written packed (packed.ts, `LEDGER_PACK_DISPATCHES`): its body and
+ * `firstAttempt` deflated into `dz`, what follows from the rest left out; every reader here puts
+ * them back (`getDispatchState`, `dispatchItems`, `toDispatch`).
  */
 
 export const dispatchPk = (id: string) => `DSP#${id}`;
@@ -196,6 +200,14 @@ export function dispatchItem(state: DispatchState): Record<string, unknown> {
   };
 }
 
+/** A new dispatch item as written: packed unless `LEDGER_PACK_DISPATCHES` is off (packed.ts). */
+export function storedDispatch(
+  rt: Runtime,
+  item: Record<string, unknown>,
+): Record<string, unknown> {
+  return rt.config.LEDGER_PACK_DISPATCHES ? packDispatch(item) : item;
+}
+
 /**
  * A dispatch needing a postback gets its first SLA check, due when its SLA clock starts (the
  * event's creation; never in the past): the compliance worker counts it as awaiting and
@@ -240,10 +252,10 @@ export function newDispatchItems(
       {
         Put: {
           TableName: rt.tables.ledger,
-          Item: {
+          Item: storedDispatch(rt, {
             ...dispatchItem(state),
             [RETAIN_ATTR]: o.retainUntil ?? retainUntilFor(undefined),
-          },
+          }),
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
@@ -346,18 +358,20 @@ export async function recordedDispatches(
             [rt.tables.ledger]: {
               Keys: keys,
               ConsistentRead: true,
-              ProjectionExpression: 'dispatchId, appId, createdAt, gsi3pk',
+              ProjectionExpression: 'pk, dispatchId, appId, createdAt, gsi3pk',
             },
           },
         }),
       );
-      for (const item of r.Responses?.[rt.tables.ledger] ?? [])
-        found.set(String(item.dispatchId), {
-          dispatchId: String(item.dispatchId),
+      for (const item of r.Responses?.[rt.tables.ledger] ?? []) {
+        const id = String(impliedFields(item).dispatchId);
+        found.set(id, {
+          dispatchId: id,
           appId: String(item.appId),
           createdAt: String(item.createdAt),
           stamped: item.gsi3pk !== undefined,
         });
+      }
       keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
     }
   }
@@ -407,7 +421,13 @@ export async function getDispatchState(
       ConsistentRead: true,
     }),
   );
-  return r.Item as DispatchState | undefined;
+  if (!r.Item) return undefined;
+  const state = unpackDispatch(r.Item);
+  // Only an item changed by hand (or by a newer format) has a packed body that cannot be read:
+  // nothing is sent from it, and verification reports its chain (dispatchItems).
+  if (state.packedUnreadable)
+    throw new Error(`dispatch ${dispatchId}: its packed body cannot be read; nothing is sent`);
+  return state as DispatchState;
 }
 
 /**
@@ -416,7 +436,8 @@ export async function getDispatchState(
  * `attempts` as `attemptCount`. Everything else on the item is the worker's: the body, the
  * attempt entries, the due entry, the compliance worker's bookkeeping, the storage keys.
  */
-export function toDispatch(item: Record<string, unknown>): Dispatch {
+export function toDispatch(stored: Record<string, unknown>): Dispatch {
+  const item = impliedFields(stored);
   const out: Record<string, unknown> = {};
   for (const k of DISPATCH_VIEW_ATTRS) if (k !== 'attempts' && k in item) out[k] = item[k];
   return { ...out, attemptCount: Number(item.attempts ?? 0) } as unknown as Dispatch;
@@ -439,7 +460,8 @@ export async function dispatchItems(
     ConsistentRead: true,
   });
   // "ATT#…" sorts before "DSP": put the dispatch first.
-  const found = out.find((i) => isDispatchHead(i));
+  const stored = out.find((i) => isDispatchHead(i));
+  const found = stored && unpackDispatch(stored);
   const entries = out.filter((i) => !isDispatchHead(i));
   if (!found) return entries;
   // Attempts kept in the dispatch item are read as the entries they are (an item of its own
@@ -449,10 +471,10 @@ export async function dispatchItems(
     ...(firstAttempt ? [firstAttempt as Record<string, unknown>] : []),
     ...((attemptLog as Record<string, unknown>[] | undefined) ?? []),
   ];
-  const stored = new Set(entries.map((i) => i.sk));
+  const own = new Set(entries.map((i) => i.sk));
   for (const a of kept) {
     const sk = attemptSk(Number(a.attempt));
-    if (!stored.has(sk)) entries.push({ ...a, pk: head.pk, sk });
+    if (!own.has(sk)) entries.push({ ...a, pk: head.pk, sk });
   }
   entries.sort((a, b) => (String(a.sk) < String(b.sk) ? -1 : String(a.sk) > String(b.sk) ? 1 : 0));
   return [head, ...entries];

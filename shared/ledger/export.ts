@@ -3,6 +3,7 @@ import type { ComplianceFlag } from '../compliance/flags.js';
 import type { Runtime } from '../runtime.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
 import { isDispatchHead } from './dispatches.js';
+import { impliedFields } from './packed.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
@@ -138,7 +139,8 @@ export async function readDispatchPage(
     );
     evaluated += res.ScannedCount ?? 0;
     // Only dispatch items carry index keys; the check keeps any other entry out regardless.
-    const got = (res.Items ?? []).filter((i) => isDispatchHead(i));
+    // With what a packed item leaves implied put back (packed.ts).
+    const got = (res.Items ?? []).filter((i) => isDispatchHead(i)).map((i) => impliedFields(i));
     if (got.length > want) {
       items.push(...got.slice(0, want));
       return { items, nextKey: keyAfter(items[items.length - 1]!, ref.index) };

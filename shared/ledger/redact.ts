@@ -2,6 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import { queryPages } from '../storage/query.js';
+import { PACKED_ATTR, repackBody, unpackDispatch } from './packed.js';
 
 /**
  * The erasure sweep's part in the ledger: a dispatch keeps the webhook body it sends (for
@@ -32,24 +33,24 @@ export async function redactDispatchBodies(
         new GetCommand({
           TableName: rt.tables.ledger,
           Key: { pk: key.pk, sk: key.sk },
-          ProjectionExpression: 'body',
           ConsistentRead: true,
         }),
       );
-      const old: unknown = item?.body;
-      const body = redactedBody(old);
-      if (body === undefined) continue;
+      if (!item) continue;
+      const update = redaction(item);
+      if (!update) continue;
       try {
         await rt.dynamo.doc.send(
           new UpdateCommand({
             TableName: rt.tables.ledger,
             Key: { pk: key.pk, sk: key.sk },
-            UpdateExpression: 'SET body = :body, bodyRedactedAt = :at',
+            UpdateExpression: `SET #b = :body, bodyRedactedAt = :at`,
             // Only the body that was read: a concurrent change is picked up by the next sweep.
-            ConditionExpression: 'body = :old',
+            ConditionExpression: '#b = :old',
+            ExpressionAttributeNames: { '#b': update.attr },
             ExpressionAttributeValues: {
-              ':body': body,
-              ':old': old,
+              ':body': update.value,
+              ':old': update.old,
               ':at': now.toISOString(),
             },
           }),
@@ -61,6 +62,22 @@ export async function redactDispatchBodies(
     }
   }
   return redacted;
+}
+
+/**
+ * What redacts a stored dispatch item's body: the plain `body`, or the packed attribute of a
+ * packed item (packed.ts) packed again around the redacted body. Undefined when there is
+ * nothing to redact (or a packed attribute that cannot be read back).
+ */
+function redaction(item: Record<string, unknown>) {
+  const packed = item[PACKED_ATTR];
+  if (packed === undefined) {
+    const value = redactedBody(item.body);
+    return value === undefined ? undefined : { attr: 'body', old: item.body, value };
+  }
+  const body = redactedBody(unpackDispatch(item).body);
+  const value = body === undefined ? undefined : repackBody(item, body);
+  return value === undefined ? undefined : { attr: PACKED_ATTR, old: packed, value };
 }
 
 /** The body with `data.userId` nulled, or undefined when it holds none (or is not an event). */

@@ -3,6 +3,7 @@ import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
 import type { PostbackMessage } from '../compliance/postback.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
+import { impliedFields } from './packed.js';
 import { dispatchItems, type DispatchRecord, dispatchKey, isDispatchHead } from './dispatches.js';
 
 /**
@@ -65,7 +66,7 @@ export async function readComplianceState(
       ConsistentRead: true,
     }),
   );
-  const item = r.Item as (DispatchRecord & Record<string, unknown>) | undefined;
+  const item = r.Item && (impliedFields(r.Item) as DispatchRecord & Record<string, unknown>);
   if (!item) return undefined;
   if (Array.isArray(item.postbackFacts)) {
     return {

@@ -41,7 +41,7 @@ async function stored(rec: Rec) {
   const r = await rt.dynamo.doc.send(
     new GetCommand({
       TableName: rt.tables.ledger,
-      Key: dispatchKey(String(rec.head.dispatchId)),
+      Key: dispatchKey(rec.dispatchId),
       ConsistentRead: true,
     }),
   );
@@ -104,7 +104,7 @@ describe('change stamps of first attempts (fast mode)', () => {
     expect(await stored(second)).not.toHaveProperty('gsi3pk');
     expect(await stored(third)).not.toHaveProperty('gsi3pk');
     expect(await stored(third)).toHaveProperty('gsi1pk', `APP#${app.appId}`);
-    expect((await stored(old))?.gsi3sk).toContain(String(old.head.dispatchId));
+    expect((await stored(old))?.gsi3sk).toContain(old.dispatchId);
     // Another writer (another process) announces the app again with its own first dispatch.
     const other = record(app);
     expect(await writerOn(rt).write(other, 'fast')).toBe('recorded');
@@ -138,12 +138,12 @@ describe('change stamps of first attempts (fast mode)', () => {
     expect(sealed?.leafCount).toBe(0);
     expect(await answered).toBe('recorded');
     // Written without a stamp (not late when it was sent), then stamped once it landed.
-    const put = held.puts.find((i) => i.dispatchId === late.head.dispatchId);
+    const put = held.puts.find((i) => i.pk === dispatchKey(late.dispatchId).pk);
     expect(put).toBeDefined();
     expect(put).not.toHaveProperty('gsi3pk');
     expect((await lateStamps()) - countedBefore).toBe(1);
     const stamp = String((await stored(late))?.gsi3sk);
-    expect(stamp).toContain(String(late.head.dispatchId));
+    expect(stamp).toContain(late.dispatchId);
     // The sealer reads the change once the period it was stamped in is closed and lagged.
     const stampedIn = Date.parse(stamp.split('#')[0]!);
     await sleep(Math.max(0, stampedIn + 1000 + 2000 + 50 - Date.now()));
@@ -161,7 +161,7 @@ describe('change stamps of first attempts (fast mode)', () => {
     await writer.write(record(app), 'fast'); // announces the app
     const rec = record(app);
     expect(await writer.write(rec, 'fast')).toBe('recorded');
-    const id = String(rec.head.dispatchId);
+    const id = rec.dispatchId;
     const found = await recordedDispatches(rt, [id]);
     expect(found.get(id)).toMatchObject({ stamped: false, appId: app.appId });
     // Not yet near its sealing: nothing to do.

@@ -178,6 +178,8 @@ describe('dispatch ledger queries', () => {
         ExpressionAttributeValues: { ':r': newReferenceId() },
       }),
     );
-    expect(await verifyDispatchChain(f.p.rt, ids[2]!)).toMatchObject({ ok: false, at: 'DSP' });
+    // The item is packed (shared/ledger/packed.ts): its creation hash is computed from the
+    // changed fields, and its first attempt, packed against them, no longer checks out.
+    expect(await verifyDispatchChain(f.p.rt, ids[2]!)).toMatchObject({ ok: false, at: 'ATT#001' });
   });
 });

@@ -42,7 +42,7 @@ describe('first-attempt writer, safe mode', () => {
     expect(results[17]).toBe('duplicate');
     expect(results.filter((r) => r === 'recorded')).toHaveLength(28);
 
-    const ids = recs.map((r) => String(r.head.dispatchId));
+    const ids = recs.map((r) => r.dispatchId);
     const got = await rt.dynamo.doc.send(
       new BatchGetCommand({
         RequestItems: {
@@ -97,7 +97,7 @@ describe('first-attempt writer, safe mode', () => {
       new BatchGetCommand({
         RequestItems: {
           [rt.tables.ledger]: {
-            Keys: recs.map((r) => dispatchKey(String(r.head.dispatchId))),
+            Keys: recs.map((r) => dispatchKey(r.dispatchId)),
             ConsistentRead: true,
           },
         },

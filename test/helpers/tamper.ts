@@ -2,14 +2,16 @@ import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/l
 import { changeKeys } from '../../shared/ledger/changes.js';
 import { attemptSk, dispatchItems, dispatchPk } from '../../shared/ledger/dispatches.js';
 import { chainHash } from '../../shared/ledger/hash.js';
+import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/ledger/packed.js';
 import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
 import { factOf, worstOf, type PostbackFact } from '../../shared/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**
  * Changes one field of a dispatch's first attempt where it is stored: its own `ATT#001` item,
- * or the dispatch item's `firstAttempt` when the dispatch was created with it. What an
- * attacker with write access to the table could do; verification must notice.
+ * or the dispatch item's `firstAttempt` when the dispatch was created with it (inside its
+ * packed attribute when packed: shared/ledger/packed.ts). What an attacker with write access
+ * to the table could do; verification must notice.
  */
 export async function tamperFirstAttempt(
   rt: Runtime,
@@ -21,6 +23,26 @@ export async function tamperFirstAttempt(
   const own = await rt.dynamo.doc.send(
     new GetCommand({ TableName: rt.tables.ledger, Key: { pk, sk: attemptSk(1) } }),
   );
+  const head = (
+    await rt.dynamo.doc.send(
+      new GetCommand({ TableName: rt.tables.ledger, Key: { pk, sk: 'DSP' } }),
+    )
+  ).Item;
+  if (!own.Item && head?.[PACKED_ATTR] !== undefined) {
+    const full = unpackDispatch(head);
+    const attempt = { ...(full.firstAttempt as Record<string, unknown>), [field]: value };
+    const packed = packDispatch({ ...full, firstAttempt: attempt });
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk, sk: 'DSP' },
+        UpdateExpression: 'SET #z = :z',
+        ExpressionAttributeNames: { '#z': PACKED_ATTR },
+        ExpressionAttributeValues: { ':z': packed[PACKED_ATTR] },
+      }),
+    );
+    return;
+  }
   await rt.dynamo.doc.send(
     new UpdateCommand({
       TableName: rt.tables.ledger,
@@ -109,12 +131,17 @@ async function rewriteChain(
     update += ', gsi3pk = :cpk, gsi3sk = :csk';
     Object.assign(values, { ':cpk': keys.gsi3pk, ':csk': keys.gsi3sk });
   }
-  // The first attempt may live inside the head item: it is now a stored entry of its own.
+  // The first attempt may live inside the head item (packed with the body when the item is
+  // packed: shared/ledger/packed.ts): it is now a stored entry of its own, the body plain.
+  if (typeof head.body === 'string') {
+    update += ', body = :body';
+    values[':body'] = head.body;
+  }
   await rt.dynamo.doc.send(
     new UpdateCommand({
       TableName: T,
       Key: { pk: head.pk, sk: 'DSP' },
-      UpdateExpression: `${update} REMOVE firstAttempt`,
+      UpdateExpression: `${update} REMOVE firstAttempt, ${PACKED_ATTR}`,
       ExpressionAttributeValues: values,
     }),
   );

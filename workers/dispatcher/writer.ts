@@ -199,7 +199,7 @@ export class FirstAttemptWriter {
   private async stampLanded(recs: readonly FirstAttemptRecord[]) {
     if (recs.length === 0) return;
     const items = recs.map((r) => ({
-      dispatchId: String(r.head.dispatchId),
+      dispatchId: r.dispatchId,
       appId: String(r.head.appId),
       createdAt: String(r.head.createdAt),
     }));
