@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import { itemBytes } from '../storage/billing.js';
-import { creationOf, dispatchItem, newDispatchState, toDispatch } from './dispatches.js';
+import type { Runtime } from '../runtime.js';
+import {
+  creationOf,
+  dispatchItem,
+  newDispatchState,
+  storedDispatch,
+  toDispatch,
+} from './dispatches.js';
 import { checkChain } from './evidence.js';
 import { chainHash, sha256Hex } from './hash.js';
 import {
@@ -177,5 +184,12 @@ describe('packed dispatch items', () => {
     expect(back.body).toBe(redacted);
     expect(back.firstAttempt).toEqual(item.firstAttempt);
     expect(back.bodySha256).toBe(item.bodySha256);
+  });
+
+  it('writes the plain item with LEDGER_PACK_DISPATCHES off (a rolling upgrade)', () => {
+    const item = firstAttemptItem();
+    const rt = (pack: boolean) => ({ config: { LEDGER_PACK_DISPATCHES: pack } }) as Runtime;
+    expect(storedDispatch(rt(false), item)).toBe(item);
+    expect(storedDispatch(rt(true), item)).toEqual(packDispatch(item));
   });
 });
