@@ -14,6 +14,7 @@ import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { CREATION_FIELDS } from './creation.js';
 import { impliedFields, packDispatch, unpackDispatch } from './packed.js';
 
 /**
@@ -123,22 +124,9 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
 }
 
 export function creationOf(item: Record<string, unknown>): DispatchCreation {
-  const keys: (keyof DispatchCreation)[] = [
-    'type',
-    'dispatchId',
-    'eventId',
-    'event',
-    'appId',
-    'environment',
-    'referenceId',
-    'createdAt',
-    'dispatchedAt',
-    'postbackRequired',
-    'postbackDueAt',
-    'bodySha256',
-    'prevHash',
-  ];
-  return Object.fromEntries(keys.map((k) => [k, item[k]])) as unknown as DispatchCreation;
+  return Object.fromEntries(
+    CREATION_FIELDS.map((k) => [k, item[k]]),
+  ) as unknown as DispatchCreation;
 }
 
 export interface NewDispatch {

@@ -1,4 +1,5 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { CREATION_FIELDS } from './creation.js';
 import { GENESIS, chainHash } from './hash.js';
 
 /**
@@ -30,7 +31,11 @@ export const PACKED_ATTR = 'dz';
 /** The format's first byte. A new template is a new version; a stored version never changes. */
 const VERSION = 1;
 
-/** The creation fields the dictionary repeats (never updated after the dispatch is created). */
+/**
+ * The creation fields the dictionary repeats (never updated after the dispatch is created). Part
+ * of the format, so spelled out here rather than taken from `CREATION_FIELDS`: a field added
+ * there must not change the dictionary of items already stored.
+ */
 const FIXED = [
   'dispatchId',
   'eventId',
@@ -70,23 +75,6 @@ const dictionary = (item: Record<string, unknown>) =>
 /** The key prefix of a dispatch item (dispatches.ts, `dispatchPk`). */
 const PK_PREFIX = 'DSP#';
 
-/** The fields hashed as a dispatch's creation entry (dispatches.ts, `creationOf`). */
-const CREATION = [
-  'type',
-  'dispatchId',
-  'eventId',
-  'event',
-  'appId',
-  'environment',
-  'referenceId',
-  'createdAt',
-  'dispatchedAt',
-  'postbackRequired',
-  'postbackDueAt',
-  'bodySha256',
-  'prevHash',
-] as const;
-
 /**
  * An item of a dispatch (from the table, or an entry of one of the ledger's indexes) with what
  * a packed item leaves implied put back: `type`, `prevHash`, `dispatchId` (from `pk`), the null
@@ -109,8 +97,8 @@ export function impliedFields<T extends Record<string, unknown>>(item: T): T {
   if (out.dispatchId === undefined && typeof out.pk === 'string' && out.pk.startsWith(PK_PREFIX))
     out.dispatchId = out.pk.slice(PK_PREFIX.length);
   for (const k of NULLABLE) out[k] ??= null;
-  if (out.entryHash === undefined && CREATION.every((k) => out[k] !== undefined))
-    out.entryHash = chainHash(GENESIS, Object.fromEntries(CREATION.map((k) => [k, out[k]])));
+  if (out.entryHash === undefined && CREATION_FIELDS.every((k) => out[k] !== undefined))
+    out.entryHash = chainHash(GENESIS, Object.fromEntries(CREATION_FIELDS.map((k) => [k, out[k]])));
   return out as T;
 }
 
