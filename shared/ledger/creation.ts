@@ -1,11 +1,10 @@
-import type { DispatchCreation } from './dispatches.js';
-
 /**
  * The fields of a dispatch's creation entry, the first entry of its chain (`entryHash` is their
- * hash): what `creationOf` reads from an item, and what a packed item's reader needs to compute
- * that hash (packed.ts).
+ * hash): what `creationOf` reads from an item (dispatches.ts, where the compiler checks each is
+ * a field of `DispatchCreation`), and what a packed item's reader computes that hash from
+ * (packed.ts).
  */
-export const CREATION_FIELDS: readonly (keyof DispatchCreation)[] = [
+export const CREATION_FIELDS = [
   'type',
   'dispatchId',
   'eventId',
@@ -19,4 +18,4 @@ export const CREATION_FIELDS: readonly (keyof DispatchCreation)[] = [
   'postbackDueAt',
   'bodySha256',
   'prevHash',
-];
+] as const;

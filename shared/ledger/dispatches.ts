@@ -123,10 +123,11 @@ export function dispatchIdFor(eventId: string, endpoint: string): string {
   return `dsp_${time}${hashedUlidRandom(`${eventId}|${endpoint}`)}`;
 }
 
+/** `CREATION_FIELDS`, checked against `DispatchCreation` (creation.ts cannot import it). */
+const CREATION: readonly (keyof DispatchCreation)[] = CREATION_FIELDS;
+
 export function creationOf(item: Record<string, unknown>): DispatchCreation {
-  return Object.fromEntries(
-    CREATION_FIELDS.map((k) => [k, item[k]]),
-  ) as unknown as DispatchCreation;
+  return Object.fromEntries(CREATION.map((k) => [k, item[k]])) as unknown as DispatchCreation;
 }
 
 export interface NewDispatch {
