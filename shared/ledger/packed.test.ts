@@ -1,3 +1,4 @@
+import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
@@ -161,6 +162,9 @@ describe('packed dispatch items', () => {
     expect(damaged).not.toHaveProperty('body');
     const newer = unpackDispatch({ ...packed, [PACKED_ATTR]: new Uint8Array([9, 0]) });
     expect(newer.packedUnreadable).toBe(true);
+    // 64 MiB of zeros deflates to some 64 KB: refused past 1 MiB, never inflated whole.
+    const bomb = Buffer.concat([Buffer.from([1]), deflateRawSync(Buffer.alloc(64 << 20))]);
+    expect(unpackDispatch({ ...packed, [PACKED_ATTR]: bomb }).packedUnreadable).toBe(true);
   });
 
   it('leaves alone what it cannot pack exactly', () => {

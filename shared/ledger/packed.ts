@@ -28,6 +28,13 @@ import { GENESIS, chainHash } from './hash.js';
 /** The attribute holding the packed body and first attempt. */
 export const PACKED_ATTR = 'dz';
 
+/**
+ * The most a packed attribute may unpack to. A body and an attempt entry are a few KB (the
+ * response excerpt is cut at 4 KiB, the error message at 500 B); anything that inflates past
+ * this was written by hand, and is read as unreadable rather than filling the memory.
+ */
+const MAX_UNPACKED = 1 << 20;
+
 /** The format's first byte. A new template is a new version; a stored version never changes. */
 const VERSION = 1;
 
@@ -141,7 +148,10 @@ export function unpackDispatch<T extends Record<string, unknown>>(item: T): T {
   try {
     const bytes = raw instanceof Uint8Array ? Buffer.from(raw) : undefined;
     if (!bytes || bytes[0] !== VERSION) throw new Error('unknown format');
-    const json = inflateRawSync(bytes.subarray(1), { dictionary: dictionary(full) }).toString();
+    const json = inflateRawSync(bytes.subarray(1), {
+      dictionary: dictionary(full),
+      maxOutputLength: MAX_UNPACKED,
+    }).toString();
     const inner = JSON.parse(json) as { b?: unknown; a?: unknown };
     if (typeof inner.b !== 'string') throw new Error('no body');
     full.body = inner.b;
