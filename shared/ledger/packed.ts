@@ -5,23 +5,24 @@ import { GENESIS, chainHash } from './hash.js';
 /**
  * The dispatch item's packed form (`LEDGER_PACK_DISPATCHES`). AWS bills a write a unit per
  * started KB, and a first attempt's dispatch item was about 1.9 KB: two units. Packed, the same
- * item is about 0.95 KB: one.
+ * item is about 0.94 KB: one.
  *
  * - What only the dispatch's own readers need, the signed webhook body and the first attempt's
  *   entry when the item was created with it, is kept in one binary attribute, `dz`: their JSON
  *   deflated against a dictionary of a fixed template and the dispatch's creation fields, which
  *   never change and which the body and the entry repeat (event id, app id, referenceId, times,
  *   the creation hash the entry chains to). About 920 B as plain attributes, about 210 packed.
- * - What follows from the rest is left out (`IMPLIED`): the constants every dispatch item holds
- *   (`type`, `prevHash`), its id (its key holds it), the creation hash (`entryHash`, the hash of
- *   the creation fields) and the attributes that are null (`NULLABLE`).
+ * - What follows from the rest is left out (`impliedFields` puts it back): the constants every
+ *   dispatch item holds (`type`, `prevHash`), its id (its key holds it), the creation hash
+ *   (`entryHash`, the hash of the creation fields) and the view attributes that are null
+ *   (`NULLABLE`).
  *
  * Every reader of a dispatch item or of an index entry of one puts them back first
  * (`unpackDispatch`, `impliedFields`), so the chain's entries and the API's fields are what
  * they were, byte for byte. The evidence is unchanged: a creation field changed by hand changes
- * the creation hash the reader computes, which the first attempt's stored `prevHash` (or, with
- * no attempt yet, the stored `headHash`) no longer links to, and the checkpoints seal `headHash`
- * as before. Updates touch only plain attributes; the erasure's redaction rewrites `dz`
+ * the creation hash the reader computes and the dictionary the first attempt is read back with,
+ * so the chain no longer checks out at its first attempt (or, with no attempt yet, at the stored
+ * `headHash`); the checkpoints seal `headHash` as before. Updates touch only plain attributes; the erasure's redaction rewrites `dz`
  * (`repackBody`). An item without `dz` is read as stored, with only what is missing filled in.
  */
 
