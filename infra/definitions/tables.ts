@@ -7,8 +7,10 @@ export const LEDGER_TTL_ATTR = 'retainUntil';
  * What a dispatch shows when listed (shared/ledger/dispatches.ts, `toDispatch`), and all the
  * ledger's `gsi1` and `gsi2` hold of it besides the keys: its creation fields, its status and
  * its hashes, never the webhook body or the attempt entries. An index entry is then well under
- * 1 KB (about 0.8), so each costs one write unit where a copy of the whole item (about 2 KB)
- * cost two, and only a change of one of these rewrites it.
+ * 1 KB (about 0.8), so each costs one write unit where a copy of the whole item cost two (about
+ * 2 KB before dispatch items were packed, shared/ledger/packed.ts; a long response excerpt can
+ * still take a packed one past 1 KB), and only a change of one of these rewrites it. A packed
+ * item leaves `entryHash`, `dispatchId` and the null ones out: `impliedFields` puts them back.
  */
 export const DISPATCH_VIEW_ATTRS = [
   'dispatchId',
