@@ -5,7 +5,7 @@ import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
 import { latestOverlapping, type Checkpoint } from './checkpoint.js';
 import type { Leaf } from './merkle.js';
 import { isDispatchHead } from './dispatches.js';
-import { impliedFields } from './packed.js';
+import { dispatchIdOf } from './packed.js';
 
 /**
  * Where checkpoints live (the `checkpoints` table), and the two ledger reads the sealer needs.
@@ -313,7 +313,7 @@ export async function currentLeaves(
   return items
     .filter((i) => isDispatchHead(i))
     .map((i) => ({
-      dispatchId: String(impliedFields(i).dispatchId),
+      dispatchId: String(dispatchIdOf(i)),
       createdAt: String(i.createdAt),
       headHash: String(i.headHash),
     }));

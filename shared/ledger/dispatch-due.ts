@@ -2,14 +2,14 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
 import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
-import { impliedFields } from './packed.js';
+import { dispatchIdOf } from './packed.js';
 
 /**
  * The dispatcher's retry due-index, derived from the dispatch items themselves. A dispatch
  * with an attempt due carries that entry's keys in `duePk`/`dueSk` (the due-index's bucket
  * `retry#{minute}#{shard}` and `{dueAt ISO}#{dispatchId}`, shared/timers/due.ts) and its kind
  * in `dueKind`; the ledger's sparse global secondary index `due` (infra/definitions/tables.ts)
- * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId`. So scheduling,
+ * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId` (a packed item has its id only in its key, `dispatchIdOf`). So scheduling,
  * moving or clearing a dispatch's next attempt is part of the one update of its item that
  * records an attempt, and nothing is written to the `timers` table.
  *
@@ -67,14 +67,13 @@ export async function listDispatchDue(
     }),
   );
   return (r.Items ?? []).map((item) => {
-    // A packed dispatch item leaves its id to its key (packed.ts).
-    const i = impliedFields(item) as Partial<DispatchDue> & { appId: string; dispatchId: string };
+    const i = item as Partial<DispatchDue> & { appId: string };
     return {
       pk: String(i.duePk),
       sk: String(i.dueSk),
       dueAt: dueAtOf(String(i.dueSk)),
       kind: i.dueKind ?? 'attempt',
-      dispatchId: i.dispatchId,
+      dispatchId: dispatchIdOf(item)!,
       appId: i.appId,
       ...(i.dueKind === undefined ? { legacy: true as const } : {}),
     };

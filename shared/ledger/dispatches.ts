@@ -15,7 +15,7 @@ import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 import { CREATION_FIELDS } from './creation.js';
-import { impliedFields, packDispatch, unpackDispatch } from './packed.js';
+import { dispatchIdOf, impliedFields, packDispatch, unpackDispatch } from './packed.js';
 
 /**
  * The dispatch ledger in the `ledger` table. A dispatch item (pk `DSP#{id}`, sk `DSP`) holds
@@ -353,7 +353,7 @@ export async function recordedDispatches(
         }),
       );
       for (const item of r.Responses?.[rt.tables.ledger] ?? []) {
-        const id = String(impliedFields(item).dispatchId);
+        const id = String(dispatchIdOf(item));
         found.set(id, {
           dispatchId: id,
           appId: String(item.appId),

@@ -23,7 +23,7 @@ import { GENESIS, chainHash } from './hash.js';
  * the creation hash the reader computes and the dictionary the first attempt is read back with,
  * so the chain no longer checks out at its first attempt (or, with no attempt yet, at the stored
  * `headHash`); the checkpoints seal `headHash` as before. Updates touch only plain attributes; the erasure's redaction rewrites `dz`
- * (`repackBody`). An item without `dz` is read as stored, with only what is missing filled in.
+ * (redact.ts). An item without `dz` is read as stored, with only what is missing filled in.
  */
 
 /** The attribute holding the packed body and first attempt. */
@@ -83,6 +83,14 @@ const dictionary = (item: Record<string, unknown>) =>
 /** The key prefix of a dispatch item (dispatches.ts, `dispatchPk`). */
 const PK_PREFIX = 'DSP#';
 
+/** A dispatch item's id: its own attribute, or its key's (a packed item leaves the attribute out). */
+export function dispatchIdOf(item: Record<string, unknown>): string | undefined {
+  if (typeof item.dispatchId === 'string') return item.dispatchId;
+  return typeof item.pk === 'string' && item.pk.startsWith(PK_PREFIX)
+    ? item.pk.slice(PK_PREFIX.length)
+    : undefined;
+}
+
 /**
  * An item of a dispatch (from the table, or an entry of one of the ledger's indexes) with what
  * a packed item leaves implied put back: `type`, `prevHash`, `dispatchId` (from `pk`), the null
@@ -102,8 +110,7 @@ export function impliedFields<T extends Record<string, unknown>>(item: T): T {
   const out: Record<string, unknown> = { ...item };
   out.type ??= 'dispatch';
   out.prevHash ??= GENESIS;
-  if (out.dispatchId === undefined && typeof out.pk === 'string' && out.pk.startsWith(PK_PREFIX))
-    out.dispatchId = out.pk.slice(PK_PREFIX.length);
+  out.dispatchId ??= dispatchIdOf(out);
   for (const k of NULLABLE) out[k] ??= null;
   if (out.entryHash === undefined && CREATION_FIELDS.every((k) => out[k] !== undefined))
     out.entryHash = chainHash(GENESIS, Object.fromEntries(CREATION_FIELDS.map((k) => [k, out[k]])));
@@ -161,11 +168,4 @@ export function unpackDispatch<T extends Record<string, unknown>>(item: T): T {
     full.packedUnreadable = true;
   }
   return full as T;
-}
-
-/** The packed attribute of a packed item whose body is now `body` (the erasure's redaction). */
-export function repackBody(item: Record<string, unknown>, body: string): Uint8Array | undefined {
-  const full = unpackDispatch(item);
-  if (full.packedUnreadable) return undefined;
-  return packDispatch({ ...full, body })[PACKED_ATTR] as Uint8Array | undefined;
 }

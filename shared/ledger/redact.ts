@@ -2,7 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
 import { queryPages } from '../storage/query.js';
-import { PACKED_ATTR, repackBody, unpackDispatch } from './packed.js';
+import { PACKED_ATTR, packDispatch, unpackDispatch } from './packed.js';
 
 /**
  * The erasure sweep's part in the ledger: a dispatch keeps the webhook body it sends (for
@@ -75,9 +75,10 @@ function redaction(item: Record<string, unknown>) {
     const value = redactedBody(item.body);
     return value === undefined ? undefined : { attr: 'body', old: item.body, value };
   }
-  const body = redactedBody(unpackDispatch(item).body);
-  const value = body === undefined ? undefined : repackBody(item, body);
-  return value === undefined ? undefined : { attr: PACKED_ATTR, old: packed, value };
+  const full = unpackDispatch(item);
+  const body = full.packedUnreadable ? undefined : redactedBody(full.body);
+  if (body === undefined) return undefined;
+  return { attr: PACKED_ATTR, old: packed, value: packDispatch({ ...full, body })[PACKED_ATTR] };
 }
 
 /** The body with `data.userId` nulled, or undefined when it holds none (or is not an event). */
