@@ -5,6 +5,7 @@ import {
   BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
@@ -117,6 +118,9 @@ export async function run(): Promise<void> {
             }),
           ),
         );
+      await measure('PutItem × 2, one consent (principal, then transaction), conditional', 1, async (i) => {
+        for (const w of consent(entities, `p${i}`)) await doc.send(new PutCommand(w.Put));
+      });
       await measure(
         'TransactWriteItems, 12 consents (group commit under load)',
         12,
@@ -270,7 +274,7 @@ function consent(entities: string, tag: string) {
             obxw: 'w_bench',
             obxt: `${Date.now()}#${tag}`,
           },
-          1_650,
+          784,
         ),
         ConditionExpression: 'attribute_not_exists(pk)',
       },

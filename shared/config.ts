@@ -203,6 +203,16 @@ export const baseConfigSchema = z.object({
     .enum(['true', 'false', '1', '0', ''])
     .optional()
     .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /**
+   * A dispatch of one of a consent's creation events is found by principal through the
+   * principal's transactions (shared/ledger/principal.ts), with no `gsi2` entry: one write unit
+   * less for each. Set false during a rolling upgrade from a version before it (an older reader
+   * lists a principal's dispatches from `gsi2` alone), and back once no older process runs.
+   */
+  LEDGER_LIST_CREATIONS_THROUGH_CONSENT: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */

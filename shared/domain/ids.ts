@@ -59,6 +59,24 @@ export function derivedEventId(seed: string, n: number, ms: number): string {
 }
 
 /**
+ * How many of a transaction's creation event ids a reader tries (`creationEventIds`): a creation
+ * emits at most three events (`consent.created`, `consent.granted`, and
+ * `consent.parental_verification_required`: consent/events.ts), one spare.
+ */
+export const CREATION_EVENT_PLACES = 4;
+
+/**
+ * The ids a transaction's creation events can have (consent/carried.ts, `creationIds`): its id
+ * as the seed, its `createdAt` as the time, places 0 to `CREATION_EVENT_PLACES - 1`. Those it did
+ * not emit name no event.
+ */
+export function creationEventIds(transactionId: string, createdAtMs: number): string[] {
+  return Array.from({ length: CREATION_EVENT_PLACES }, (_, n) =>
+    derivedEventId(transactionId, n, createdAtMs),
+  );
+}
+
+/**
  * The random part of a ULID (16 characters, 80 bits) taken from SHA-256 of `text`, in Crockford's
  * base 32 (which is the referenceId alphabet).
  */

@@ -143,7 +143,7 @@ export function firstAttemptRecord(
     dispatchId: s.dispatchId,
     entry,
     head: storedDispatch(rt, {
-      ...dispatchItem(after),
+      ...dispatchItem(after, rt.config.LEDGER_LIST_CREATIONS_THROUGH_CONSENT),
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
     }),

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { patterns } from '../domain/ids.js';
-import { attemptSk, dispatchIdFor } from './dispatches.js';
+import { creationEventIds, newEventId, patterns } from '../domain/ids.js';
+import {
+  attemptSk,
+  dispatchIdFor,
+  dispatchItem,
+  foundThroughConsent,
+  webhookEndpoint,
+  type DispatchState,
+} from './dispatches.js';
 
 describe('dispatchIdFor', () => {
   const eventId = 'evt_01J9Z8Q6W5E4R3T2Y1U0I9O8P7'.replace(/[IOU]/g, 'A');
@@ -23,5 +30,59 @@ describe('dispatchIdFor', () => {
       'ATT#002',
       'ATT#010',
     ]);
+  });
+});
+
+describe('foundThroughConsent', () => {
+  const appId = 'app_x';
+  const consentId = '0193b3c2-5f00-7000-8000-000000000000';
+  const createdAt = '2026-11-28T10:00:00.000Z';
+  const state = (eventId: string, o: { consentId?: string; dispatchId?: string } = {}) =>
+    ({
+      appId,
+      referenceId: 'SVC-REF-ABCDEFGH',
+      createdAt,
+      dispatchId: o.dispatchId ?? dispatchIdFor(eventId, webhookEndpoint(appId)),
+      body: JSON.stringify({
+        id: eventId,
+        type: 'consent.granted',
+        createdAt,
+        data: { consentId: o.consentId ?? consentId },
+      }),
+    }) as DispatchState;
+  const created = creationEventIds(consentId, Date.parse(createdAt));
+
+  it('holds for each of a transaction’s creation event ids at the app’s webhook', () => {
+    expect(created).toHaveLength(4);
+    for (const id of created) expect(foundThroughConsent(state(id))).toBe(true);
+  });
+
+  it('does not for any other event, another transaction, another endpoint or a body it cannot read', () => {
+    expect(foundThroughConsent(state(newEventId()))).toBe(false);
+    expect(
+      foundThroughConsent(state(created[0]!, { consentId: consentId.replace(/0$/, '1') })),
+    ).toBe(false);
+    expect(
+      foundThroughConsent(
+        state(created[0]!, { dispatchId: dispatchIdFor(created[0]!, 'app_x:other') }),
+      ),
+    ).toBe(false);
+    expect(foundThroughConsent({ ...state(created[0]!), body: '{not json' })).toBe(false);
+    expect(foundThroughConsent({ ...state(created[0]!), body: 'null' })).toBe(false);
+  });
+
+  it('leaves the principal-index keys out only for those, and only when asked', () => {
+    const derived = state(created[1]!);
+    const other = state(newEventId());
+    expect(dispatchItem(derived, true)).not.toHaveProperty('gsi2pk');
+    expect(dispatchItem(derived, false)).toMatchObject({
+      gsi2pk: `APP#${appId}#REF#SVC-REF-ABCDEFGH`,
+      gsi2sk: `${createdAt}#${derived.dispatchId}`,
+    });
+    expect(dispatchItem(other, true)).toMatchObject({
+      gsi2pk: `APP#${appId}#REF#SVC-REF-ABCDEFGH`,
+    });
+    for (const s of [derived, other])
+      expect(dispatchItem(s, true)).toMatchObject({ gsi1pk: `APP#${appId}`, sk: 'DSP' });
   });
 });

@@ -1,7 +1,7 @@
 import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
-import { hashedUlidRandom } from '../domain/ids.js';
+import { creationEventIds, hashedUlidRandom } from '../domain/ids.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
@@ -175,17 +175,61 @@ export function newDispatchState(o: {
   };
 }
 
-/** The stored dispatch item: the state with its keys (by app + time, by referenceId). */
-export function dispatchItem(state: DispatchState): Record<string, unknown> {
-  const sortKey = `${state.createdAt}#${state.dispatchId}`;
+/** The one endpoint an app's events are dispatched to (workers/dispatcher): its webhook. */
+export const webhookEndpoint = (appId: string) => `${appId}:webhook`;
+
+/** The keys of a dispatch's entry in `gsi2` (by principal, then event time). */
+export function principalIndexKeys(d: {
+  appId: string;
+  referenceId: string;
+  createdAt: string;
+  dispatchId: string;
+}) {
+  return {
+    gsi2pk: `APP#${d.appId}#REF#${d.referenceId}`,
+    gsi2sk: `${d.createdAt}#${d.dispatchId}`,
+  };
+}
+
+/**
+ * Whether a dispatch is found by principal through its consent (principal.ts): its event is one
+ * of a transaction's creation events, whose ids follow from the transaction (ids.ts,
+ * `creationEventIds`), sent to the app's webhook. Decided from the signed body itself, so a
+ * creation event whose id a writer did not derive (a version before derived ids) is not.
+ */
+export function foundThroughConsent(state: Pick<DispatchState, 'body' | 'appId' | 'dispatchId'>) {
+  let e: { id?: unknown; createdAt?: unknown; data?: { consentId?: unknown } } | null;
+  try {
+    e = JSON.parse(state.body) as typeof e;
+  } catch {
+    return false;
+  }
+  const consentId = e?.data?.consentId;
+  if (typeof e?.id !== 'string' || typeof consentId !== 'string' || typeof e.createdAt !== 'string')
+    return false;
+  const ms = Date.parse(e.createdAt);
+  return (
+    Number.isFinite(ms) &&
+    creationEventIds(consentId, ms).includes(e.id) &&
+    dispatchIdFor(e.id, webhookEndpoint(state.appId)) === state.dispatchId
+  );
+}
+
+/**
+ * The stored dispatch item: the state with its keys (by app + time; by principal + time unless
+ * `throughConsent` and the dispatch is found through its consent instead: `foundThroughConsent`).
+ */
+export function dispatchItem(
+  state: DispatchState,
+  throughConsent: boolean,
+): Record<string, unknown> {
   return {
     ...state,
     pk: dispatchPk(state.dispatchId),
     sk: DISPATCH_SK,
     gsi1pk: `APP#${state.appId}`,
-    gsi1sk: sortKey,
-    gsi2pk: `APP#${state.appId}#REF#${state.referenceId}`,
-    gsi2sk: sortKey,
+    gsi1sk: `${state.createdAt}#${state.dispatchId}`,
+    ...(throughConsent && foundThroughConsent(state) ? {} : principalIndexKeys(state)),
   };
 }
 
@@ -242,7 +286,7 @@ export function newDispatchItems(
         Put: {
           TableName: rt.tables.ledger,
           Item: storedDispatch(rt, {
-            ...dispatchItem(state),
+            ...dispatchItem(state, rt.config.LEDGER_LIST_CREATIONS_THROUGH_CONSENT),
             [RETAIN_ATTR]: o.retainUntil ?? retainUntilFor(undefined),
           }),
           ConditionExpression: 'attribute_not_exists(pk)',

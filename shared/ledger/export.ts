@@ -4,17 +4,19 @@ import type { Runtime } from '../runtime.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
 import { isDispatchHead } from './dispatches.js';
 import { impliedFields } from './packed.js';
+import { principalDispatches } from './principal.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
- * (gsi1 by app and time, gsi2 by app and principal) and a constant-memory iterator for the
- * export. Both indexes sort on `{createdAt}#{dispatchId}`, so a time range is a key condition
- * (cost grows with the range, not the table); event and flag are filters.
+ * (gsi1 by app and time; one principal's from principal.ts, gsi2 and its consents) and a
+ * constant-memory iterator for the export. Both sort on `{createdAt}#{dispatchId}`, so on gsi1 a
+ * time range is a key condition (cost grows with the range, not the table); event and flag are
+ * filters.
  */
 
 export interface DispatchQuery {
   appId: string;
-  /** Selects gsi2 (one principal); without it gsi1 (the whole app). */
+  /** Selects one principal's dispatches (principal.ts); without it gsi1 (the whole app). */
   referenceId?: string | undefined;
   /** ISO times (`toISOString` form) on the event's createdAt: from inclusive, to exclusive. */
   from?: string | undefined;
@@ -119,6 +121,7 @@ export async function readDispatchPage(
   r: PageRequest,
 ): Promise<DispatchPage> {
   const ref = indexOf(q);
+  if (ref.index === 'gsi2') return readPrincipalPage(rt, { ...q, referenceId: q.referenceId! }, r);
   const input = queryInput(q, ref);
   const filtered = input.FilterExpression !== undefined;
   const items: Record<string, unknown>[] = [];
@@ -150,6 +153,34 @@ export async function readDispatchPage(
     if (!start) return { items, nextKey: undefined };
     if (items.length >= r.limit || evaluated >= r.maxEvaluated) return { items, nextKey: start };
   }
+}
+
+/**
+ * A page of one principal's dispatches (principal.ts: those of `gsi2` and those found through
+ * the principal's consents), filtered as `queryInput` filters the index and resumed after the
+ * start key's `gsi2sk`. The principal's dispatches are read whole for each page: a person's.
+ */
+async function readPrincipalPage(
+  rt: Runtime,
+  q: DispatchQuery & { referenceId: string },
+  r: PageRequest,
+): Promise<DispatchPage> {
+  const after = r.startKey?.gsi2sk;
+  const matching = (await principalDispatches(rt, q.appId, q.referenceId)).filter((d) => {
+    const key = String(d.gsi2sk);
+    if (after !== undefined && key <= after) return false;
+    if (q.from !== undefined && key < q.from) return false;
+    if (q.to !== undefined && key >= q.to) return false;
+    if (q.event !== undefined && d.event !== q.event) return false;
+    if (q.flag === null) return d.complianceFlag === null || d.complianceFlag === undefined;
+    return q.flag === undefined || d.complianceFlag === q.flag;
+  });
+  const items = matching.slice(0, Math.max(1, r.limit));
+  return {
+    items,
+    nextKey:
+      matching.length > items.length ? keyAfter(items[items.length - 1]!, 'gsi2') : undefined,
+  };
 }
 
 export type ExportedDispatch = DispatchWithAttempts;

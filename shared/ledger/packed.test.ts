@@ -71,15 +71,18 @@ function firstAttemptItem(
   };
   const entry = { ...body, hash: chainHash(state.headHash, body) };
   return {
-    ...dispatchItem({
-      ...state,
-      attempts: 1,
-      headHash: entry.hash,
-      deliveryStatus: 'delivered',
-      lastAttemptAt: entry.time,
-      deliveredAt: entry.time,
-      nextAttemptAt: null,
-    }),
+    ...dispatchItem(
+      {
+        ...state,
+        attempts: 1,
+        headHash: entry.hash,
+        deliveryStatus: 'delivered',
+        lastAttemptAt: entry.time,
+        deliveredAt: entry.time,
+        nextAttemptAt: null,
+      },
+      false,
+    ),
     firstAttempt: entry,
     retainUntil: 1_827_472_187,
   };

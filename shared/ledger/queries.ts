@@ -15,6 +15,7 @@ import {
 import { checkChain, storedEntries } from './evidence.js';
 import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flag-entries.js';
 import { toPostback, type PostbackEntry } from './postbacks.js';
+import { principalDispatches } from './principal.js';
 
 export type DispatchWithAttempts = Dispatch & {
   attempts: Omit<AttemptEntry, 'type'>[];
@@ -97,12 +98,8 @@ function decodeCursor(c: string | undefined): Record<string, unknown> | undefine
   });
 }
 
-async function listBy(
-  rt: Runtime,
-  index: 'gsi1' | 'gsi2',
-  pk: string,
-  o: ListOptions,
-): Promise<Page> {
+/** A page of `gsi1` (an app's dispatches; one principal's: export.ts, `readDispatchPage`). */
+async function listBy(rt: Runtime, index: 'gsi1', pk: string, o: ListOptions): Promise<Page> {
   const filters: string[] = [];
   const names: Record<string, string> = { '#pk': `${index}pk`, '#sk': `${index}sk` };
   const values: Record<string, unknown> = {
@@ -145,12 +142,36 @@ export function listDispatchesByApp(
   return listBy(rt, 'gsi1', `APP#${appId}`, o);
 }
 
-/** One principal's dispatches within an app, by event time. */
-export function listDispatchesByReference(
+/**
+ * One principal's dispatches within an app, by event time (principal.ts: those of `gsi2` and
+ * those found through its consents), with the filters and cursor of `listDispatchesByApp`.
+ */
+export async function listDispatchesByReference(
   rt: Runtime,
   appId: string,
   referenceId: string,
   o: ListOptions = {},
 ): Promise<Page> {
-  return listBy(rt, 'gsi2', `APP#${appId}#REF#${referenceId}`, o);
+  const desc = o.order === 'desc';
+  const after = decodeCursor(o.cursor)?.gsi2sk;
+  const from = o.from ?? '0000';
+  const to = o.to ?? '9999';
+  const all = (await principalDispatches(rt, appId, referenceId)).filter((d) => {
+    const key = String(d.gsi2sk);
+    if (key < from || key > to) return false;
+    if (typeof after === 'string' && (desc ? key >= after : key <= after)) return false;
+    if (o.event !== undefined && d.event !== o.event) return false;
+    if (o.deliveryStatus !== undefined && d.deliveryStatus !== o.deliveryStatus) return false;
+    return o.complianceFlag === undefined || d.complianceFlag === o.complianceFlag;
+  });
+  if (desc) all.reverse();
+  const items = all.slice(0, Math.min(Math.max(o.limit ?? 50, 1), 1000));
+  const last = items[items.length - 1];
+  return {
+    items: items.map(toDispatch),
+    nextCursor:
+      all.length > items.length && last
+        ? encodeCursor({ pk: last.pk, sk: last.sk, gsi2pk: last.gsi2pk, gsi2sk: last.gsi2sk })
+        : null,
+  };
 }

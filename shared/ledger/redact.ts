@@ -1,8 +1,8 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { isConditionFailure } from '../storage/dynamo.js';
-import { queryPages } from '../storage/query.js';
 import { PACKED_ATTR, packDispatch, unpackDispatch } from './packed.js';
+import { principalDispatches } from './principal.js';
 
 /**
  * The erasure sweep's part in the ledger: a dispatch keeps the webhook body it sends (for
@@ -18,47 +18,39 @@ export async function redactDispatchBodies(
   now: Date,
 ): Promise<number> {
   let redacted = 0;
-  // The index holds no body (infra/definitions/tables.ts): it names the dispatch items, each
-  // read from the table.
-  const pages = queryPages(rt.dynamo.doc, {
-    TableName: rt.tables.ledger,
-    IndexName: 'gsi2',
-    KeyConditionExpression: 'gsi2pk = :pk',
-    ExpressionAttributeValues: { ':pk': `APP#${appId}#REF#${referenceId}` },
-    ProjectionExpression: 'pk, sk',
-  });
-  for await (const keys of pages) {
-    for (const key of keys as { pk: string; sk: string }[]) {
-      const { Item: item } = await rt.dynamo.doc.send(
-        new GetCommand({
+  // A listing holds no body (infra/definitions/tables.ts): it names the principal's dispatch
+  // items (principal.ts), each read from the table.
+  for (const d of await principalDispatches(rt, appId, referenceId)) {
+    const key = { pk: String(d.pk), sk: String(d.sk) };
+    const { Item: item } = await rt.dynamo.doc.send(
+      new GetCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk: key.pk, sk: key.sk },
+        ConsistentRead: true,
+      }),
+    );
+    if (!item) continue;
+    const update = redaction(item);
+    if (!update) continue;
+    try {
+      await rt.dynamo.doc.send(
+        new UpdateCommand({
           TableName: rt.tables.ledger,
           Key: { pk: key.pk, sk: key.sk },
-          ConsistentRead: true,
+          UpdateExpression: `SET #b = :body, bodyRedactedAt = :at`,
+          // Only the body that was read: a concurrent change is picked up by the next sweep.
+          ConditionExpression: '#b = :old',
+          ExpressionAttributeNames: { '#b': update.attr },
+          ExpressionAttributeValues: {
+            ':body': update.value,
+            ':old': update.old,
+            ':at': now.toISOString(),
+          },
         }),
       );
-      if (!item) continue;
-      const update = redaction(item);
-      if (!update) continue;
-      try {
-        await rt.dynamo.doc.send(
-          new UpdateCommand({
-            TableName: rt.tables.ledger,
-            Key: { pk: key.pk, sk: key.sk },
-            UpdateExpression: `SET #b = :body, bodyRedactedAt = :at`,
-            // Only the body that was read: a concurrent change is picked up by the next sweep.
-            ConditionExpression: '#b = :old',
-            ExpressionAttributeNames: { '#b': update.attr },
-            ExpressionAttributeValues: {
-              ':body': update.value,
-              ':old': update.old,
-              ':at': now.toISOString(),
-            },
-          }),
-        );
-        redacted++;
-      } catch (err) {
-        if (!isConditionFailure(err)) throw err;
-      }
+      redacted++;
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
     }
   }
   return redacted;

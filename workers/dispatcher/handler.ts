@@ -5,6 +5,7 @@ import { AppError } from '../../shared/errors.js';
 import {
   createDispatch,
   dispatchIdFor,
+  webhookEndpoint,
   recordedDispatches,
   stampLate,
   newDispatchState,
@@ -25,7 +26,7 @@ const RECENT_MAX = 500_000;
 /** The consumer group's name. */
 export const CONSUMER = 'dispatcher';
 
-const endpointOf = (e: ConsentEvent) => `${e.appId}:webhook`;
+const endpointOf = (e: ConsentEvent) => webhookEndpoint(e.appId);
 
 /**
  * consent-events → one dispatch per event and endpoint. Nothing is written before the first
