@@ -118,9 +118,13 @@ export async function run(): Promise<void> {
             }),
           ),
         );
-      await measure('PutItem × 2, one consent (principal, then transaction), conditional', 1, async (i) => {
-        for (const w of consent(entities, `p${i}`)) await doc.send(new PutCommand(w.Put));
-      });
+      await measure(
+        'PutItem × 2, one consent (principal, then transaction), conditional',
+        1,
+        async (i) => {
+          for (const w of consent(entities, `p${i}`)) await doc.send(new PutCommand(w.Put));
+        },
+      );
       await measure(
         'TransactWriteItems, 12 consents (group commit under load)',
         12,
