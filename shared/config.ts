@@ -122,6 +122,16 @@ export const baseConfigSchema = z.object({
     .optional()
     .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /**
+   * A new principal and its first transaction are written as two conditional puts, the principal
+   * first, instead of one transaction (shared/domain/consent/writer.ts, `createWithPrincipal`):
+   * AWS bills an item in a transaction twice, so a new consent costs two write units less. False
+   * writes them in one transaction, as before. Either way a version that reads both runs fine.
+   */
+  CONSENT_SPLIT_CREATION: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /**
    * A consumer retries a failed message (anything but a malformed one) for as long as the
    * failure lasts; its back-off doubles from 200 ms up to this cap.
    */

@@ -21,7 +21,7 @@ import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
 import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
-import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
+import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
 
 export type { TransactItem };
 
@@ -315,6 +315,7 @@ export class Outbox {
           new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
         ),
       {
+        sendSingle: (item) => writeItems(d.doc, [item]),
         maxInFlight: o.transactionsInFlight ?? 1,
         lingerMs: o.lingerMs ?? 0,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
@@ -481,7 +482,13 @@ export class Outbox {
   async commit(
     changes: TransactItem[],
     messages: OutboxItem[],
-    o: { carrier?: number; derived?: boolean; signal?: AbortSignal | undefined } = {},
+    o: {
+      carrier?: number;
+      derived?: boolean;
+      signal?: AbortSignal | undefined;
+      /** A commit of its carrier alone is sent as a request of its own (`GroupCommit.single`). */
+      alone?: boolean;
+    } = {},
   ): Promise<{ published: boolean }> {
     if (messages.length === 0) {
       await this.group.write(changes, o.signal);
@@ -519,7 +526,9 @@ export class Outbox {
     this.open.set(n, entry);
     const stored = this.m.commitSeconds.startTimer({ step: 'store' });
     try {
-      await this.group.write(placed.items, o.signal);
+      const [only, ...more] = placed.items;
+      if (o.alone && only && more.length === 0) await this.group.single(only, o.signal);
+      else await this.group.write(placed.items, o.signal);
       stored();
     } catch (err) {
       if (certainlyNotApplied(err)) this.open.delete(n);

@@ -11,6 +11,9 @@ export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems'
 /** Sends one TransactWriteItems (the caller supplies the client and a request token). */
 export type SendTransaction = (items: TransactItem[]) => Promise<unknown>;
 
+/** Sends one item's put, update or delete as a request of its own (`single`). */
+export type SendSingle = (item: TransactItem) => Promise<unknown>;
+
 export interface GroupCommitOptions {
   /** Items in one transaction at most (DynamoDB allows 100). */
   maxItems?: number;
@@ -32,6 +35,8 @@ export interface GroupCommitOptions {
   outages?: StoreOutages;
   /** Where a recheck reports what it wrote again. */
   log?: Logger;
+  /** How `single` sends an item alone (PutItem, UpdateItem, DeleteItem). */
+  sendSingle?: SendSingle;
 }
 
 interface Pending {
@@ -258,6 +263,31 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Writes one item as a request of its own, never grouped and never queued behind the
+   * transactions: AWS bills an item written alone once, and twice inside a transaction. For a
+   * write that needs no other item to commit with it. Remembered like a group's writes (a store
+   * outage's `recheck` sends it again under its condition). A failed condition is refused as a
+   * group's write is (`TransactionCanceledException`, its one reason `ConditionalCheckFailed`),
+   * so callers classify both alike. Once `signal` has aborted it is refused unsent.
+   */
+  async single(item: TransactItem, signal?: AbortSignal): Promise<void> {
+    if (!this.o.sendSingle) return this.write([item], signal);
+    if (signal?.aborted) {
+      this.m?.abandoned.inc();
+      throw abandoned();
+    }
+    try {
+      await this.o.sendSingle(item);
+    } catch (err) {
+      if ((err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException')
+        throw ownCancellation(err, [{ Code: 'ConditionalCheckFailed' }]);
+      throw err;
+    }
+    this.m?.singles.inc();
+    if (this.o.outages) this.recent.add([[item]]);
+  }
+
   private pump(lingered = false): void {
     if (this.lingering) return;
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
@@ -402,6 +432,16 @@ const abandoned = () =>
 
 function groupMetrics(registry: Registry) {
   return {
+    singles: getOrCreate(
+      registry,
+      'svc_dynamodb_single_writes_total',
+      () =>
+        new Counter({
+          name: 'svc_dynamodb_single_writes_total',
+          help: 'Writes of one item sent as a request of their own, outside any transaction (a new consent’s principal and transaction: shared/domain/consent/writer.ts)',
+          registers: [registry],
+        }),
+    ),
     abandoned: getOrCreate(
       registry,
       'svc_dynamodb_group_commit_abandoned_total',

@@ -101,8 +101,7 @@ export async function captureConsent(
   captureRecords(notice, input, new Date().toISOString(), recordIdsFor(newTransactionId()));
   const parental = notice.requiresParentalConsent === true;
   const events = parental ? parentalEvents : undefined;
-  const build = (ref: string, now: string) => {
-    const transactionId = newTransactionId(ref);
+  const build = (_ref: string, now: string, transactionId: string) => {
     return {
       appId: app.appId,
       transactionId,

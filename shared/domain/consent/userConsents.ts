@@ -21,7 +21,6 @@ import {
   createWithPrincipal,
   mutateTransaction,
   recordIdsFor,
-  newTransactionId,
   type WriteContext,
 } from './writer.js';
 
@@ -106,8 +105,7 @@ export async function createUserConsent(
   const txn = await createWithPrincipal(ctx, {
     userId: input.userId,
     principal: { userId: input.userId, email: input.email },
-    build: (ref, now) => {
-      const transactionId = newTransactionId(ref);
+    build: (_ref, now, transactionId) => {
       return {
         appId: app.appId,
         transactionId,

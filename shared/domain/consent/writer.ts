@@ -2,7 +2,7 @@ import { AppError } from '../../errors.js';
 import { ensureFamily } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
-import { cancellationReasons } from '../../storage/dynamo.js';
+import { cancellationReasons, writeItems } from '../../storage/dynamo.js';
 import {
   newEventId,
   newReferenceId,
@@ -36,6 +36,7 @@ import {
   keys,
   loadPrincipal,
   loadPrincipalKey,
+  loadTransactionAt,
   noUserPointer,
   notDerivedUser,
   putPrincipal,
@@ -49,7 +50,9 @@ import { timerItems, withFirstTimer } from './timers.js';
 /**
  * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
  * transaction item (with its history entries), pointers and the events, so a failure leaves
- * nothing half-written and no event without its change.
+ * nothing half-written and no event without its change. One exception: a new principal's
+ * first transaction is committed right after the principal's own put (`split`), and a failure
+ * between the two leaves a principal with no transaction, no consent and no event.
  */
 
 const MAX_ATTEMPTS = 5;
@@ -79,6 +82,8 @@ const clock = (ctx: WriteContext) => ctx.now?.() ?? new Date();
 /** What a commit adds beyond the planned events: extra events. */
 interface CommitOptions {
   events?: ((c: EventContext) => ConsentEvent[]) | undefined;
+  /** Write the transaction item alone, not in a transaction, when it is all there is. */
+  alone?: boolean;
 }
 
 /** An extra conditional write; `conflict` is the 409 detail when its condition fails. */
@@ -143,7 +148,12 @@ async function commit(
   await ctx.rt.outbox.commit(
     all,
     events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
-    { ...(carrier >= 0 ? { carrier } : {}), derived, signal: ctx.signal },
+    {
+      ...(carrier >= 0 ? { carrier } : {}),
+      derived,
+      signal: ctx.signal,
+      alone: o.alone === true && all.length === 1,
+    },
   );
   return events;
 }
@@ -177,8 +187,12 @@ function explicit(rt: WriteContext['rt'], current: StoredTransaction): StoredTra
 }
 
 export interface NewTransaction {
-  /** Everything but the ids and keys, which are assigned here. */
-  build(referenceId: string, now: string): Omit<StoredTransaction, 'referenceId' | 'version'>;
+  /** Everything but the keys, which are assigned here, with the transaction id it is given. */
+  build(
+    referenceId: string,
+    now: string,
+    transactionId: string,
+  ): Omit<StoredTransaction, 'referenceId' | 'version'>;
   principal: Pick<StoredPrincipal, 'userId' | 'email'>;
   /** Also claim the user id (record API): a second claim for the user is 409. */
   userId?: string;
@@ -201,6 +215,10 @@ export interface NewTransaction {
  * user id derived to it, or a random one), the principal gets a random referenceId and a user
  * pointer item, and the transaction checks the derived principal is not this user's. Either way
  * a second claim of the user id fails its condition: 409.
+ *
+ * When principal and transaction are all it writes (no pointer item, no check), they go as two
+ * conditional puts, the principal first (`split`, `CONSENT_SPLIT_CREATION`); otherwise, and
+ * when it takes over a principal left without its transaction, in one transaction.
  */
 export async function createWithPrincipal(
   ctx: WriteContext,
@@ -213,64 +231,220 @@ export async function createWithPrincipal(
   // user's derived referenceId, which the conditional put of the principal there finds.
   const pointerCheck = o.userId !== undefined && !(await claimsAtDerived(ctx.rt, appId));
   let useDerived = derivedRef !== undefined;
+  /** This user's principal whose first transaction never landed (`split`): taken over. */
+  let adopt: string | undefined;
   const taken = () =>
     new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const now = clock(ctx);
-    const at = now.toISOString();
-    const referenceId = useDerived ? derivedRef! : newReferenceId();
-    const built: StoredTransaction = { ...o.build(referenceId, at), referenceId, version: 1 };
-    const changes = creations(built);
-    const txn = withFirstTimer(
-      ctx.rt,
-      ctx.app,
-      asCreated(ctx, built, at),
-      now.getTime(),
-      o.reminderDaysBefore,
-    );
-    const items = [
-      putPrincipal(ctx.rt, {
-        appId,
-        referenceId,
-        ...o.principal,
-        ...(useDerived ? { userTransactionId: txn.transactionId } : {}),
-        createdAt: at,
-        updatedAt: at,
-        lastActiveAt: at,
-      }),
-      putTransaction(ctx.rt, txn),
-    ];
-    if (o.userId !== undefined)
-      items.push(
-        ...userClaimItems(ctx, {
+  const claimsFor = (referenceId: string, transactionId: string, at: string) =>
+    o.userId === undefined
+      ? []
+      : userClaimItems(ctx, {
           userId: o.userId,
           derivedRef: derivedRef!,
           referenceId,
-          transactionId: txn.transactionId,
+          transactionId,
           at,
           pointerCheck,
-        }),
-      );
+        });
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const now = clock(ctx);
+    const referenceId = useDerived ? derivedRef! : newReferenceId();
+    // `adopt` is set only with `useDerived` (`derivedTaken`).
+    const transactionId = adopt ?? newTransactionId(referenceId);
+    const { txn, changes, principal } = firstItems(ctx, o, referenceId, transactionId, {
+      now,
+      holdsUser: useDerived,
+    });
+    if (adopt) takeOver(principal, o.userId!, adopt);
+    const claims = claimsFor(referenceId, transactionId, txn.createdAt);
     try {
-      await commit(ctx, txn, changes, items, true, now, { events: o.events });
+      await writeFirst(ctx, { txn, changes, principal, claims, now, events: o.events }, !adopt);
       return txn;
     } catch (err) {
       const c = cancellationReasons(err);
       if (!c) throw err;
       if (c.failed.has(2) || c.failed.has(3)) throw taken();
+      // The transaction exists: this user's, written by the request that left the principal
+      // behind (or by another taking it over).
+      if (c.failed.has(1) && useDerived) throw taken();
       if (c.failed.has(0) && useDerived) {
-        // The derived referenceId is taken: by this user (its principal, or its claim,
-        // repository.ts `putClaim`: 409), or by someone else.
-        const holder = await loadPrincipalKey(ctx.rt, appId, referenceId);
-        if (holder?.userId === o.userId) throw taken();
-        if (holder) useDerived = false;
+        const next = await derivedTaken(ctx, o.userId!, referenceId);
+        if (next === 'taken') throw taken();
+        adopt = next.adopt;
+        useDerived = next.derived;
         continue;
       }
-      if (c.failed.has(0) || c.contention) continue; // referenceId taken, or contention
+      if (c.failed.has(0) || c.failed.has(1) || c.contention) continue;
       throw err;
     }
   }
   throw busy();
+}
+
+/**
+ * Writes a new principal with its first transaction: as two puts (`split`) when `splittable` and
+ * they are all there is, else in one transaction with the user's claim items.
+ */
+async function writeFirst(
+  ctx: WriteContext,
+  w: {
+    txn: StoredTransaction;
+    changes: readonly RecordChange[];
+    principal: TransactItem;
+    claims: TransactItem[];
+    now: Date;
+    events: CommitOptions['events'];
+  },
+  splittable: boolean,
+): Promise<void> {
+  if (ctx.rt.config.CONSENT_SPLIT_CREATION && w.claims.length === 0 && splittable)
+    return split(ctx, w.txn, w.changes, w.principal, w.now, w.events);
+  const items = [w.principal, putTransaction(ctx.rt, w.txn), ...w.claims];
+  await commit(ctx, w.txn, w.changes, items, true, w.now, { events: w.events });
+}
+
+/** A new principal's items: its first transaction (with the changes it makes) and its put. */
+function firstItems(
+  ctx: WriteContext,
+  o: NewTransaction,
+  referenceId: string,
+  transactionId: string,
+  w: { now: Date; holdsUser: boolean },
+) {
+  const at = w.now.toISOString();
+  const built: StoredTransaction = {
+    ...o.build(referenceId, at, transactionId),
+    referenceId,
+    version: 1,
+  };
+  const txn = withFirstTimer(
+    ctx.rt,
+    ctx.app,
+    asCreated(ctx, built, at),
+    w.now.getTime(),
+    o.reminderDaysBefore,
+  );
+  const principal = putPrincipal(ctx.rt, {
+    appId: ctx.app.appId,
+    referenceId,
+    ...o.principal,
+    ...(w.holdsUser ? { userTransactionId: transactionId } : {}),
+    createdAt: at,
+    updatedAt: at,
+    lastActiveAt: at,
+  });
+  return { txn, changes: creations(built), principal };
+}
+
+/**
+ * A new principal and its first transaction as two conditional puts, each billed once (in one
+ * transaction each is billed twice): the principal first, which claims the referenceId (and at
+ * a user's derived referenceId, the user), then the transaction with its events
+ * (`CONSENT_SPLIT_CREATION`). Refusals come as the transaction's would: index 0 the principal,
+ * 1 the transaction. Nothing reads a principal without its transaction as a consent: a process
+ * that dies between the two leaves a principal with no transaction, which holds no consent and
+ * sends no event. Such a principal is removed at once when the transaction was certainly not
+ * written; otherwise the user's next creation takes it over (`orphanedFirst`), and at a random
+ * referenceId (a widget capture, which gives the principal no e-mail and no user id) nobody
+ * ever learns of it.
+ */
+async function split(
+  ctx: WriteContext,
+  txn: StoredTransaction,
+  changes: readonly RecordChange[],
+  principal: TransactItem,
+  now: Date,
+  events: CommitOptions['events'],
+): Promise<void> {
+  await ctx.rt.outbox.group.single(principal, ctx.signal);
+  try {
+    await commit(ctx, txn, changes, [putTransaction(ctx.rt, txn)], true, now, {
+      events,
+      alone: true,
+    });
+  } catch (err) {
+    const c = cancellationReasons(err);
+    if (c) throw shifted(err, c.failed.has(0));
+    if (err instanceof AppError) await dropPrincipal(ctx, principal);
+    throw err;
+  }
+}
+
+/** The transaction's refusal as the combined write's: its reason at index 1. */
+function shifted(err: unknown, failed: boolean): Error {
+  const e = new Error((err as Error).message) as Error & {
+    CancellationReasons: { Code: string }[];
+  };
+  e.name = 'TransactionCanceledException';
+  e.CancellationReasons = [{ Code: 'None' }, { Code: failed ? 'ConditionalCheckFailed' : 'None' }];
+  return e;
+}
+
+/** Removes the principal `split` wrote when its transaction was certainly not written. */
+async function dropPrincipal(ctx: WriteContext, principal: TransactItem): Promise<void> {
+  const item = principal.Put!.Item! as Record<string, string>;
+  try {
+    await writeItems(ctx.rt.dynamo.doc, [
+      {
+        Delete: {
+          TableName: principal.Put!.TableName,
+          Key: { pk: item.pk, sk: item.sk },
+          // Only the one written above, untouched since: activity moves `lastActiveAt`, and a
+          // creation taking it over writes its own `createdAt`.
+          ConditionExpression: 'createdAt = :at AND lastActiveAt = :at',
+          ExpressionAttributeValues: { ':at': item.createdAt },
+        },
+      },
+    ]);
+  } catch (err) {
+    ctx.rt.log.warn(
+      { err, referenceId: item.referenceId },
+      'a principal whose first transaction failed was not removed; the user’s next creation takes it over',
+    );
+  }
+}
+
+/**
+ * The derived referenceId is taken: by this user (its principal, or its claim, repository.ts
+ * `putClaim`: 409; or its principal left without its transaction: taken over), by someone else
+ * (a random referenceId next), or by nobody any more (the same again).
+ */
+async function derivedTaken(
+  ctx: WriteContext,
+  userId: string,
+  referenceId: string,
+): Promise<'taken' | { adopt?: string; derived: boolean }> {
+  const holder = await loadPrincipalKey(ctx.rt, ctx.app.appId, referenceId);
+  if (!holder) return { derived: true };
+  if (holder.userId !== userId) return { derived: false };
+  const adopt = await orphanedFirst(ctx, holder);
+  return adopt === undefined ? 'taken' : { adopt, derived: true };
+}
+
+/**
+ * The transaction id of this user's principal when that transaction does not exist (a creation
+ * cut short between its two puts, `split`), to be taken over; undefined when the user has its
+ * consent record (or holds the referenceId by a claim).
+ */
+async function orphanedFirst(
+  ctx: WriteContext,
+  holder: { referenceId: string; userTransactionId?: string; claimOf?: string },
+): Promise<string | undefined> {
+  if (holder.claimOf !== undefined || holder.userTransactionId === undefined) return undefined;
+  const t = await loadTransactionAt(
+    ctx.rt,
+    ctx.app.appId,
+    holder.referenceId,
+    holder.userTransactionId,
+  );
+  return t ? undefined : holder.userTransactionId;
+}
+
+/** The principal put made to replace this user's principal that has no transaction. */
+function takeOver(principal: TransactItem, userId: string, transactionId: string): void {
+  const put = principal.Put!;
+  put.ConditionExpression = 'userId = :u AND userTransactionId = :t';
+  put.ExpressionAttributeValues = { ':u': userId, ':t': transactionId };
 }
 
 /**
@@ -323,7 +497,7 @@ export async function createInPrincipal(
   const now = clock(ctx);
   const at = now.toISOString();
   const built: StoredTransaction = {
-    ...build(referenceId, at),
+    ...build(referenceId, at, newTransactionId(referenceId)),
     ...(principal.userId !== undefined ? { userId: principal.userId } : {}),
     referenceId,
     version: 1,
