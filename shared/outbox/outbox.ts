@@ -316,6 +316,15 @@ export class Outbox {
         ),
       {
         sendSingle: (item) => writeItems(d.doc, [item]),
+        readItem: async (put) => {
+          const names = d.keyAttributes?.(put.TableName!) ?? ['pk', 'sk'];
+          const Key = Object.fromEntries(names.map((k) => [k, put.Item![k]]));
+          return (
+            await d.doc.send(
+              new GetCommand({ TableName: put.TableName, Key, ConsistentRead: true }),
+            )
+          ).Item;
+        },
         maxInFlight: o.transactionsInFlight ?? 1,
         lingerMs: o.lingerMs ?? 0,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
@@ -527,7 +536,8 @@ export class Outbox {
     const stored = this.m.commitSeconds.startTimer({ step: 'store' });
     try {
       const [only, ...more] = placed.items;
-      if (o.alone && only && more.length === 0) await this.group.single(only, o.signal);
+      if (o.alone && only && more.length === 0)
+        await this.group.single(only, o.signal, (stored) => stored[ATTR.at] === placed.at);
       else await this.group.write(placed.items, o.signal);
       stored();
     } catch (err) {

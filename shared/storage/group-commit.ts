@@ -37,6 +37,10 @@ export interface GroupCommitOptions {
   log?: Logger;
   /** How `single` sends an item alone (PutItem, UpdateItem, DeleteItem). */
   sendSingle?: SendSingle;
+  /** Reads back (consistently) the item a put names, for `single`'s `mine`. */
+  readItem?: (
+    put: NonNullable<TransactItem['Put']>,
+  ) => Promise<Record<string, unknown> | undefined>;
 }
 
 interface Pending {
@@ -269,9 +273,14 @@ export class GroupCommit {
    * write that needs no other item to commit with it. Remembered like a group's writes (a store
    * outage's `recheck` sends it again under its condition). A failed condition is refused as a
    * group's write is (`TransactionCanceledException`, its one reason `ConditionalCheckFailed`),
-   * so callers classify both alike. Once `signal` has aborted it is refused unsent.
+   * so callers classify both alike, unless `mine` recognises the item found in its place as the
+   * one this put wrote. Once `signal` has aborted it is refused unsent.
    */
-  async single(item: TransactItem, signal?: AbortSignal): Promise<void> {
+  async single(
+    item: TransactItem,
+    signal?: AbortSignal,
+    mine?: (stored: Record<string, unknown>) => boolean,
+  ): Promise<void> {
     if (!this.o.sendSingle) return this.write([item], signal);
     if (signal?.aborted) {
       this.m?.abandoned.inc();
@@ -280,9 +289,12 @@ export class GroupCommit {
     try {
       await this.o.sendSingle(item);
     } catch (err) {
-      if ((err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException')
+      if ((err as { name?: string } | undefined)?.name !== 'ConditionalCheckFailedException')
+        throw err;
+      // A request has no token here: the SDK's retry of a put that timed out after it applied
+      // fails its own condition. `mine` recognises the item it wrote.
+      if (!(mine && this.o.readItem && item.Put && mine((await this.o.readItem(item.Put)) ?? {})))
         throw ownCancellation(err, [{ Code: 'ConditionalCheckFailed' }]);
-      throw err;
     }
     this.m?.singles.inc();
     if (this.o.outages) this.recent.add([[item]]);

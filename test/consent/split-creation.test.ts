@@ -129,4 +129,27 @@ describe('a new principal and its first transaction as two puts', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body).toMatchObject({ referenceId: ref });
   });
+
+  it('a put sent again after it applied (the SDK retrying a timeout) is found to be its own, not a conflict', async () => {
+    const { rt } = rec.f.p;
+    const put = {
+      Put: {
+        TableName: rt.tables.entities,
+        Item: { pk: `APP#${rec.a.app.appId}#REF#retry-${uid()}`, sk: 'PRINCIPAL', createdAt: 't1' },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    };
+    const group = rt.outbox.group;
+    await group.single(put);
+    const same = (stored: Record<string, unknown>) => stored.createdAt === 't1';
+    await expect(group.single(put, undefined, same)).resolves.toBeUndefined();
+    await expect(group.single(put)).rejects.toMatchObject({
+      name: 'TransactionCanceledException',
+      CancellationReasons: [{ Code: 'ConditionalCheckFailed' }],
+    });
+    const other = (stored: Record<string, unknown>) => stored.createdAt === 't2';
+    await expect(group.single(put, undefined, other)).rejects.toMatchObject({
+      name: 'TransactionCanceledException',
+    });
+  });
 });

@@ -356,7 +356,15 @@ async function split(
   now: Date,
   events: CommitOptions['events'],
 ): Promise<void> {
-  await ctx.rt.outbox.group.single(principal, ctx.signal);
+  const item = principal.Put!.Item!;
+  await ctx.rt.outbox.group.single(
+    principal,
+    ctx.signal,
+    (stored) =>
+      stored.createdAt === item.createdAt &&
+      stored.userTransactionId === item.userTransactionId &&
+      stored.email === item.email,
+  );
   try {
     await commit(ctx, txn, changes, [putTransaction(ctx.rt, txn)], true, now, {
       events,
