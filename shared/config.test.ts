@@ -49,6 +49,24 @@ describe('loopback webhooks for sandbox apps', () => {
   });
 });
 
+describe('CONSENT_SPLIT_CREATION', () => {
+  it.each([
+    ['the embedded stack', {}, false],
+    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, true],
+    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, false],
+    [
+      'an endpoint beside AWS_REGION',
+      { AWS_REGION: 'ap-south-1', DYNAMODB_ENDPOINT: 'http://ddb:8000' },
+      false,
+    ],
+    ['AWS, explicitly off', { AWS_REGION: 'ap-south-1', CONSENT_SPLIT_CREATION: 'false' }, false],
+    ['embedded, explicitly on', { CONSENT_SPLIT_CREATION: '1' }, true],
+    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', CONSENT_SPLIT_CREATION: '' }, true],
+  ])('%s → %s', (_name, env, split) => {
+    expect(loadConfig(env).CONSENT_SPLIT_CREATION).toBe(split);
+  });
+});
+
 describe('NODE_ENV=production', () => {
   const good = {
     NODE_ENV: 'production',

@@ -124,13 +124,17 @@ export const baseConfigSchema = z.object({
   /**
    * A new principal and its first transaction are written as two conditional puts, the principal
    * first, instead of one transaction (shared/domain/consent/writer.ts, `createWithPrincipal`):
-   * AWS bills an item in a transaction twice, so a new consent costs two write units less. False
-   * writes them in one transaction, as before. Either way a version that reads both runs fine.
+   * AWS bills an item in a transaction twice, so a new consent costs two write units less, and
+   * AWS takes the two puts as fast as one transaction. DynamoDB Local syncs each request to disk,
+   * where two requests a consent cost more than a twelfth of a group commit's transaction: half
+   * the sustained rate on 2 cores (docs/benchmarks.md). Unset (or empty): on when the store is
+   * AWS DynamoDB (AWS_REGION set, no DYNAMODB_ENDPOINT), off with an endpoint (DynamoDB Local,
+   * embedded or not); decided by `loadConfig`. Either way every version reads both.
    */
   CONSENT_SPLIT_CREATION: z
     .enum(['true', 'false', '1', '0', ''])
     .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
   /**
    * A consumer retries a failed message (anything but a malformed one) for as long as the
    * failure lasts; its back-off doubles from 200 ms up to this cap.
@@ -376,6 +380,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
     ...parsed,
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
       parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),
+    CONSENT_SPLIT_CREATION:
+      parsed.CONSENT_SPLIT_CREATION ??
+      (parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined),
   };
   if (config.NODE_ENV === 'production') {
     const problems = productionProblems(config);

@@ -305,10 +305,10 @@ export const PUBLIC_TRANSACTIONS = '/api/public/consents/my-transactions';
  * `/api/v1/consents[/{userId}]` with the app's read-write key unless given another. Read
  * `rec.f`, `rec.a` and `rec.n` inside tests (set in beforeAll).
  */
-export function useRecordApi(name: string) {
+export function useRecordApi(name: string, env?: Record<string, string>) {
   const rec = {} as { f: ConsentFixture; a: TestApp; n: TestApp };
   beforeAll(async () => {
-    rec.f = await startConsentProcess(name);
+    rec.f = await startConsentProcess(name, env ? { env } : {});
     rec.a = await rec.f.createApp();
     rec.n = await rec.f.createApp({
       notice: {

@@ -11,7 +11,20 @@ import { useRecordApi } from './fixture.js';
  * creation cut short between them leaves, a principal with no transaction, is no consent, and the
  * user's next creation takes it over.
  */
-const { rec, uid, post, get } = useRecordApi('consent-split-creation');
+const { rec, uid, post, get } = useRecordApi('consent-split-creation', {
+  CONSENT_SPLIT_CREATION: 'true',
+});
+
+/** What AWS would bill for this process's writes to `entities` so far (the model). */
+async function billed(): Promise<Record<string, number>> {
+  const m = await rec.f.p.rt.registry
+    .getSingleMetric('svc_dynamodb_billed_write_units_total')!
+    .get();
+  const out: Record<string, number> = {};
+  for (const v of m.values.filter((x) => x.labels.table === 'entities'))
+    out[String(v.labels.operation)] = (out[String(v.labels.operation)] ?? 0) + v.value;
+  return out;
+}
 
 const entity = async (key: { pk: string; sk: string }) =>
   (
@@ -21,9 +34,14 @@ const entity = async (key: { pk: string; sk: string }) =>
   ).Item;
 
 describe('a new principal and its first transaction as two puts', () => {
-  it('writes both, each alone, with the transaction carrying the events', async () => {
+  it('writes both, each alone and billed once, with the transaction carrying the events', async () => {
     const userId = uid();
+    const before = await billed();
     const r = await post(rec.a, { userId, email: 'a@shop.example', consents: { analytics: true } });
+    const after = await billed();
+    // Two puts (1 + 1) and the transaction's two sparse index entries (1 + 1); no transaction.
+    expect((after.PutItem ?? 0) - (before.PutItem ?? 0)).toBe(4);
+    expect(after.TransactWriteItems ?? 0).toBe(before.TransactWriteItems ?? 0);
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     const { referenceId, transactionId } = r.body as { referenceId: string; transactionId: string };
     expect(await entity(keys.principal(rec.a.app.appId, referenceId))).toMatchObject({
