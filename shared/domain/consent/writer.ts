@@ -373,7 +373,9 @@ async function split(
   } catch (err) {
     const c = cancellationReasons(err);
     if (c) throw shifted(err, c.failed.has(0));
-    if (err instanceof AppError) await dropPrincipal(ctx, principal);
+    // Refused unsent (AppError) or as a whole (ValidationException): certainly not written.
+    const refused = (err as { name?: string } | undefined)?.name === 'ValidationException';
+    if (err instanceof AppError || refused) await dropPrincipal(ctx, principal);
     throw err;
   }
 }
