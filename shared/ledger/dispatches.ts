@@ -369,6 +369,35 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
 }
 
 /**
+ * The dispatch items of these ids that exist (BatchGetItem, consistent, 100 keys a request,
+ * unprocessed keys asked again with a back-off), with only what `projection` names.
+ */
+export async function readDispatchItems(
+  rt: Runtime,
+  ids: readonly string[],
+  projection: { ProjectionExpression: string; ExpressionAttributeNames?: Record<string, string> },
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (let i = 0; i < ids.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = ids
+      .slice(i, i + 100)
+      .map((id) => dispatchKey(id));
+    for (let round = 0; keys && keys.length > 0; round++) {
+      if (round > 0)
+        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
+      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
+        new BatchGetCommand({
+          RequestItems: { [rt.tables.ledger]: { Keys: keys, ConsistentRead: true, ...projection } },
+        }),
+      );
+      out.push(...(r.Responses?.[rt.tables.ledger] ?? []));
+      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
+    }
+  }
+  return out;
+}
+
+/**
  * The dispatches of these that exist in the ledger (consistent reads, 100 keys a request), by
  * id, each with what `stampLate` needs and whether it carries a change stamp.
  */
@@ -377,36 +406,17 @@ export async function recordedDispatches(
   ids: string[],
 ): Promise<Map<string, Unstamped & { stamped: boolean }>> {
   const found = new Map<string, Unstamped & { stamped: boolean }>();
-  const unique = [...new Set(ids)];
-  for (let i = 0; i < unique.length; i += 100) {
-    let keys: Record<string, unknown>[] | undefined = unique
-      .slice(i, i + 100)
-      .map((id) => dispatchKey(id));
-    for (let round = 0; keys && keys.length > 0; round++) {
-      if (round > 0)
-        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
-      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [rt.tables.ledger]: {
-              Keys: keys,
-              ConsistentRead: true,
-              ProjectionExpression: 'pk, dispatchId, appId, createdAt, gsi3pk',
-            },
-          },
-        }),
-      );
-      for (const item of r.Responses?.[rt.tables.ledger] ?? []) {
-        const id = String(dispatchIdOf(item));
-        found.set(id, {
-          dispatchId: id,
-          appId: String(item.appId),
-          createdAt: String(item.createdAt),
-          stamped: item.gsi3pk !== undefined,
-        });
-      }
-      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
-    }
+  const items = await readDispatchItems(rt, [...new Set(ids)], {
+    ProjectionExpression: 'pk, dispatchId, appId, createdAt, gsi3pk',
+  });
+  for (const item of items) {
+    const id = String(dispatchIdOf(item));
+    found.set(id, {
+      dispatchId: id,
+      appId: String(item.appId),
+      createdAt: String(item.createdAt),
+      stamped: item.gsi3pk !== undefined,
+    });
   }
   return found;
 }

@@ -1,15 +1,12 @@
-import { BatchGetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
-import { backoffMs } from '../backoff.js';
 import { keys } from '../domain/consent/repository.js';
 import { creationEventIds } from '../domain/ids.js';
 import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';
 import {
-  DISPATCH_SK,
   dispatchIdFor,
-  dispatchPk,
   isDispatchHead,
+  readDispatchItems,
   principalIndexKeys,
   webhookEndpoint,
 } from './dispatches.js';
@@ -91,29 +88,9 @@ export async function principalDispatches(
 async function readHeads(rt: Runtime, ids: string[]): Promise<Record<string, unknown>[]> {
   const attrs = ['pk', 'sk', ...DISPATCH_VIEW_ATTRS];
   const names = Object.fromEntries(attrs.map((a, i) => [`#a${i}`, a]));
-  const out: Record<string, unknown>[] = [];
-  for (let at = 0; at < ids.length; at += 100) {
-    let pending: Record<string, unknown>[] | undefined = ids
-      .slice(at, at + 100)
-      .map((id) => ({ pk: dispatchPk(id), sk: DISPATCH_SK }));
-    for (let round = 0; pending && pending.length > 0; round++) {
-      if (round > 0)
-        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
-      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [rt.tables.ledger]: {
-              Keys: pending,
-              ConsistentRead: true,
-              ProjectionExpression: Object.keys(names).join(', '),
-              ExpressionAttributeNames: names,
-            },
-          },
-        }),
-      );
-      out.push(...(r.Responses?.[rt.tables.ledger] ?? []).filter((i) => isDispatchHead(i)));
-      pending = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
-    }
-  }
-  return out;
+  const items = await readDispatchItems(rt, ids, {
+    ProjectionExpression: Object.keys(names).join(', '),
+    ExpressionAttributeNames: names,
+  });
+  return items.filter((i) => isDispatchHead(i));
 }
