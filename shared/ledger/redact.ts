@@ -25,7 +25,7 @@ export async function redactDispatchBodies(
     const { Item: item } = await rt.dynamo.doc.send(
       new GetCommand({
         TableName: rt.tables.ledger,
-        Key: { pk: key.pk, sk: key.sk },
+        Key: key,
         ConsistentRead: true,
       }),
     );
@@ -36,7 +36,7 @@ export async function redactDispatchBodies(
       await rt.dynamo.doc.send(
         new UpdateCommand({
           TableName: rt.tables.ledger,
-          Key: { pk: key.pk, sk: key.sk },
+          Key: key,
           UpdateExpression: `SET #b = :body, bodyRedactedAt = :at`,
           // Only the body that was read: a concurrent change is picked up by the next sweep.
           ConditionExpression: '#b = :old',

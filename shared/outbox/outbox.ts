@@ -260,7 +260,7 @@ interface Open {
 }
 
 /** Errors after which the transaction certainly did not apply. */
-function certainlyNotApplied(err: unknown): boolean {
+export function certainlyNotApplied(err: unknown): boolean {
   if (err instanceof AppError) return true;
   const name = (err as { name?: string } | undefined)?.name;
   return name === 'TransactionCanceledException' || name === 'ValidationException';

@@ -425,7 +425,7 @@ function isOutbox(i: TransactItem): boolean {
 }
 
 /** A cancellation as the write would have got it alone: its own reasons, from index 0. */
-function ownCancellation(err: unknown, reasons: Reason[]): Error {
+export function ownCancellation(err: unknown, reasons: Reason[]): Error {
   const own = new Error(
     `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code ?? 'None').join(', ')}]`,
   ) as Error & { CancellationReasons: Reason[]; $metadata?: unknown };

@@ -3,6 +3,7 @@ import { ensureFamily } from '../../timers/due.js';
 import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons, writeItems } from '../../storage/dynamo.js';
+import { ownCancellation } from '../../storage/group-commit.js';
 import {
   newEventId,
   newReferenceId,
@@ -15,7 +16,7 @@ import {
 import { claimsAtDerived } from '../apps.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
-import { ATTR, packMessages } from '../../outbox/outbox.js';
+import { ATTR, certainlyNotApplied, packMessages } from '../../outbox/outbox.js';
 import {
   carriesDerived,
   creationIds,
@@ -152,7 +153,7 @@ async function commit(
       ...(carrier >= 0 ? { carrier } : {}),
       derived,
       signal: ctx.signal,
-      alone: o.alone === true && all.length === 1,
+      alone: o.alone === true,
     },
   );
   return events;
@@ -371,23 +372,16 @@ async function split(
       alone: true,
     });
   } catch (err) {
+    // The transaction's refusal as the combined write's: its reason at index 1.
     const c = cancellationReasons(err);
-    if (c) throw shifted(err, c.failed.has(0));
-    // Refused unsent (AppError) or as a whole (ValidationException): certainly not written.
-    const refused = (err as { name?: string } | undefined)?.name === 'ValidationException';
-    if (err instanceof AppError || refused) await dropPrincipal(ctx, principal);
+    if (c)
+      throw ownCancellation(err, [
+        { Code: 'None' },
+        { Code: c.failed.has(0) ? 'ConditionalCheckFailed' : 'None' },
+      ]);
+    if (certainlyNotApplied(err)) await dropPrincipal(ctx, principal);
     throw err;
   }
-}
-
-/** The transaction's refusal as the combined write's: its reason at index 1. */
-function shifted(err: unknown, failed: boolean): Error {
-  const e = new Error((err as Error).message) as Error & {
-    CancellationReasons: { Code: string }[];
-  };
-  e.name = 'TransactionCanceledException';
-  e.CancellationReasons = [{ Code: 'None' }, { Code: failed ? 'ConditionalCheckFailed' : 'None' }];
-  return e;
 }
 
 /** Removes the principal `split` wrote when its transaction was certainly not written. */
