@@ -227,6 +227,17 @@ export const baseConfigSchema = z.object({
     .enum(['true', 'false', '1', '0', ''])
     .optional()
     .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /**
+   * The dispatcher lists the dispatches of one app it writes together by a listing page (one
+   * item naming up to 14) instead of a `gsi1` entry each (shared/ledger/app-pages.ts): about one
+   * write unit less a dispatch. Set false during a rolling upgrade from a version before it (an
+   * older reader lists an app's dispatches from `gsi1` alone), and back once no older process
+   * runs; this version reads both.
+   */
+  LEDGER_APP_PAGES: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */

@@ -1,4 +1,9 @@
-import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  TransactWriteCommand,
+  type BatchGetCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
@@ -17,6 +22,7 @@ import {
 } from './dispatches.js';
 import type { DueEntry } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
+import { planPages } from './app-pages.js';
 import { chainHash } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
@@ -105,6 +111,11 @@ export interface FirstAttemptRecord {
    * due entry itself (dispatch-due.ts).
    */
   children: { table: string; item: Record<string, unknown> }[];
+  /**
+   * The listing page that names the dispatch, when its item went without a `gsi1` entry
+   * (app-pages.ts; set by `firstAttemptPhases`): what the recheck after an outage reads back.
+   */
+  page?: Record<string, unknown>;
 }
 
 /**
@@ -162,25 +173,83 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
 
 /**
  * Group commit of first-attempt records whose dispatches nobody else can be writing (the
- * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in two phases, to be
- * written in order: every record's timer items (the phase is left out when there are none),
- * then their dispatch items, so a dispatch item in the ledger always has its SLA check.
- * Each phase goes to `writeBatch` until nothing is left unprocessed. A record `stamp` says no
+ * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in phases, to be written
+ * in order: every record's timer items and the listing pages of their dispatches (none when
+ * there are neither), then their dispatch items, so a dispatch item in the ledger always has
+ * its SLA check and, when it has no `gsi1` entry, its page. Each phase is at most 25 puts (one
+ * request) and goes to `writeBatch` until nothing is left unprocessed. A record `stamp` says no
  * to is put without its change stamp (changes.ts: the sealer's first read of its period holds
- * it); the rest keep theirs.
+ * it); the rest keep theirs. With `LEDGER_APP_PAGES` the dispatches of one app are listed by
+ * pages (app-pages.ts, `planPages`), and each record so listed remembers its page (`page`).
  */
 export function firstAttemptPhases(
   rt: Runtime,
   recs: readonly FirstAttemptRecord[],
   stamp: (rec: FirstAttemptRecord) => boolean,
 ): BatchPuts[] {
-  const children = recs.flatMap((r) => r.children);
+  const stamped = recs.map((r) => (stamp(r) ? r.head : unstamped(r.head)));
+  const plan = rt.config.LEDGER_APP_PAGES ? planPages(stamped) : { pages: [], heads: stamped };
+  recs.forEach((r, i) => {
+    if (plan.heads[i] === stamped[i]) return;
+    const key = stamped[i]!.gsi1sk;
+    r.page = plan.pages.find((p) => (p.ks as unknown[]).includes(key));
+  });
   return [
-    ...(children.length > 0 ? [batchPuts(children)] : []),
-    batchPuts(
-      recs.map((r) => ({ table: rt.tables.ledger, item: stamp(r) ? r.head : unstamped(r.head) })),
-    ),
+    ...batchPutsOf([
+      ...recs.flatMap((r) => r.children),
+      ...plan.pages.map((item) => ({ table: rt.tables.ledger, item })),
+    ]),
+    ...batchPutsOf(plan.heads.map((item) => ({ table: rt.tables.ledger, item }))),
   ];
+}
+
+/** Puts one `BatchWriteItem` request takes. */
+const BATCH_PUTS = 25;
+
+/**
+ * The listing pages of these records (`page`) that are not in the ledger (consistent reads):
+ * what a store that lost acknowledged writes no longer has, to be put again.
+ */
+export async function missingPages(
+  rt: Runtime,
+  recs: readonly FirstAttemptRecord[],
+): Promise<Record<string, unknown>[]> {
+  const pages = new Map<string, Record<string, unknown>>();
+  for (const r of recs) if (r.page) pages.set(`${String(r.page.pk)}|${String(r.page.sk)}`, r.page);
+  const all = [...pages.values()];
+  const found = new Set<string>();
+  for (let i = 0; i < all.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = all
+      .slice(i, i + 100)
+      .map((p) => ({ pk: p.pk, sk: p.sk }));
+    while (keys && keys.length > 0) {
+      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [rt.tables.ledger]: {
+              Keys: keys,
+              ConsistentRead: true,
+              ProjectionExpression: 'pk, sk',
+            },
+          },
+        }),
+      );
+      for (const item of r.Responses?.[rt.tables.ledger] ?? [])
+        found.add(`${String(item.pk)}|${String(item.sk)}`);
+      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
+    }
+  }
+  return all.filter((p) => !found.has(`${String(p.pk)}|${String(p.sk)}`));
+}
+
+/** Puts grouped for `writeBatch`, at most 25 a request. */
+export function batchPutsOf(
+  items: readonly { table: string; item: Record<string, unknown> }[],
+): BatchPuts[] {
+  const out: BatchPuts[] = [];
+  for (let i = 0; i < items.length; i += BATCH_PUTS)
+    out.push(batchPuts(items.slice(i, i + BATCH_PUTS)));
+  return out;
 }
 
 /** A dispatch item without its change-index keys. */

@@ -4,8 +4,8 @@ import { queryPages, type QueryInput } from '../storage/query.js';
 import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
 import { latestOverlapping, type Checkpoint } from './checkpoint.js';
 import type { Leaf } from './merkle.js';
-import { isDispatchHead } from './dispatches.js';
 import { dispatchIdOf } from './packed.js';
+import { readAppDispatches } from './app-pages.js';
 
 /**
  * Where checkpoints live (the `checkpoints` table), and the two ledger reads the sealer needs.
@@ -289,51 +289,35 @@ export async function changesIn(rt: Runtime, from: string, to: string): Promise<
   return pages.flat().flatMap((i) => parseChangeKey(String(i.gsi3sk)) ?? []);
 }
 
-/** The leaves of an app's dispatches created in [start, end), in tree order (the gsi1 order). */
+/**
+ * The leaves of an app's dispatches created in [start, end), in tree order (the `gsi1` order):
+ * from `gsi1` and the listing pages (app-pages.ts).
+ */
 export async function currentLeaves(
   rt: Runtime,
   appId: string,
   start: string,
   end: string,
 ): Promise<Leaf[]> {
-  const items = await queryAll(rt, {
-    TableName: rt.tables.ledger,
-    IndexName: 'gsi1',
-    KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk BETWEEN :from AND :to',
-    ExpressionAttributeValues: { ':pk': `APP#${appId}`, ':from': start, ':to': end },
-    ProjectionExpression: '#pk, #sk, #id, #at, #head',
-    ExpressionAttributeNames: {
-      '#pk': 'pk',
-      '#sk': 'sk',
-      '#id': 'dispatchId',
-      '#at': 'createdAt',
-      '#head': 'headHash',
-    },
-  });
-  return items
-    .filter((i) => isDispatchHead(i))
-    .map((i) => ({
-      dispatchId: String(dispatchIdOf(i)),
-      createdAt: String(i.createdAt),
-      headHash: String(i.headHash),
-    }));
+  const leaves: Leaf[] = [];
+  let after: string | undefined;
+  do {
+    const page = await readAppDispatches(rt, { appId, from: start, to: end, after, want: 1000 });
+    for (const i of page.items)
+      leaves.push({
+        dispatchId: String(dispatchIdOf(i)),
+        createdAt: String(i.createdAt),
+        headHash: String(i.headHash),
+      });
+    after = page.next?.gsi1sk;
+  } while (after !== undefined);
+  return leaves;
 }
 
 /** createdAt of the app's first dispatch, or undefined when it has none. */
 export async function firstDispatchAt(rt: Runtime, appId: string): Promise<string | undefined> {
-  const r = await rt.dynamo.doc.send(
-    new QueryCommand({
-      TableName: rt.tables.ledger,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :pk',
-      ExpressionAttributeValues: { ':pk': `APP#${appId}` },
-      ProjectionExpression: '#at',
-      ExpressionAttributeNames: { '#at': 'createdAt' },
-      Limit: 1,
-    }),
-  );
-  const item = r.Items?.[0];
-  return item ? String(item.createdAt) : undefined;
+  const first = (await readAppDispatches(rt, { appId, want: 1 })).items[0];
+  return first ? String(first.createdAt) : undefined;
 }
 
 /** A checkpoint as exported: the leaves come with the checkpoint in force for a period in range. */

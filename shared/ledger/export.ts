@@ -1,17 +1,15 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { ComplianceFlag } from '../compliance/flags.js';
 import type { Runtime } from '../runtime.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
-import { isDispatchHead } from './dispatches.js';
-import { impliedFields } from './packed.js';
+import { readAppDispatches, type IndexFilter } from './app-pages.js';
 import { principalDispatches } from './principal.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
- * (gsi1 by app and time; one principal's from principal.ts, gsi2 and its consents) and a
- * constant-memory iterator for the export. Both sort on `{createdAt}#{dispatchId}`, so on gsi1 a
- * time range is a key condition (cost grows with the range, not the table); event and flag are
- * filters.
+ * (an app's from app-pages.ts, gsi1 and its listing pages; one principal's from principal.ts,
+ * gsi2 and its consents) and a constant-memory iterator for the export. Both sort on
+ * `{createdAt}#{dispatchId}`, so a time range is a key condition (cost grows with the range,
+ * not the table); event and flag are filters.
  */
 
 export interface DispatchQuery {
@@ -70,22 +68,10 @@ export interface DispatchPage {
   nextKey: IndexKey | undefined;
 }
 
-/** Items read per DynamoDB call when a filter may drop some (fewer calls for sparse filters). */
-const FILTERED_READ = 100;
-
-function queryInput(q: DispatchQuery, ref: IndexRef) {
-  const names: Record<string, string> = { '#pk': `${ref.index}pk` };
-  const values: Record<string, unknown> = { ':pk': ref.pk };
-  let key = '#pk = :pk';
-  // DynamoDB refuses names an expression does not use.
-  if (q.from !== undefined || q.to !== undefined) names['#sk'] = `${ref.index}sk`;
-  // Keys are `{createdAt}#…`: every key at `to` sorts after `to` itself, so BETWEEN and `<`
-  // exclude it, and every key at `from` sorts after `from`, so `>=` includes it.
-  if (q.from !== undefined) values[':from'] = q.from;
-  if (q.to !== undefined) values[':to'] = q.to;
-  if (q.from !== undefined && q.to !== undefined) key += ' AND #sk BETWEEN :from AND :to';
-  else if (q.from !== undefined) key += ' AND #sk >= :from';
-  else if (q.to !== undefined) key += ' AND #sk < :to';
+/** The query's event and flag as a DynamoDB filter on the index's projected attributes. */
+function filterInput(q: DispatchQuery): IndexFilter | undefined {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
   const filters: string[] = [];
   if (q.event !== undefined) {
     names['#event'] = 'event';
@@ -102,18 +88,25 @@ function queryInput(q: DispatchQuery, ref: IndexRef) {
       filters.push('#flag = :flag');
     }
   }
+  if (filters.length === 0) return undefined;
   return {
-    KeyConditionExpression: key,
+    FilterExpression: filters.join(' AND '),
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
-    ...(filters.length ? { FilterExpression: filters.join(' AND ') } : {}),
   };
 }
 
+/** What `filterInput` says of an item, for dispatches read by key. */
+const matches = (q: DispatchQuery) => (d: Record<string, unknown>) => {
+  if (q.event !== undefined && d.event !== q.event) return false;
+  if (q.flag === null) return d.complianceFlag === null || d.complianceFlag === undefined;
+  return q.flag === undefined || d.complianceFlag === q.flag;
+};
+
 /**
- * One page of matching dispatches, reading as many DynamoDB pages as it takes to find `limit`
- * matches, up to `maxEvaluated` evaluated items. When a DynamoDB page holds more matches than
- * are wanted, the page ends at the last one kept and the next starts right after it.
+ * One page of matching dispatches (app-pages.ts: `gsi1` and the listing pages, or principal.ts),
+ * evaluating at most `maxEvaluated` index entries past what it needs: a sparse filter may then
+ * end a page short, even empty, with a key that moves forward.
  */
 export async function readDispatchPage(
   rt: Runtime,
@@ -122,37 +115,18 @@ export async function readDispatchPage(
 ): Promise<DispatchPage> {
   const ref = indexOf(q);
   if (ref.index === 'gsi2') return readPrincipalPage(rt, { ...q, referenceId: q.referenceId! }, r);
-  const input = queryInput(q, ref);
-  const filtered = input.FilterExpression !== undefined;
-  const items: Record<string, unknown>[] = [];
-  let start: IndexKey | undefined = r.startKey;
-  let evaluated = 0;
-  for (;;) {
-    const want = r.limit - items.length;
-    const budget = r.maxEvaluated - evaluated;
-    const res = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.ledger,
-        IndexName: ref.index,
-        ...input,
-        Limit: Math.max(1, Math.min(budget, filtered ? Math.max(want, FILTERED_READ) : want)),
-        ExclusiveStartKey: start,
-      }),
-      r.signal ? { abortSignal: r.signal } : {},
-    );
-    evaluated += res.ScannedCount ?? 0;
-    // Only dispatch items carry index keys; the check keeps any other entry out regardless.
-    // With what a packed item leaves implied put back (packed.ts).
-    const got = (res.Items ?? []).filter((i) => isDispatchHead(i)).map((i) => impliedFields(i));
-    if (got.length > want) {
-      items.push(...got.slice(0, want));
-      return { items, nextKey: keyAfter(items[items.length - 1]!, ref.index) };
-    }
-    items.push(...got);
-    start = res.LastEvaluatedKey as IndexKey | undefined;
-    if (!start) return { items, nextKey: undefined };
-    if (items.length >= r.limit || evaluated >= r.maxEvaluated) return { items, nextKey: start };
-  }
+  const page = await readAppDispatches(rt, {
+    appId: q.appId,
+    from: q.from,
+    to: q.to,
+    after: r.startKey?.gsi1sk,
+    want: r.limit,
+    maxEvaluated: r.maxEvaluated,
+    filter: filterInput(q),
+    keep: matches(q),
+    signal: r.signal,
+  });
+  return { items: page.items, nextKey: page.next };
 }
 
 /**
@@ -166,14 +140,13 @@ async function readPrincipalPage(
   r: PageRequest,
 ): Promise<DispatchPage> {
   const after = r.startKey?.gsi2sk;
+  const keep = matches(q);
   const matching = (await principalDispatches(rt, q.appId, q.referenceId)).filter((d) => {
     const key = String(d.gsi2sk);
     if (after !== undefined && key <= after) return false;
     if (q.from !== undefined && key < q.from) return false;
     if (q.to !== undefined && key >= q.to) return false;
-    if (q.event !== undefined && d.event !== q.event) return false;
-    if (q.flag === null) return d.complianceFlag === null || d.complianceFlag === undefined;
-    return q.flag === undefined || d.complianceFlag === q.flag;
+    return keep(d);
   });
   const items = matching.slice(0, Math.max(1, r.limit));
   return {

@@ -69,7 +69,7 @@ export async function principalDispatches(
       if (!byId.has(id)) wanted.add(id);
     }
   }
-  for (const item of await readHeads(rt, [...wanted])) {
+  for (const item of await readDispatchViews(rt, [...wanted])) {
     const d = impliedFields(item);
     if (d.appId !== appId || d.referenceId !== referenceId) continue;
     byId.set(String(d.dispatchId), {
@@ -85,7 +85,10 @@ export async function principalDispatches(
 }
 
 /** The view attributes (what a listing shows) and keys of the dispatch items that exist. */
-async function readHeads(rt: Runtime, ids: string[]): Promise<Record<string, unknown>[]> {
+export async function readDispatchViews(
+  rt: Runtime,
+  ids: string[],
+): Promise<Record<string, unknown>[]> {
   const attrs = ['pk', 'sk', ...DISPATCH_VIEW_ATTRS];
   const names = Object.fromEntries(attrs.map((a, i) => [`#a${i}`, a]));
   const items = await readDispatchItems(rt, ids, {

@@ -1,4 +1,3 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
@@ -16,6 +15,7 @@ import { checkChain, storedEntries } from './evidence.js';
 import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flag-entries.js';
 import { toPostback, type PostbackEntry } from './postbacks.js';
 import { principalDispatches } from './principal.js';
+import { readAppDispatches } from './app-pages.js';
 
 export type DispatchWithAttempts = Dispatch & {
   attempts: Omit<AttemptEntry, 'type'>[];
@@ -98,48 +98,50 @@ function decodeCursor(c: string | undefined): Record<string, unknown> | undefine
   });
 }
 
-/** A page of `gsi1` (an app's dispatches; one principal's: export.ts, `readDispatchPage`). */
-async function listBy(rt: Runtime, index: 'gsi1', pk: string, o: ListOptions): Promise<Page> {
-  const filters: string[] = [];
-  const names: Record<string, string> = { '#pk': `${index}pk`, '#sk': `${index}sk` };
-  const values: Record<string, unknown> = {
-    ':pk': pk,
-    ':from': o.from ?? '0000',
-    ':to': o.to ?? '9999',
-  };
-  const filter = (attr: string, value: unknown) => {
-    if (value === undefined) return;
-    names[`#${attr}`] = attr;
-    values[`:${attr}`] = value;
-    filters.push(`#${attr} = :${attr}`);
-  };
-  filter('event', o.event);
-  filter('deliveryStatus', o.deliveryStatus);
-  filter('complianceFlag', o.complianceFlag);
-  const r = await rt.dynamo.doc.send(
-    new QueryCommand({
-      TableName: rt.tables.ledger,
-      IndexName: index,
-      // The sort key is `{createdAt}#{dispatchId}`: `to` alone sorts before every key at `to`.
-      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
-      ...(filters.length ? { FilterExpression: filters.join(' AND ') } : {}),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-      Limit: Math.min(Math.max(o.limit ?? 50, 1), 1000),
-      ScanIndexForward: o.order !== 'desc',
-      ExclusiveStartKey: decodeCursor(o.cursor),
-    }),
-  );
-  return { items: (r.Items ?? []).map(toDispatch), nextCursor: encodeCursor(r.LastEvaluatedKey) };
-}
-
-/** An app's dispatches by event time (oldest first unless `order: 'desc'`). */
-export function listDispatchesByApp(
+/**
+ * An app's dispatches by event time (oldest first unless `order: 'desc'`): `gsi1` and the
+ * listing pages (app-pages.ts).
+ */
+export async function listDispatchesByApp(
   rt: Runtime,
   appId: string,
   o: ListOptions = {},
 ): Promise<Page> {
-  return listBy(rt, 'gsi1', `APP#${appId}`, o);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const filters: string[] = [];
+  const wanted: [string, unknown][] = [
+    ['event', o.event],
+    ['deliveryStatus', o.deliveryStatus],
+    ['complianceFlag', o.complianceFlag],
+  ];
+  for (const [attr, value] of wanted) {
+    if (value === undefined) continue;
+    names[`#${attr}`] = attr;
+    values[`:${attr}`] = value;
+    filters.push(`#${attr} = :${attr}`);
+  }
+  const after = decodeCursor(o.cursor)?.gsi1sk;
+  const page = await readAppDispatches(rt, {
+    appId,
+    from: o.from ?? '0000',
+    to: o.to ?? '9999',
+    after: typeof after === 'string' ? after : undefined,
+    desc: o.order === 'desc',
+    want: Math.min(Math.max(o.limit ?? 50, 1), 1000),
+    ...(filters.length
+      ? {
+          filter: {
+            FilterExpression: filters.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          },
+          keep: (d: Record<string, unknown>) =>
+            wanted.every(([a, v]) => v === undefined || d[a] === v),
+        }
+      : {}),
+  });
+  return { items: page.items.map(toDispatch), nextCursor: encodeCursor(page.next) };
 }
 
 /**

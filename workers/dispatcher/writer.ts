@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, coerceError } from '../../shared/errors.js';
 import {
+  batchPutsOf,
   commitFirstAttempts,
+  missingPages,
   firstAttemptPhases,
   missingFirstAttempts,
   writeBatch,
@@ -21,12 +23,13 @@ import type { DispatcherMetrics } from './metrics.js';
  * How a first attempt and its dispatch reach the ledger.
  * - `fast`: the event's partition is certainly this worker's, so nobody else can be writing
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
- *   SLA checks first and the dispatch items (holding their first attempt and, when it
- *   failed, their retry's due entry) after them, so a dispatch item in the ledger always has
- *   its SLA check. A dispatch item goes without a change-index stamp (one index write less)
- *   unless it is the first of its app this writer writes, or its period's first sealing may
- *   come before it lands (shared/ledger/changes.ts); one that landed that late after all is
- *   stamped before its record is answered.
+ *   SLA checks and listing pages first and the dispatch items (holding their first attempt
+ *   and, when it failed, their retry's due entry) after them, so a dispatch item in the ledger
+ *   always has its SLA check and, without a `gsi1` entry, its page (app-pages.ts). A
+ *   dispatch item goes without a change-index stamp (one index write less) unless it is the
+ *   first of its app this writer writes, or its period's first sealing may come before it
+ *   lands (shared/ledger/changes.ts); one that landed that late after all is stamped before
+ *   its record is answered.
  * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
  *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
  *   makes its record a duplicate that writes nothing. When a transaction is cancelled because
@@ -114,6 +117,12 @@ export class FirstAttemptWriter {
         const results = await Promise.all(batch.map((rec) => this.write(rec, 'safe')));
         restored += results.filter((r) => r === 'recorded').length;
       }
+      // A page gone with its dispatch item still there would leave the item unlisted by app.
+      const pages = await missingPages(this.rt, recs);
+      for (const puts of batchPutsOf(pages.map((item) => ({ table: this.rt.tables.ledger, item }))))
+        await this.batchWrite(puts);
+      if (pages.length > 0)
+        this.o.log.warn({ pages: pages.length }, 'listing pages the store lost were written again');
       this.o.metrics.ledgerRestored.inc(restored);
       if (gone.length > 0)
         this.o.log.warn(
