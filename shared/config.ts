@@ -285,6 +285,13 @@ export const baseConfigSchema = z.object({
   DISPATCH_CLOCK_SKEW_MS: z.coerce.number().int().nonnegative().default(60_000),
   /** Group-commit ledger writes (BatchWriteItem requests) in flight per dispatcher. */
   DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(2),
+  /**
+   * How long a first attempt's record waits for others before a ledger write that is not full
+   * (25 records) starts. Dispatches of one app written together share a listing page
+   * (LEDGER_APP_PAGES): a consent's two creation events are delivered within milliseconds of
+   * each other. The webhook is sent before; only the event's commit in Kafka waits.
+   */
+  DISPATCH_LEDGER_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(25),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */

@@ -45,6 +45,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     metrics,
     log,
     maxFlushes: c.DISPATCH_LEDGER_FLUSHES,
+    lingerMs: c.DISPATCH_LEDGER_LINGER_MS,
   });
   const attempter = new Attempter(rt, {
     client,

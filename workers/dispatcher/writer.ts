@@ -51,6 +51,8 @@ const SAFE_BATCH_RECORDS = 200;
 
 interface Pending {
   rec: FirstAttemptRecord;
+  /** When it was queued (ms). */
+  at: number;
   resolve: (r: FirstWriteResult) => void;
   reject: (e: unknown) => void;
 }
@@ -66,6 +68,8 @@ export class FirstAttemptWriter {
   /** Apps a stamped dispatch item of this writer landed for (the sealer can find them). */
   private readonly announced = new Set<string>();
   private readonly unwatch: () => void;
+  /** The timer that starts a flush once its oldest record has lingered. */
+  private lingering: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rt: Runtime,
@@ -74,6 +78,12 @@ export class FirstAttemptWriter {
       log: Logger;
       /** BatchWriteItem requests in flight at once. */
       maxFlushes: number;
+      /**
+       * How long a fast record waits for others before a flush that is not full starts (0: not
+       * at all). Records written together share a listing page (app-pages.ts); the webhook was
+       * sent before, so only the event's commit in Kafka waits.
+       */
+      lingerMs?: number;
     },
   ) {
     this.unwatch = this.recent.watch(rt.storeOutages, (since) => this.recheck(since));
@@ -82,10 +92,10 @@ export class FirstAttemptWriter {
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
     return new Promise((resolve, reject) => {
       if (mode === 'safe') {
-        this.safeQueue.push({ rec, resolve, reject });
+        this.safeQueue.push({ rec, at: Date.now(), resolve, reject });
         this.pumpSafe();
       } else {
-        this.queue.push({ rec, resolve, reject });
+        this.queue.push({ rec, at: Date.now(), resolve, reject });
         this.pump();
       }
     });
@@ -145,15 +155,27 @@ export class FirstAttemptWriter {
 
   /** Gives up on waiting writes (they are redone from Kafka). */
   close(): void {
+    clearTimeout(this.lingering);
     this.unwatch();
     this.closed = true;
     for (const p of [...this.queue.splice(0), ...this.safeQueue.splice(0)])
       p.reject(new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping'));
   }
 
-  /** Natural batching: a flush starts whenever a slot is free, taking all that waits (≤ 25 items a phase). */
+  /**
+   * Natural batching: a flush starts whenever a slot is free, taking all that waits (≤ 25
+   * items a phase), once the oldest record has waited `lingerMs` or a batch is full.
+   */
   private pump(): void {
     while (this.queue.length > 0 && this.active < this.o.maxFlushes) {
+      const wait = this.queue[0]!.at + (this.o.lingerMs ?? 0) - Date.now();
+      if (wait > 0 && this.queue.length < BATCH) {
+        this.lingering ??= setTimeout(() => {
+          this.lingering = undefined;
+          this.pump();
+        }, wait);
+        return;
+      }
       const batch: Pending[] = [];
       let children = 0;
       while (this.queue.length > 0 && batch.length < BATCH) {
