@@ -115,7 +115,8 @@ export const tableDefs = {
       // Dispatches by app and by principal, in event time (shared/ledger/queries.ts, export.ts):
       // what a listing shows of each, no body (a table created before keeps ALL; both work).
       // A consent's creation dispatches are in no gsi2: found through the principal's
-      // transactions (shared/ledger/principal.ts).
+      // transactions (shared/ledger/principal.ts). Dispatches the dispatcher wrote with others
+      // of their app are in no gsi1: a listing page item names them (shared/ledger/app-pages.ts).
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: DISPATCH_VIEW_ATTRS },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: DISPATCH_VIEW_ATTRS },
       // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).

@@ -71,6 +71,14 @@ const writerOn = () =>
     lingerMs: 25,
   });
 
+/** `svc_webhook_ledger_paged_total` by item. */
+async function pagedCount(): Promise<{ dispatch: number; page: number }> {
+  const m = await rt.registry.getSingleMetric('svc_webhook_ledger_paged_total')?.get();
+  const of = (item: string) =>
+    m?.values.filter((v) => v.labels.item === item).reduce((n, v) => n + v.value, 0) ?? 0;
+  return { dispatch: of('dispatch'), page: of('page') };
+}
+
 /** Every dispatch of the app, following `readAppDispatches` page by page. */
 async function walk(
   appId: string,
@@ -136,6 +144,7 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
     // Another app's in the same batches: never listed with this one's.
     const stranger = newApp();
     const theirs = Array.from({ length: 5 }, () => deliveredFirstAttempt(rt, stranger, at(t0 + 3)));
+    const pagedBefore = await pagedCount();
     await writer.write(spread[0]!, 'fast'); // the app announced alone first
     const results = await Promise.all(
       [...burst, ...spread.slice(1), ...theirs].map((r) => writer.write(r, 'fast')),
@@ -152,6 +161,15 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
       expect(r.page !== undefined).toBe(paged.has(keyOf(r)));
     }
     expect((await stored(burst[0]!.dispatchId))?.gsi1pk).toBeUndefined();
+    // svc_webhook_ledger_paged_total: this app's paged dispatches and the others' (5, one page).
+    const pagedAfter = await pagedCount();
+    expect({
+      dispatch: pagedAfter.dispatch - pagedBefore.dispatch,
+      page: pagedAfter.page - pagedBefore.page,
+    }).toEqual({
+      dispatch: burst.filter((r) => paged.has(keyOf(r))).length + theirs.length,
+      page: pages.length + 1,
+    });
     expect((await stored(spread[0]!.dispatchId))?.gsi1pk).toBe(`APP#${app.appId}`);
 
     const expected = [...burst, ...spread].map(keyOf).sort();
@@ -309,8 +327,9 @@ describe('over REST, through the real processes', () => {
         )
       ).Items!.flatMap((p) => p.ks as string[]),
     );
-    // A consent's two creation events are written together: their dispatches share a page.
-    expect(named.size).toBeGreaterThanOrEqual(12);
+    // Records of the fast path written within the writer's linger share a page: at least one
+    // here (how many depends on how close together the deliveries ended on a busy machine).
+    expect(named.size).toBeGreaterThanOrEqual(2);
     for (const k of named) expect(all).toContain(k);
     const pages = await allPages(f, a.auditor, 'limit=5');
     expect(pages.flatMap((p) => p.ids)).toEqual(all.map((k) => k.split('#')[1]));

@@ -72,6 +72,11 @@ export function dispatcherMetrics(registry: Registry) {
       [],
       [1, 2, 5, 10, 15, 20, 25],
     ),
+    ledgerPaged: counter(
+      'svc_webhook_ledger_paged_total',
+      'First attempts whose dispatch is listed by a listing page instead of a gsi1 entry, by what was written (dispatch, page)',
+      ['item'],
+    ),
     ledgerRechecks: counter(
       'svc_webhook_ledger_rechecks_total',
       'Checks, after a store outage, of the first attempts the store acknowledged just before it',

@@ -202,6 +202,11 @@ export class FirstAttemptWriter {
         await this.batchWrite(phase);
       await this.stampLanded(recs.filter((r) => !stamped.has(r)));
       for (const r of stamped) this.announced.add(String(r.head.appId));
+      const pages = new Set(recs.flatMap((r) => (r.page ? [r.page] : [])));
+      if (pages.size > 0) {
+        this.o.metrics.ledgerPaged.inc({ item: 'page' }, pages.size);
+        this.o.metrics.ledgerPaged.inc({ item: 'dispatch' }, recs.filter((r) => r.page).length);
+      }
       this.recent.add(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
