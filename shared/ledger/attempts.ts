@@ -4,6 +4,7 @@ import {
   TransactWriteCommand,
   type BatchGetCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
+import { backoffMs } from '../backoff.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
@@ -222,7 +223,9 @@ export async function missingPages(
     let keys: Record<string, unknown>[] | undefined = all
       .slice(i, i + 100)
       .map((p) => ({ pk: p.pk, sk: p.sk }));
-    while (keys && keys.length > 0) {
+    for (let round = 0; keys && keys.length > 0; round++) {
+      if (round > 0)
+        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
       const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
         new BatchGetCommand({
           RequestItems: {
