@@ -204,6 +204,39 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
     expect(await walk(stranger.appId, { want: 2 })).toEqual(theirs.map(keyOf).sort());
   });
 
+  it('lists every dispatch once when more pages than one query reads overlap in one second', async () => {
+    const app = newApp();
+    const writer = new FirstAttemptWriter(rt, {
+      metrics: dispatcherMetrics(rt.registry),
+      log: rt.log,
+      maxFlushes: 1,
+      lingerMs: 5,
+    });
+    const t0 = Date.now() - 40_000;
+    // 130 pages of two, all within one second (more than the 100 pages a query reads), and a
+    // few lone dispatches (gsi1) among them.
+    const recs = Array.from({ length: 260 }, (_, i) =>
+      deliveredFirstAttempt(rt, app, at(t0 + i * 3)),
+    );
+    for (let i = 0; i < recs.length; i += 2)
+      await Promise.all(recs.slice(i, i + 2).map((r) => writer.write(r, 'fast')));
+    const lone = [t0 + 100, t0 + 500, t0 + 2_000].map((ms) =>
+      deliveredFirstAttempt(rt, app, at(ms)),
+    );
+    for (const r of lone) await writer.write(r, 'fast');
+    expect((await pagesOf(app.appId)).length).toBe(130);
+    const expected = [...recs, ...lone].map(keyOf).sort();
+    for (const want of [1, 9, 120]) {
+      expect(await walk(app.appId, { want })).toEqual(expected);
+      expect(await walk(app.appId, { want, desc: true })).toEqual([...expected].reverse());
+    }
+    const from = at(t0 + 301);
+    const to = at(t0 + 602);
+    expect(await walk(app.appId, { want: 5, from, to })).toEqual(
+      expected.filter((k) => k >= from && k < to),
+    );
+  });
+
   it('a page’s bound on evaluation ends a filtered page short at a dispatch key that moves on', async () => {
     const app = newApp();
     const writer = writerOn();
