@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
-import { isDispatchHead } from './dispatches.js';
+import { dispatchKey, isDispatchHead } from './dispatches.js';
 import { impliedFields } from './packed.js';
 import { readDispatchViews } from './principal.js';
 import { RETAIN_ATTR } from './retention.js';
@@ -52,6 +52,8 @@ export interface PagePlan {
   pages: Record<string, unknown>[];
   /** The dispatch items as they are then written: those a page names without `gsi1` keys. */
   heads: Record<string, unknown>[];
+  /** The page that names each head (by its index), undefined for one left in `gsi1`. */
+  pageOf: (Record<string, unknown> | undefined)[];
 }
 
 /**
@@ -69,7 +71,7 @@ export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
     byApp.set(h.gsi1pk, list);
   });
   const pages: Record<string, unknown>[] = [];
-  const paged = new Set<number>();
+  const pageOf: (Record<string, unknown> | undefined)[] = heads.map(() => undefined);
   for (const [indexPk, list] of byApp) {
     list.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (let start = 0; start < list.length;) {
@@ -85,22 +87,24 @@ export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
       start = end;
       if (group.length < 2) continue;
       const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));
-      pages.push({
+      const page = {
         pk: `${indexPk}#PAGES`,
         sk: `${group[0]!.key.split('#', 1)[0]}#${randomUUID()}`,
         ks: group.map((g) => g.key),
         ...(retain > 0 ? { [RETAIN_ATTR]: retain + PAGE_RETAIN_MARGIN_S } : {}),
-      });
-      for (const g of group) paged.add(g.i);
+      };
+      pages.push(page);
+      for (const g of group) pageOf[g.i] = page;
     }
   }
   return {
     pages,
     heads: heads.map((h, i) => {
-      if (!paged.has(i)) return h;
+      if (!pageOf[i]) return h;
       const { gsi1pk: _pk, gsi1sk: _sk, ...rest } = h;
       return rest;
     }),
+    pageOf,
   };
 }
 
@@ -216,8 +220,7 @@ function keyOf(view: Record<string, unknown>): Record<string, string> {
 }
 
 function indexKey(indexPk: string, key: string): Record<string, string> {
-  const id = key.slice(key.indexOf('#') + 1);
-  return { pk: `DSP#${id}`, sk: 'DSP', gsi1pk: indexPk, gsi1sk: key };
+  return { ...dispatchKey(idOf(key)), gsi1pk: indexPk, gsi1sk: key };
 }
 
 /**
@@ -237,7 +240,7 @@ async function resolve(
   const found = new Map<string, Record<string, unknown>>();
   for (const item of await readDispatchViews(rt, chunk.map(idOf))) {
     const d = impliedFields(item);
-    if (d.appId === appId && isDispatchHead(item)) found.set(String(d.dispatchId), d);
+    if (d.appId === appId) found.set(String(d.dispatchId), d);
   }
   for (const k of chunk) {
     const d = found.get(idOf(k));

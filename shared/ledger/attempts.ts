@@ -1,10 +1,4 @@
-import {
-  BatchGetCommand,
-  BatchWriteCommand,
-  TransactWriteCommand,
-  type BatchGetCommandOutput,
-} from '@aws-sdk/lib-dynamodb';
-import { backoffMs } from '../backoff.js';
+import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
@@ -20,6 +14,7 @@ import {
   type AttemptEntry,
   type DispatchState,
   dispatchKey,
+  readLedgerItems,
 } from './dispatches.js';
 import type { DueEntry } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
@@ -189,11 +184,12 @@ export function firstAttemptPhases(
   stamp: (rec: FirstAttemptRecord) => boolean,
 ): BatchPuts[] {
   const stamped = recs.map((r) => (stamp(r) ? r.head : unstamped(r.head)));
-  const plan = rt.config.LEDGER_APP_PAGES ? planPages(stamped) : { pages: [], heads: stamped };
+  const plan = rt.config.LEDGER_APP_PAGES
+    ? planPages(stamped)
+    : { pages: [], heads: stamped, pageOf: [] };
   recs.forEach((r, i) => {
-    if (plan.heads[i] === stamped[i]) return;
-    const key = stamped[i]!.gsi1sk;
-    r.page = plan.pages.find((p) => (p.ks as unknown[]).includes(key));
+    const page = plan.pageOf[i];
+    if (page) r.page = page;
   });
   return [
     ...batchPutsOf([
@@ -218,30 +214,12 @@ export async function missingPages(
   const pages = new Map<string, Record<string, unknown>>();
   for (const r of recs) if (r.page) pages.set(`${String(r.page.pk)}|${String(r.page.sk)}`, r.page);
   const all = [...pages.values()];
-  const found = new Set<string>();
-  for (let i = 0; i < all.length; i += 100) {
-    let keys: Record<string, unknown>[] | undefined = all
-      .slice(i, i + 100)
-      .map((p) => ({ pk: p.pk, sk: p.sk }));
-    for (let round = 0; keys && keys.length > 0; round++) {
-      if (round > 0)
-        await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
-      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [rt.tables.ledger]: {
-              Keys: keys,
-              ConsistentRead: true,
-              ProjectionExpression: 'pk, sk',
-            },
-          },
-        }),
-      );
-      for (const item of r.Responses?.[rt.tables.ledger] ?? [])
-        found.add(`${String(item.pk)}|${String(item.sk)}`);
-      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
-    }
-  }
+  const items = await readLedgerItems(
+    rt,
+    all.map((p) => ({ pk: p.pk, sk: p.sk })),
+    { ProjectionExpression: 'pk, sk' },
+  );
+  const found = new Set(items.map((item) => `${String(item.pk)}|${String(item.sk)}`));
   return all.filter((p) => !found.has(`${String(p.pk)}|${String(p.sk)}`));
 }
 

@@ -368,20 +368,37 @@ export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Se
   return new Set((await recordedDispatches(rt, ids)).keys());
 }
 
+/** What a ledger read by key returns of each item. */
+type Projection = {
+  ProjectionExpression: string;
+  ExpressionAttributeNames?: Record<string, string>;
+};
+
 /**
  * The dispatch items of these ids that exist (BatchGetItem, consistent, 100 keys a request,
  * unprocessed keys asked again with a back-off), with only what `projection` names.
  */
-export async function readDispatchItems(
+export function readDispatchItems(
   rt: Runtime,
   ids: readonly string[],
-  projection: { ProjectionExpression: string; ExpressionAttributeNames?: Record<string, string> },
+  projection: Projection,
+): Promise<Record<string, unknown>[]> {
+  return readLedgerItems(
+    rt,
+    ids.map((id) => dispatchKey(id)),
+    projection,
+  );
+}
+
+/** The ledger items of these keys that exist, read as `readDispatchItems` reads. */
+export async function readLedgerItems(
+  rt: Runtime,
+  itemKeys: readonly Record<string, unknown>[],
+  projection: Projection,
 ): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  for (let i = 0; i < ids.length; i += 100) {
-    let keys: Record<string, unknown>[] | undefined = ids
-      .slice(i, i + 100)
-      .map((id) => dispatchKey(id));
+  for (let i = 0; i < itemKeys.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = itemKeys.slice(i, i + 100);
     for (let round = 0; keys && keys.length > 0; round++) {
       if (round > 0)
         await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));

@@ -63,12 +63,12 @@ async function pagesOf(appId: string) {
 }
 
 /** One writer, one flush at a time: records written together share a batch. */
-const writerOn = () =>
-  new FirstAttemptWriter(rt, {
+const writerOn = (r: Runtime = rt, lingerMs = 25) =>
+  new FirstAttemptWriter(r, {
     metrics: dispatcherMetrics(rt.registry),
     log: rt.log,
     maxFlushes: 1,
-    lingerMs: 25,
+    lingerMs,
   });
 
 /** `svc_webhook_ledger_paged_total` by item. */
@@ -206,12 +206,7 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
 
   it('lists every dispatch once when more pages than one query reads overlap in one second', async () => {
     const app = newApp();
-    const writer = new FirstAttemptWriter(rt, {
-      metrics: dispatcherMetrics(rt.registry),
-      log: rt.log,
-      maxFlushes: 1,
-      lingerMs: 5,
-    });
+    const writer = writerOn(rt, 5);
     const t0 = Date.now() - 40_000;
     // 130 pages of two, all within one second (more than the 100 pages a query reads), and a
     // few lone dispatches (gsi1) among them.
@@ -307,11 +302,7 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
   it('with LEDGER_APP_PAGES off writes a gsi1 entry for each dispatch and no page', async () => {
     const off = { ...rt, config: { ...rt.config, LEDGER_APP_PAGES: false } } as Runtime;
     const app = newApp();
-    const writer = new FirstAttemptWriter(off, {
-      metrics: dispatcherMetrics(rt.registry),
-      log: rt.log,
-      maxFlushes: 1,
-    });
+    const writer = writerOn(off, 0);
     const recs = Array.from({ length: 3 }, () => deliveredFirstAttempt(off, app));
     await Promise.all(recs.map((r) => writer.write(r, 'fast')));
     expect(await pagesOf(app.appId)).toEqual([]);
