@@ -109,6 +109,17 @@ export const baseConfigSchema = z.object({
    * (shared/outbox/outbox.ts).
    */
   OUTBOX_WRITER_STALE_MS: z.coerce.number().int().positive().default(10_000),
+  /**
+   * A new transaction's item (the carrier of its creation events) is found by the relay through
+   * the entities table's DynamoDB stream alone, without an entry in its `outbox` index: one write
+   * unit less a consent (shared/outbox/carrier-stream.ts). Off: carriers get the index entry, as
+   * before; set it off while relays of an earlier version run (they read the index alone). The
+   * relay reads the stream either way.
+   */
+  OUTBOX_CARRIER_STREAM: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** Stored but unpublished commits a process holds (Kafka down) before it answers 503. */
   OUTBOX_MAX_OPEN: z.coerce.number().int().positive().default(50_000),
   /**

@@ -74,11 +74,15 @@ export function createRuntime(
       keyAttributes: (table) => shapes.get(table)?.keys ?? [],
       storeOutages,
       writerIndex: 'writer',
-      // A new transaction's item holds no events: the relay rebuilds them from it.
+      streams: { client: dynamo.client, streams: dynamo.streams },
+      // A new transaction's item holds no events: the relay rebuilds them from it, and finds it
+      // through the table's stream (OUTBOX_CARRIER_STREAM) or, when written before, the index.
       carriers: [
         {
           table: tables.entities,
           index: 'outbox',
+          stream: true,
+          streamOnly: config.OUTBOX_CARRIER_STREAM,
           derive: (item) =>
             deriveCreationMessages(item, {
               topic: topics.consentEvents,

@@ -9,7 +9,7 @@ import {
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import type { Admin } from 'kafkajs';
-import { tableDefs, createTableInput, indexInput, type TableDef } from './tables.js';
+import { tableDefs, createTableInput, indexInput, STREAM, type TableDef } from './tables.js';
 import { topicDefs, type TopicDef } from './topics.js';
 
 type Log = (msg: string) => void;
@@ -49,6 +49,32 @@ async function addMissingIndexes(
 }
 
 /**
+ * Turns on the table's stream when its definition has one and the table has none (a table
+ * created before the definition gained it). Never turns a stream off or changes its view. A
+ * stream on AWS starts empty: the relay reads commits written since, and the carriers written
+ * before have their index entries (`OUTBOX_CARRIER_STREAM` writes them only once it is on).
+ */
+async function enableStream(
+  client: DynamoDBClient,
+  TableName: string,
+  def: TableDef,
+  table: TableDescription | undefined,
+  log: Log,
+) {
+  if (!def.stream || table?.StreamSpecification?.StreamEnabled === true) return;
+  try {
+    await client.send(new UpdateTableCommand({ TableName, StreamSpecification: STREAM }));
+    log(`enabled the stream of ${TableName}`);
+  } catch (err) {
+    // Another process is changing the table (its stream, or an index) right now: the next start
+    // tries again; the relay says so meanwhile if it finds no stream.
+    const name = (err as { name?: string }).name;
+    if (name !== 'ResourceInUseException' && name !== 'LimitExceededException') throw err;
+    log(`could not enable the stream of ${TableName} yet (${name}); the next start tries again`);
+  }
+}
+
+/**
  * Turns on the table's TTL when its definition names an attribute and the table has none (a
  * table created before the definition gained it). Never turns TTL off or moves it to another
  * attribute: DynamoDB allows one change an hour, and a table's TTL is the operator's to change.
@@ -76,7 +102,7 @@ async function enableTtl(client: DynamoDBClient, TableName: string, def: TableDe
   }
 }
 
-/** Creates missing tables (and their TTL setting) and adds missing indexes; nothing is removed. */
+/** Creates missing tables (and their TTL and stream) and adds missing indexes and streams; nothing is removed. */
 export async function applyTables(
   client: DynamoDBClient,
   prefix: string,
@@ -94,6 +120,7 @@ export async function applyTables(
         });
       if (described) {
         await addMissingIndexes(client, TableName, def, described.table, log);
+        await enableStream(client, TableName, def, described.table, log);
         await enableTtl(client, TableName, def, log);
         return;
       }

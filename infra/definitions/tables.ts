@@ -56,6 +56,11 @@ export interface TableDef {
   }[];
   /** Attribute holding an epoch-seconds expiry; DynamoDB deletes the item after it. */
   ttlAttribute?: string;
+  /**
+   * The table's DynamoDB stream (new images), read by the outbox relay to find carriers
+   * (shared/outbox/carrier-stream.ts). A stream bills no write units.
+   */
+  stream?: boolean;
   description: string;
 }
 
@@ -71,7 +76,9 @@ export const tableDefs = {
       // (shared/domain/consent/txn-index.ts; those written before it are in gsi1).
       { name: 'txn', partitionKey: 'txnk', keysOnly: true },
       // Sparse: items that carry the events of the commit that created them, by writer and
-      // creation time (shared/outbox/outbox.ts, `commit`'s carrier), for the relay.
+      // creation time (shared/outbox/outbox.ts, `commit`'s carrier), for the relay. Since the
+      // relay reads this table's stream (`stream`, OUTBOX_CARRIER_STREAM) a carrier holds its
+      // writer in `obxs` and has no entry here; those written before (or with the setting off) do.
       { name: 'outbox', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true },
       // Sparse: the due entries derived from the items they belong to (shared/timers/derived.ts),
       // with only what their sweep needs. A lease or any other change of the item writes nothing here.
@@ -82,6 +89,7 @@ export const tableDefs = {
         include: ['duekind', 'appId', 'referenceId', 'transactionId'],
       },
     ],
+    stream: true,
     description:
       'Apps, keys, notices, principals, transactions, records and their history (one table, typed keys)',
   },
@@ -196,5 +204,9 @@ export function createTableInput(prefix: string, def: TableDef): CreateTableComm
     })),
     KeySchema: keySchemaOf(def.partitionKey, def.sortKey),
     ...(def.indexes?.length ? { GlobalSecondaryIndexes: def.indexes.map(indexInput) } : {}),
+    ...(def.stream ? { StreamSpecification: STREAM } : {}),
   };
 }
+
+/** The stream a table with `stream` has: new images, which the relay reads its carriers from. */
+export const STREAM = { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' } as const;

@@ -22,6 +22,9 @@ import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
+import { CarrierStream, CHECKPOINT_PREFIX, STREAM_WRITER_ATTR } from './carrier-stream.js';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 
 export type { TransactItem };
 
@@ -129,6 +132,13 @@ export interface CarrierSource {
    * itself; undefined when the item cannot say what they were.
    */
   derive?: (item: Record<string, unknown>) => OutMessage[] | undefined;
+  /** The relay reads the table's DynamoDB stream (`CarrierStream`) besides `index`. */
+  stream?: boolean;
+  /**
+   * With `stream`: a new carrier holds its writer in `obxs` rather than `obxw`, so the relay
+   * finds it through the stream alone and it has no `index` entry (which bills a write unit).
+   */
+  streamOnly?: boolean;
 }
 
 export interface OutboxDeps {
@@ -145,6 +155,8 @@ export interface OutboxDeps {
   writerIndex?: string;
   /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
   carriers?: CarrierSource[];
+  /** The clients the relay reads a `stream` carrier source with. */
+  streams?: { client: DynamoDBClient; streams: DynamoDBStreamsClient };
 }
 
 function outboxMetrics(registry: Registry) {
@@ -282,6 +294,17 @@ const UNKNOWN_SETTLE_MS = 60_000;
  * (`expiresAt`, 14 days; TTL deletes cost no write units on AWS). Delivery is at-least-once:
  * consumers deduplicate by event id (see idempotency.ts).
  */
+/** What a writer's progress item (undefined: gone) says of its commits the stream showed. */
+function settlement(
+  p: Record<string, unknown> | undefined,
+): Parameters<CarrierStream['settle']>[1] {
+  if (!p) return { gone: true };
+  return {
+    watermarkMs: Number(p.watermark),
+    ...(typeof p.after === 'string' ? { after: p.after } : {}),
+  };
+}
+
 export class Outbox {
   private readonly m;
   /** This writer's unpublished commits, in creation order (a Map keeps insertion order). */
@@ -461,13 +484,16 @@ export class Outbox {
     if (!put?.TableName || !put.Item)
       throw new Error('an outbox carrier must be a Put of the same commit');
     const items = [...changes];
+    const streamed = this.d.carriers?.some(
+      (c) => c.stream && c.streamOnly && c.table === put.TableName,
+    );
     items[carrier] = {
       Put: {
         ...put,
         Item: {
           ...put.Item,
           ...(derived ? {} : { [ATTR.packed]: packMessages(env.messages) }),
-          [ATTR.writer]: writer,
+          [streamed ? STREAM_WRITER_ATTR : ATTR.writer]: writer,
           [ATTR.at]: at,
         },
       },
@@ -733,6 +759,31 @@ export class Outbox {
     }
   }
 
+  /** The relay's readers of the `stream` carrier sources, made at its first pass. */
+  private streamReaders: { src: CarrierSource; reader: CarrierStream }[] | undefined;
+
+  private readers(): { src: CarrierSource; reader: CarrierStream }[] {
+    if (this.streamReaders) return this.streamReaders;
+    const sources = (this.d.carriers ?? []).filter((c) => c.stream);
+    const clients = this.d.streams;
+    if (sources.length > 0 && !clients)
+      throw new Error('a carrier source found through its stream needs the streams client');
+    this.streamReaders = sources.map((src) => ({
+      src,
+      reader: new CarrierStream({
+        client: clients!.client,
+        streams: clients!.streams,
+        doc: this.d.doc,
+        table: src.table,
+        keys: this.d.keyAttributes?.(src.table) ?? ['pk', 'sk'],
+        checkpointTable: this.d.table,
+        log: this.d.log,
+        registry: this.d.registry,
+      }),
+    }));
+    return this.streamReaders;
+  }
+
   private async relayPass(staleMs: number, now: number): Promise<number> {
     const legacy = await this.relayLegacy();
     if (legacy === false) {
@@ -740,29 +791,23 @@ export class Outbox {
       return 0;
     }
     let sent = legacy;
+    // The streams are read before the progress items: a commit read here whose writer's
+    // watermark (read after) has passed it was published.
+    const readers = this.readers();
+    let caughtUp = true;
+    for (const r of readers) if (!(await r.reader.poll())) caughtUp = false;
     const writers = await this.listWriters();
     for (const w of this.observed.keys()) if (!writers.includes(w)) this.observed.delete(w);
+    await this.settleUnlisted(readers, writers);
     for (const w of writers) {
-      if (w === this.writerId) continue;
-      const p = (
-        await this.d.doc.send(
-          new GetCommand({
-            TableName: this.d.table,
-            Key: { id: `${PROGRESS_PREFIX}${w}` },
-            ConsistentRead: true,
-          }),
-        )
-      ).Item;
-      if (!p) continue;
-      // Stopped: its heartbeat has not moved for `staleMs` as this relay saw it, on its own
-      // clock, with the store answering all along (a pass that fails starts the watch again).
-      // So no clocks of two machines are compared, and a store outage, during which no writer
-      // can save progress, does not make every writer look stopped. 0: it closed with commits
-      // left over.
-      const beat = Number(p.heartbeatAt);
-      let seen = this.observed.get(w);
-      if (seen?.beat !== beat) this.observed.set(w, (seen = { beat, since: now }));
-      if (beat !== 0 && now - seen.since < staleMs) continue;
+      if (w === this.writerId) {
+        for (const r of readers) r.reader.settle(w, { watermarkMs: this.watermark() });
+        continue;
+      }
+      const p = await this.progressOf(w);
+      for (const r of readers) r.reader.settle(w, settlement(p));
+      // A stream read short of its end may not hold all of the writer's commits yet.
+      if (!p || !this.stopped(w, p, now, staleMs) || !caughtUp) continue;
       const r = await this.recoverWriter(w, p);
       sent += r.sent;
       if (!r.ok) {
@@ -770,9 +815,50 @@ export class Outbox {
         return sent;
       }
     }
+    for (const r of readers) await r.reader.saveCheckpoints();
     this.m.passes.inc({ result: 'ok' });
     if (sent > 0) this.d.log.info({ sent }, 'outbox relay published events of stopped writers');
     return sent;
+  }
+
+  private async progressOf(w: string): Promise<Record<string, unknown> | undefined> {
+    return (
+      await this.d.doc.send(
+        new GetCommand({
+          TableName: this.d.table,
+          Key: { id: `${PROGRESS_PREFIX}${w}` },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
+  }
+
+  /**
+   * Stopped: its heartbeat has not moved for `staleMs` as this relay saw it, on its own clock,
+   * with the store answering all along (a pass that fails starts the watch again). So no clocks
+   * of two machines are compared, and a store outage, during which no writer can save progress,
+   * does not make every writer look stopped. 0: it closed with commits left over.
+   */
+  private stopped(w: string, p: Record<string, unknown>, now: number, staleMs: number): boolean {
+    const beat = Number(p.heartbeatAt);
+    let seen = this.observed.get(w);
+    if (seen?.beat !== beat) this.observed.set(w, (seen = { beat, since: now }));
+    return beat === 0 || now - seen.since >= staleMs;
+  }
+
+  /**
+   * Writers the streams hold commits of that the (eventually consistent) index did not list:
+   * gone (closed with nothing left, or taken over), or too new to be listed yet.
+   */
+  private async settleUnlisted(
+    readers: { reader: CarrierStream }[],
+    writers: readonly string[],
+  ): Promise<void> {
+    for (const r of readers)
+      for (const w of r.reader.writers()) {
+        if (w === this.writerId || writers.includes(w)) continue;
+        r.reader.settle(w, settlement(await this.progressOf(w)));
+      }
   }
 
   private async listWriters(): Promise<string[]> {
@@ -814,34 +900,14 @@ export class Outbox {
     const from = atKey(Number(p.watermark), '');
     let sent = 0;
     for (;;) {
-      const found: { table: string; key: Record<string, unknown>; at: string }[] = [];
-      for (const src of this.sources())
-        for (let s = 0; s < WRITER_SHARDS; s++) {
-          const page = await this.d.doc.send(
-            new QueryCommand({
-              TableName: src.table,
-              IndexName: src.index,
-              KeyConditionExpression:
-                after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
-              ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
-              ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
-              Limit: limit,
-            }),
-          );
-          const names =
-            this.d.keyAttributes?.(src.table) ??
-            (src.table === this.d.table ? ['id'] : ['pk', 'sk']);
-          for (const i of page.Items ?? [])
-            found.push({
-              table: src.table,
-              key: Object.fromEntries(names.map((k) => [k, i[k]])),
-              at: String(i[ATTR.at]),
-            });
-        }
+      const found = await this.indexedCommits(w, after, from, limit);
+      for (const r of this.readers())
+        for (const h of r.reader.heldFor(w, after).slice(0, limit))
+          found.push({ table: r.src.table, key: h.key, at: h.at });
       found.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
       const batch = found.slice(0, limit);
       if (batch.length === 0) {
-        await this.d.doc
+        const deleted = await this.d.doc
           .send(
             new DeleteCommand({
               TableName: this.d.table,
@@ -850,9 +916,15 @@ export class Outbox {
               ExpressionAttributeValues: { ':hb': seenBeat },
             }),
           )
-          .catch((err: unknown) => {
-            if (!isConditionFailure(err)) throw err;
-          });
+          .then(
+            () => true,
+            (err: unknown) => {
+              if (!isConditionFailure(err)) throw err;
+              return false;
+            },
+          );
+        // Came back meanwhile (its heartbeat moved): it publishes its own commits.
+        if (deleted) for (const r of this.readers()) r.reader.settle(w, { gone: true });
         this.m.recovered.inc();
         this.d.log.warn({ writer: w, sent }, 'outbox relay took over a stopped writer');
         return { sent, ok: true };
@@ -878,7 +950,41 @@ export class Outbox {
       });
       // The writer came back (a new heartbeat): it publishes its own commits again.
       if (!moved) return { sent, ok: true };
+      for (const r of this.readers()) r.reader.settle(w, { after });
     }
+  }
+
+  /** A writer's commits the indexes hold after `after` (from `from` on when undefined). */
+  private async indexedCommits(
+    w: string,
+    after: string | undefined,
+    from: string,
+    limit: number,
+  ): Promise<{ table: string; key: Record<string, unknown>; at: string }[]> {
+    const found: { table: string; key: Record<string, unknown>; at: string }[] = [];
+    for (const src of this.sources())
+      for (let s = 0; s < WRITER_SHARDS; s++) {
+        const page = await this.d.doc.send(
+          new QueryCommand({
+            TableName: src.table,
+            IndexName: src.index,
+            KeyConditionExpression:
+              after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
+            ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
+            ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
+            Limit: limit,
+          }),
+        );
+        const names =
+          this.d.keyAttributes?.(src.table) ?? (src.table === this.d.table ? ['id'] : ['pk', 'sk']);
+        for (const i of page.Items ?? [])
+          found.push({
+            table: src.table,
+            key: Object.fromEntries(names.map((k) => [k, i[k]])),
+            at: String(i[ATTR.at]),
+          });
+      }
+    return found;
   }
 
   /** The envelopes stored in these items (consistent reads, 100 keys a request), in order. */
@@ -938,10 +1044,11 @@ export class Outbox {
           ConsistentRead: true,
           Limit: limit,
           ExclusiveStartKey: start,
+          // Neither a writer's progress item nor a stream checkpoint (carrier-stream.ts).
           FilterExpression:
-            'attribute_not_exists(#w) AND attribute_not_exists(watermark) AND id <> :marker',
+            'attribute_not_exists(#w) AND attribute_not_exists(watermark) AND id <> :marker AND NOT begins_with(id, :checkpoint)',
           ExpressionAttributeNames: { '#w': ATTR.writer },
-          ExpressionAttributeValues: { ':marker': LEGACY_MARKER },
+          ExpressionAttributeValues: { ':marker': LEGACY_MARKER, ':checkpoint': CHECKPOINT_PREFIX },
         }),
       );
       const items = (page.Items ?? [])

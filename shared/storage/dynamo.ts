@@ -1,4 +1,5 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
@@ -14,6 +15,8 @@ import type { BaseConfig } from '../config.js';
 export interface Dynamo {
   client: DynamoDBClient;
   doc: DynamoDBDocumentClient;
+  /** DynamoDB Streams, which the outbox relay reads (shared/outbox/carrier-stream.ts). */
+  streams: DynamoDBStreamsClient;
   close(): void;
 }
 
@@ -54,7 +57,27 @@ export function createDynamo(
   const doc = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
-  return { client, doc, close: () => client.destroy() };
+  // The same endpoint serves streams in DynamoDB Local; on AWS the region's streams endpoint.
+  const streams = new DynamoDBStreamsClient({
+    region: c.AWS_REGION ?? 'local',
+    ...(local
+      ? {
+          endpoint: c.DYNAMODB_ENDPOINT,
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        }
+      : {}),
+    requestHandler: timeouts,
+    maxAttempts: 3,
+  });
+  return {
+    client,
+    doc,
+    streams,
+    close: () => {
+      client.destroy();
+      streams.destroy();
+    },
+  };
 }
 
 export async function pingDynamo(d: Dynamo): Promise<void> {

@@ -101,7 +101,7 @@ describe('data.deleted without confirmation, and the erasure sweep', () => {
     expect(principal).toMatchObject({ referenceId: u.referenceId, userIdHash: hash });
     const txn = items.find((i) => String(i.sk).startsWith('TXN#'))!;
     expect(txn).not.toHaveProperty('userId');
-    for (const carried of ['obx', 'obxw', 'obxt']) expect(txn).not.toHaveProperty(carried);
+    for (const carried of ['obx', 'obxw', 'obxs', 'obxt']) expect(txn).not.toHaveProperty(carried);
     expect(txn).toMatchObject({ transactionId: u.transactionId, userIdHash: hash });
     expect(txn.records.map((r: { state: string }) => r.state)).toEqual(['erased', 'erased']);
     const history = txn.history as { operation: string; to: string }[];

@@ -48,6 +48,32 @@ describe('applyTables', () => {
     expect(await indexes()).toEqual(all);
   });
 
+  it('turns on the stream of entities (new images) where it is off, and leaves it on', async () => {
+    const prefix = `t_str_${randomBytes(3).toString('hex')}_`;
+    const { stream: _, ...before } = tableDefs.entities;
+    await dynamo.client.send(new CreateTableCommand(createTableInput(prefix, before)));
+    const spec = async () =>
+      (await dynamo.client.send(new DescribeTableCommand({ TableName: `${prefix}entities` }))).Table
+        ?.StreamSpecification;
+    expect(await spec()).toBeUndefined();
+    await applyTables(dynamo.client, prefix);
+    expect(await spec()).toEqual({ StreamEnabled: true, StreamViewType: 'NEW_IMAGE' });
+    await applyTables(dynamo.client, prefix);
+    expect(await spec()).toEqual({ StreamEnabled: true, StreamViewType: 'NEW_IMAGE' });
+    // A table created now has it from the start; one without `stream` has none.
+    const fresh = `t_str_${randomBytes(3).toString('hex')}_`;
+    await applyTables(dynamo.client, fresh);
+    for (const [name, def] of Object.entries(tableDefs)) {
+      const t = await dynamo.client.send(
+        new DescribeTableCommand({ TableName: `${fresh}${def.name}` }),
+      );
+      expect([name, t.Table?.StreamSpecification?.StreamEnabled === true]).toEqual([
+        name,
+        'stream' in def && def.stream === true,
+      ]);
+    }
+  });
+
   it('creates the sparse due index of entities with only the attributes named', async () => {
     const prefix = `t_due_${randomBytes(3).toString('hex')}_`;
     await applyTables(dynamo.client, prefix);

@@ -1,4 +1,5 @@
 import { ATTR } from '../../outbox/outbox.js';
+import { STREAM_WRITER_ATTR } from '../../outbox/carrier-stream.js';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
@@ -51,7 +52,7 @@ function principalItems(rt: Runtime, appId: string, referenceId: string): Promis
 const erasedAt = (t: StoredTransaction) =>
   Math.max(Date.parse(t.updatedAt), ...t.records.map((r) => Date.parse(r.updatedAt)));
 
-const CARRIED = [ATTR.packed, ATTR.writer, ATTR.at].join(', ');
+const CARRIED = [ATTR.packed, ATTR.writer, STREAM_WRITER_ATTR, ATTR.at].join(', ');
 
 export async function scrubPrincipal(
   rt: Runtime,

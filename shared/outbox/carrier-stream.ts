@@ -1,0 +1,398 @@
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type DynamoDBStreamsClient,
+  type GetShardIteratorCommandInput,
+  type _Record,
+} from '@aws-sdk/client-dynamodb-streams';
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../logger.js';
+import { getOrCreate } from '../metrics.js';
+
+/**
+ * Where a carrier table's items hold their writer when the relay finds them through the table's
+ * DynamoDB stream instead of a sparse index (`CarrierSource.stream`): not `obxw`, so the item has
+ * no entry in the `outbox` index and its write bills no index unit.
+ */
+export const STREAM_WRITER_ATTR = 'obxs';
+
+/** A commit the stream showed: its writer, its `obxt` and the key of its carrier item. */
+export interface StreamCarrier {
+  writer: string;
+  at: string;
+  key: Record<string, unknown>;
+}
+
+interface Held extends StreamCarrier {
+  shard: string;
+  seq: string;
+}
+
+interface ShardState {
+  /** Where the next read starts (an iterator is valid for 15 minutes; one that expired is fetched again from `readTo`). */
+  iterator?: string | undefined;
+  /** The last record read. */
+  readTo?: string | undefined;
+  /** Where a new iterator starts: the checkpoint's place, then after the last record read (TRIM_HORIZON when neither). */
+  from?: { type: 'AT_SEQUENCE_NUMBER' | 'AFTER_SEQUENCE_NUMBER'; seq: string } | undefined;
+  /** The shard is closed and every record of it was read. */
+  ended: boolean;
+  /** The checkpoint last saved, to save only a change. */
+  saved?: string | undefined;
+}
+
+export interface CarrierStreamDeps {
+  client: DynamoDBClient;
+  streams: DynamoDBStreamsClient;
+  doc: DynamoDBDocumentClient;
+  /** The carrier table (full name). */
+  table: string;
+  /** Its key attribute names. */
+  keys: readonly string[];
+  /** Where checkpoints are kept (the outbox table, keyed by `id`). */
+  checkpointTable: string;
+  log: Logger;
+  registry: Registry;
+}
+
+/** The id prefix of a checkpoint item in the outbox table. */
+export const CHECKPOINT_PREFIX = 'stream#';
+/** Checkpoints outlive the stream's 24 hours of records, then expire by TTL. */
+const CHECKPOINT_RETENTION_S = 3 * 86_400;
+/** GetRecords calls one shard gets in one `poll` at most; a shard further behind is read on in the next. */
+const PAGES_PER_POLL = 50;
+/** Checkpoints are saved at most this often (they only say where a restarted relay starts reading). */
+const SAVE_EVERY_MS = 5_000;
+
+const isName = (err: unknown, name: string) =>
+  (err as { name?: string } | undefined)?.name === name;
+
+/**
+ * Reads a carrier table's DynamoDB stream (NEW_IMAGE) and holds the commits it shows whose
+ * writer has not been seen to publish them: the relay's way to find the commits of a writer that
+ * stopped without an index entry on every carrier (shared/outbox/outbox.ts, `relayPass`).
+ *
+ * - `poll` reads every shard of the stream to its current end (or `PAGES_PER_POLL` pages) and
+ *   holds each record whose new image has `obxs` and `obxt`.
+ * - The relay then `settle`s each writer: a commit created before the writer's watermark (or at
+ *   or before where the relay itself got to with it, `after`) was published and is let go; so is
+ *   every commit of a writer whose progress item is gone (it closed with nothing left, or a relay
+ *   took it over).
+ * - What is still held for a writer that stopped is what the relay publishes (`heldFor`).
+ * - A shard's checkpoint (an item `stream#{table}#{shard}` in the outbox table) names the first
+ *   record still held, or the last one read: a relay that restarts reads on from there, so a
+ *   commit is let go only once published, by its writer or by a relay.
+ *
+ * A stream keeps 24 hours of records: a relay stopped for longer than that reads from the oldest
+ * record left, says so in its log, and counts it (`svc_outbox_stream_gaps_total`).
+ */
+export class CarrierStream {
+  private arn: string | undefined;
+  private readonly shards = new Map<string, ShardState>();
+  /** Held commits by writer, then by `obxt`. */
+  private readonly held = new Map<string, Map<string, Held>>();
+  private lastSave = 0;
+  private readonly m;
+
+  constructor(private readonly d: CarrierStreamDeps) {
+    const r = d.registry;
+    this.m = {
+      records: getOrCreate(
+        r,
+        'svc_outbox_stream_records_total',
+        () =>
+          new Counter({
+            name: 'svc_outbox_stream_records_total',
+            help: 'Records the relay read from a carrier table’s DynamoDB stream, by table',
+            labelNames: ['table'],
+            registers: [r],
+          }),
+      ),
+      held: getOrCreate(
+        r,
+        'svc_outbox_stream_held',
+        () =>
+          new Gauge({
+            name: 'svc_outbox_stream_held',
+            help: 'Commits the relay read from a carrier table’s stream and has not yet seen published, by table',
+            labelNames: ['table'],
+            registers: [r],
+          }),
+      ),
+      behind: getOrCreate(
+        r,
+        'svc_outbox_stream_behind',
+        () =>
+          new Gauge({
+            name: 'svc_outbox_stream_behind',
+            help: '1 while the relay’s last read of a carrier table’s stream stopped short of its end, by table',
+            labelNames: ['table'],
+            registers: [r],
+          }),
+      ),
+      gaps: getOrCreate(
+        r,
+        'svc_outbox_stream_gaps_total',
+        () =>
+          new Counter({
+            name: 'svc_outbox_stream_gaps_total',
+            help: 'Shards whose checkpoint was older than the stream’s oldest record (the relay was stopped for more than the stream’s 24 hours), by table',
+            labelNames: ['table'],
+            registers: [r],
+          }),
+      ),
+    };
+  }
+
+  private get label() {
+    return { table: this.d.table };
+  }
+
+  private checkpointId(shard: string) {
+    return `${CHECKPOINT_PREFIX}${this.d.table}#${shard}`;
+  }
+
+  /**
+   * Reads every shard to its end; true when every shard was read to its end (then every commit
+   * that landed before the call is held or was let go).
+   */
+  async poll(): Promise<boolean> {
+    const arn = await this.streamArn();
+    const shardIds = await this.listShards(arn);
+    let caughtUp = true;
+    for (const id of shardIds) {
+      let s = this.shards.get(id);
+      if (!s) {
+        s = await this.loadShard(id);
+        this.shards.set(id, s);
+      }
+      if (s.ended) continue;
+      if (!(await this.readShard(arn, id, s))) caughtUp = false;
+    }
+    // Shards the stream no longer lists are past its retention: nothing of them can be read.
+    for (const id of [...this.shards.keys()]) if (!shardIds.includes(id)) this.shards.delete(id);
+    this.m.behind.set(this.label, caughtUp ? 0 : 1);
+    this.gauge();
+    return caughtUp;
+  }
+
+  private async streamArn(): Promise<string> {
+    if (this.arn) return this.arn;
+    const t = await this.d.client.send(new DescribeTableCommand({ TableName: this.d.table }));
+    const arn = t.Table?.LatestStreamArn;
+    if (!arn || t.Table?.StreamSpecification?.StreamEnabled !== true)
+      throw new Error(`table ${this.d.table} has no stream; the relay cannot find its carriers`);
+    return (this.arn = arn);
+  }
+
+  private async listShards(arn: string): Promise<string[]> {
+    const out: string[] = [];
+    let start: string | undefined;
+    do {
+      const r = await this.d.streams.send(
+        new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: start }),
+      );
+      for (const s of r.StreamDescription?.Shards ?? []) if (s.ShardId) out.push(s.ShardId);
+      start = r.StreamDescription?.LastEvaluatedShardId;
+    } while (start);
+    return out;
+  }
+
+  private async loadShard(id: string): Promise<ShardState> {
+    const c = (
+      await this.d.doc.send(
+        new GetCommand({
+          TableName: this.d.checkpointTable,
+          Key: { id: this.checkpointId(id) },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
+    if (c?.ended === true) return { ended: true, saved: 'ended' };
+    if (typeof c?.at === 'string')
+      return { ended: false, from: { type: 'AT_SEQUENCE_NUMBER', seq: c.at }, saved: `at:${c.at}` };
+    if (typeof c?.after === 'string')
+      return {
+        ended: false,
+        from: { type: 'AFTER_SEQUENCE_NUMBER', seq: c.after },
+        saved: `after:${c.after}`,
+      };
+    return { ended: false };
+  }
+
+  private async iteratorFor(arn: string, id: string, s: ShardState): Promise<string | undefined> {
+    const input: GetShardIteratorCommandInput = s.from
+      ? { StreamArn: arn, ShardId: id, ShardIteratorType: s.from.type, SequenceNumber: s.from.seq }
+      : { StreamArn: arn, ShardId: id, ShardIteratorType: 'TRIM_HORIZON' };
+    try {
+      return (await this.d.streams.send(new GetShardIteratorCommand(input))).ShardIterator;
+    } catch (err) {
+      if (!isName(err, 'TrimmedDataAccessException')) throw err;
+      this.m.gaps.inc(this.label);
+      this.d.log.error(
+        { table: this.d.table, shard: id, from: input.SequenceNumber },
+        'the relay’s checkpoint is older than the stream’s oldest record: it reads on from the oldest one, and commits of writers that stopped before then cannot be found',
+      );
+      return (
+        await this.d.streams.send(
+          new GetShardIteratorCommand({
+            StreamArn: arn,
+            ShardId: id,
+            ShardIteratorType: 'TRIM_HORIZON',
+          }),
+        )
+      ).ShardIterator;
+    }
+  }
+
+  /** Reads one shard on; true when it reached the shard's current end. */
+  private async readShard(arn: string, id: string, s: ShardState): Promise<boolean> {
+    for (let page = 0; page < PAGES_PER_POLL; page++) {
+      s.iterator ??= await this.iteratorFor(arn, id, s);
+      if (s.iterator === undefined) {
+        s.ended = true;
+        return true;
+      }
+      let r;
+      try {
+        r = await this.d.streams.send(
+          new GetRecordsCommand({ ShardIterator: s.iterator, Limit: 1000 }),
+        );
+      } catch (err) {
+        if (!isName(err, 'ExpiredIteratorException')) throw err;
+        s.iterator = undefined;
+        continue;
+      }
+      const records = r.Records ?? [];
+      for (const rec of records) this.take(id, rec);
+      this.m.records.inc(this.label, records.length);
+      const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
+      if (last !== undefined) {
+        s.readTo = last;
+        s.from = { type: 'AFTER_SEQUENCE_NUMBER', seq: last };
+      }
+      s.iterator = r.NextShardIterator;
+      if (s.iterator === undefined) {
+        s.ended = true;
+        return true;
+      }
+      if (records.length === 0) return true;
+    }
+    return false;
+  }
+
+  private take(shard: string, rec: _Record): void {
+    const image = rec.dynamodb?.NewImage;
+    const seq = rec.dynamodb?.SequenceNumber;
+    if (!image || !seq || rec.eventName === 'REMOVE') return;
+    const w = image[STREAM_WRITER_ATTR]?.S;
+    const at = image.obxt?.S;
+    if (w === undefined || at === undefined) return;
+    const writer = w.slice(0, w.lastIndexOf('#'));
+    const item = unmarshall(image);
+    const key = Object.fromEntries(this.d.keys.map((k) => [k, item[k]]));
+    let m = this.held.get(writer);
+    if (!m) {
+      m = new Map<string, Held>();
+      this.held.set(writer, m);
+    }
+    if (!m.has(at)) m.set(at, { writer, at, key, shard, seq });
+  }
+
+  /** The writers some held commit belongs to. */
+  writers(): string[] {
+    return [...this.held.keys()];
+  }
+
+  /**
+   * Lets go of a writer's commits that are published: those created before `watermarkMs`, and
+   * those at or before `after` (where a relay got to with it). `gone`: its progress item no longer
+   * exists, so all of them.
+   */
+  settle(writer: string, p: { watermarkMs?: number; after?: string; gone?: boolean }): void {
+    const m = this.held.get(writer);
+    if (!m) return;
+    if (p.gone) {
+      this.held.delete(writer);
+      this.gauge();
+      return;
+    }
+    const below =
+      p.watermarkMs === undefined ? undefined : `${String(p.watermarkMs).padStart(15, '0')}#`;
+    for (const at of [...m.keys()])
+      if ((below !== undefined && at < below) || (p.after !== undefined && at <= p.after))
+        m.delete(at);
+    if (m.size === 0) this.held.delete(writer);
+    this.gauge();
+  }
+
+  /** A writer's held commits after `after` (all when undefined), in creation order. */
+  heldFor(writer: string, after?: string): StreamCarrier[] {
+    const m = this.held.get(writer);
+    if (!m) return [];
+    return [...m.values()]
+      .filter((h) => after === undefined || h.at > after)
+      .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
+      .map(({ writer: w, at, key }) => ({ writer: w, at, key }));
+  }
+
+  private gauge(): void {
+    let n = 0;
+    for (const m of this.held.values()) n += m.size;
+    this.m.held.set(this.label, n);
+  }
+
+  /**
+   * Saves each shard's checkpoint that moved (at most every 5 s unless `force`): the first record
+   * still held, else the last one read, else (a closed shard read to its end) that it ended.
+   */
+  async saveCheckpoints(force = false): Promise<void> {
+    const now = Date.now();
+    if (!force && now - this.lastSave < SAVE_EVERY_MS) return;
+    this.lastSave = now;
+    const firstHeld = new Map<string, string>();
+    for (const m of this.held.values())
+      for (const h of m.values()) {
+        const cur = firstHeld.get(h.shard);
+        if (cur === undefined || BigInt(h.seq) < BigInt(cur)) firstHeld.set(h.shard, h.seq);
+      }
+    for (const [id, s] of this.shards) {
+      const held = firstHeld.get(id);
+      const at: Record<string, unknown> =
+        held !== undefined
+          ? { at: held }
+          : s.ended
+            ? { ended: true }
+            : s.readTo !== undefined
+              ? { after: s.readTo }
+              : s.from
+                ? { [s.from.type === 'AT_SEQUENCE_NUMBER' ? 'at' : 'after']: s.from.seq }
+                : {};
+      const tag =
+        'at' in at
+          ? `at:${String(at.at)}`
+          : 'after' in at
+            ? `after:${String(at.after)}`
+            : 'ended' in at
+              ? 'ended'
+              : '';
+      if (tag === '' || tag === s.saved) continue;
+      await this.d.doc.send(
+        new PutCommand({
+          TableName: this.d.checkpointTable,
+          Item: {
+            id: this.checkpointId(id),
+            ...at,
+            savedAt: now,
+            expiresAt: Math.floor(now / 1000) + CHECKPOINT_RETENTION_S,
+          },
+        }),
+      );
+      s.saved = tag;
+    }
+  }
+}

@@ -1,0 +1,225 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { createKafka } from '../../shared/bus/kafka.js';
+import { Producer } from '../../shared/bus/producer.js';
+import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
+import { createUserConsent } from '../../shared/domain/consent/index.js';
+import { STREAM_WRITER_ATTR } from '../../shared/outbox/carrier-stream.js';
+import { Outbox, type OutboxDeps } from '../../shared/outbox/outbox.js';
+import { useRecordApi, transactionItem } from './fixture.js';
+
+/**
+ * The relay finds a new transaction's item (the carrier of its creation events) through the
+ * entities table's DynamoDB stream, so the item has no `outbox` index entry
+ * (shared/outbox/carrier-stream.ts, OUTBOX_CARRIER_STREAM). Against the real Kafka and DynamoDB
+ * Local and its stream; a stopped writer's producer points at a closed port.
+ */
+const { rec, uid, post } = useRecordApi('consent-carrier-stream');
+
+/** An outbox as the runtime builds one, over `producer`, with its own writer id. */
+function outboxOf(producer: Producer, o: { streamOnly?: boolean } = {}) {
+  const rt = rec.f.p.rt;
+  const deps: OutboxDeps = {
+    doc: rt.dynamo.doc,
+    table: rt.tables.outbox,
+    producer,
+    log: rt.log,
+    registry: rt.registry,
+    keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
+    writerIndex: 'writer',
+    streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
+    carriers: [
+      {
+        table: rt.tables.entities,
+        index: 'outbox',
+        stream: true,
+        streamOnly: o.streamOnly ?? true,
+        derive: (item) =>
+          deriveCreationMessages(item, {
+            topic: rt.topics.consentEvents,
+            baseUrl: rt.config.PUBLIC_BASE_URL,
+          }),
+      },
+    ],
+  };
+  return new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
+}
+
+/** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
+async function createWithStoppedWriter(userId: string) {
+  const rt = rec.f.p.rt;
+  const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
+    retries: 1,
+  });
+  const writer = outboxOf(dead);
+  try {
+    const made = await createUserConsent(
+      { rt: { ...rt, outbox: writer }, app: rec.a.app, actor: { source: 'api', credential: 't' } },
+      { userId, email: 'stream@shop.example', consents: { analytics: true, marketing: false } },
+    );
+    return { made, writerId: writer.writerId };
+  } finally {
+    writer.abandon();
+    await Promise.race([
+      dead.close().catch(() => undefined),
+      new Promise((r) => setTimeout(r, 2_000)),
+    ]);
+  }
+}
+
+const checkpointsOf = async () => {
+  const rt = rec.f.p.rt;
+  const arn = (
+    await rt.dynamo.client.send(new DescribeTableCommand({ TableName: rt.tables.entities }))
+  ).Table!.LatestStreamArn!;
+  const shards = (await rt.dynamo.streams.send(new DescribeStreamCommand({ StreamArn: arn })))
+    .StreamDescription!.Shards!;
+  const out: Record<string, unknown>[] = [];
+  for (const s of shards) {
+    const c = await rt.dynamo.doc.send(
+      new GetCommand({
+        TableName: rt.tables.outbox,
+        Key: { id: `stream#${rt.tables.entities}#${s.ShardId!}` },
+        ConsistentRead: true,
+      }),
+    );
+    if (c.Item) out.push(c.Item);
+  }
+  return out;
+};
+
+/** The writer index entries of a writer's commits in the entities table. */
+async function indexed(writerId: string): Promise<number> {
+  const rt = rec.f.p.rt;
+  let n = 0;
+  for (let s = 0; s < 8; s++) {
+    const r = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.entities,
+        IndexName: 'outbox',
+        KeyConditionExpression: 'obxw = :w',
+        ExpressionAttributeValues: { ':w': `${writerId}#${s}` },
+      }),
+    );
+    n += r.Items?.length ?? 0;
+  }
+  return n;
+}
+
+describe('carriers found through the entities table’s stream', () => {
+  it('a new transaction’s item holds its writer in obxs and has no outbox index entry', async () => {
+    const r = await post(rec.a, {
+      userId: uid(),
+      email: 'live@shop.example',
+      consents: { analytics: true },
+    });
+    expect(r.status).toBe(201);
+    const item = (await transactionItem(
+      rec.f.p.rt,
+      rec.a.app.appId,
+      r.body.referenceId,
+      r.body.transactionId,
+    ))!;
+    const writer = rec.f.p.rt.outbox.writerId;
+    expect(item[STREAM_WRITER_ATTR]).toMatch(new RegExp(`^${writer}#[0-7]$`));
+    expect(item).not.toHaveProperty('obxw');
+    expect(item.obxt).toEqual(expect.any(String));
+    expect(await indexed(writer)).toBe(0);
+    await rec.f.waitForEvents(r.body.referenceId, 2);
+  });
+
+  it('the relay publishes a stopped writer’s creation events, found in the stream', async () => {
+    const { made, writerId } = await createWithStoppedWriter(uid());
+    expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
+    expect(await indexed(writerId)).toBe(0);
+
+    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    const next = creationIds(made);
+    expect(events.map((e) => [e.id, e.type])).toEqual([
+      [next(), 'consent.created'],
+      [next(), 'consent.granted'],
+    ]);
+    // Taken over: its progress item is gone, and a second pass publishes nothing of it again.
+    const progress = await rec.f.p.rt.dynamo.doc.send(
+      new GetCommand({
+        TableName: rec.f.p.rt.tables.outbox,
+        Key: { id: `writer#${writerId}` },
+        ConsistentRead: true,
+      }),
+    );
+    expect(progress.Item).toBeUndefined();
+    await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rec.f.eventsOf(made.referenceId)).toHaveLength(2);
+  });
+
+  it('a relay that restarts reads on from its checkpoint, which never passes a commit it still holds', async () => {
+    const rt = rec.f.p.rt;
+    // The first relay sees the writer as live (its heartbeat is recent): it holds the commit
+    // and saves a checkpoint at it.
+    const first = outboxOf(rt.producer);
+    const { made } = await createWithStoppedWriter(uid());
+    await first.relayOnce({ staleMs: 600_000 });
+    expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
+    const held = await checkpointsOf();
+    expect(held.some((c) => typeof c.at === 'string')).toBe(true);
+    first.abandon();
+
+    // A new relay (a restarted process) starts from that checkpoint and takes the writer over.
+    const second = outboxOf(rt.producer);
+    expect(await second.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    const next = creationIds(made);
+    expect(events.map((e) => e.id)).toEqual([next(), next()]);
+    second.abandon();
+    // Nothing is held any more: the checkpoint moved past the commit.
+    const third = outboxOf(rt.producer);
+    await third.relayOnce({ staleMs: 600_000 });
+    const after = await checkpointsOf();
+    const seqOf = (c: Record<string, unknown>) => BigInt(String(c.at ?? c.after ?? 0));
+    const heldSeq = held.map(seqOf).reduce((a, b) => (a > b ? a : b));
+    expect(after.some((c) => typeof c.after === 'string' && seqOf(c) >= heldSeq)).toBe(true);
+    third.abandon();
+  });
+
+  it('with OUTBOX_CARRIER_STREAM off the carrier gets its index entry, and the relay finds it there', async () => {
+    const rt = rec.f.p.rt;
+    const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
+      retries: 1,
+    });
+    // The setting off: carriers are written as before (runtime.ts: `streamOnly`).
+    const writer = outboxOf(dead, { streamOnly: false });
+    let made;
+    try {
+      made = await createUserConsent(
+        {
+          rt: { ...rt, outbox: writer },
+          app: rec.a.app,
+          actor: { source: 'api', credential: 't' },
+        },
+        { userId: uid(), email: 'indexed@shop.example', consents: { analytics: true } },
+      );
+    } finally {
+      writer.abandon();
+      await Promise.race([
+        dead.close().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 2_000)),
+      ]);
+    }
+    const item = (await transactionItem(
+      rt,
+      rec.a.app.appId,
+      made.referenceId,
+      made.transactionId,
+    ))!;
+    expect(item.obxw).toMatch(new RegExp(`^${writer.writerId}#[0-7]$`));
+    expect(item).not.toHaveProperty(STREAM_WRITER_ATTR);
+    expect(await indexed(writer.writerId)).toBe(1);
+    expect(await rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
+  });
+});
