@@ -49,6 +49,19 @@ describe('no accepted consent is lost when processes die', () => {
     }, 300_000);
   }
 
+  it('stalled-kill: the events a process stored while Kafka stalled are published by the relay after it is killed', async () => {
+    // Kafka stalled for 5 s, then the app killed with every consent of the stall unpublished;
+    // the restarted process's relay finds them in the entities table's stream.
+    const r = await runScenario('stalled-kill', { ...options, faultMs: 5_000, stack });
+    log(report(r));
+    expect(r.tally.accepted).toBeGreaterThanOrEqual(10);
+    expect(r.failures).toEqual([]);
+    expect(r.relayed).toBeGreaterThan(0);
+    expect(r.tally.lost).toBe(0);
+    expect(r.tally.multipleIds).toBe(0);
+    expect(r.balance.ok).toBe(true);
+  }, 300_000);
+
   it('workers-down: a backlog that returns all uncertain is drained, nothing lost, the ledger balances', async () => {
     // Both worker processes dead for 8 s while ingress accepts; on their return every waiting
     // event is in the uncertain zone (the dispatcher's lookup-and-conditional-write path).

@@ -218,6 +218,15 @@ export class AppProcess {
     if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }
 
+  /** The sum of a metric's samples whose labels contain `labels`, from the process's /metrics. */
+  async metric(name: string, labels = ''): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm')))
+      if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
+    return sum;
+  }
+
   /** Resident set size and V8 heap in use, from the process's own /metrics. */
   async memory(): Promise<{ rssBytes: number; heapBytes: number }> {
     const text = await (await fetch(`${this.url}/metrics`)).text();

@@ -17,6 +17,7 @@ import {
 const cli: Record<string, { scenario: ScenarioName; faultS?: number }> = {
   'app-kill': { scenario: 'app-kill' },
   'power-cut': { scenario: 'power-cut' },
+  'stalled-kill': { scenario: 'stalled-kill', faultS: 10 },
   'kafka-stall-30': { scenario: 'kafka-stall', faultS: 30 },
   'kafka-stall-120': { scenario: 'kafka-stall', faultS: 120 },
   'dynamodb-stall-30': { scenario: 'dynamodb-stall', faultS: 30 },

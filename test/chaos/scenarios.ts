@@ -29,6 +29,7 @@ import {
 export const scenarioNames = [
   'app-kill',
   'power-cut',
+  'stalled-kill',
   'kafka-stall',
   'dynamodb-stall',
   'kafka-restart',
@@ -72,6 +73,8 @@ export interface ScenarioResult {
   readiness?: Readiness;
   /** When the fault started and ended (epoch ms). */
   fault?: { startedAt: number; endedAt: number };
+  /** stalled-kill: events the restarted process's relay published for the killed one. */
+  relayed?: number;
   memory?: {
     start: { rssBytes: number; heapBytes: number };
     end: { rssBytes: number; heapBytes: number };
@@ -312,6 +315,17 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
         await w.stack.up();
         await app.start();
       },
+      'stalled-kill': async () => {
+        // Kafka stalls, so every consent the app stores meanwhile is unpublished when it is
+        // killed: the restarted process's relay must find them (in the entities table's
+        // stream, from the dead process's checkpoint on) and publish them.
+        w.stack.signal('kafka', 'SIGSTOP');
+        await delay(o.faultMs);
+        app.kill9();
+        w.stack.signal('kafka', 'SIGCONT');
+        await delay(1_500);
+        await app.start();
+      },
       'kafka-stall': async () => {
         w.stack.signal('kafka', 'SIGSTOP');
         await delay(o.faultMs);
@@ -347,7 +361,16 @@ export async function runScenario(name: ScenarioName, o: ScenarioOptions): Promi
       },
     };
     const { load, fault, readiness } = await loadWithFault(w, name, o, faults[name]);
-    return { ...(await judge(name, w, load, fault.endedAt, o)), readiness, fault };
+    const r = { ...(await judge(name, w, load, fault.endedAt, o)), readiness, fault };
+    if (name === 'stalled-kill') {
+      // Without events left to the relay the scenario proved nothing.
+      r.relayed = await app.metric('svc_outbox_published_total', 'path="relay"');
+      if (r.relayed === 0) {
+        r.failures.push('the relay published nothing: no commit was left unpublished by the kill');
+        r.passed = false;
+      }
+    }
+    return r;
   } finally {
     await teardown(w);
   }
@@ -438,6 +461,7 @@ export function report(r: ScenarioResult): string {
       `answers ${JSON.stringify(r.load.answers)}`,
       `slow(>2s) ${r.load.slow.length}${slowAgainstFault(r)}`,
       `drained ${r.drainS.toFixed(0)} s after the fault`,
+      ...(r.relayed === undefined ? [] : [`relayed ${r.relayed}`]),
     ].join(' | ') +
     mem +
     (r.failures.length ? `\n  ${r.failures.join('\n  ')}` : '')
