@@ -65,6 +65,19 @@ export const CHECKPOINT_PREFIX = 'stream#';
 const CHECKPOINT_RETENTION_S = 3 * 86_400;
 /** GetRecords calls one shard gets in one `poll` at most; a shard further behind is read on in the next. */
 const PAGES_PER_POLL = 50;
+/**
+ * The stream is read at most this often, unless the relay is about to take a writer over:
+ * DynamoDB Streams allows 5 reads a second a shard, shared by every process that runs a relay.
+ */
+export const POLL_EVERY_MS = 5_000;
+/** The shard list is read again at most this often (DescribeStream allows 10 a second an account). */
+const LIST_EVERY_MS = 60_000;
+const THROTTLED = new Set([
+  'LimitExceededException',
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
 /** Checkpoints are saved at most this often (they only say where a restarted relay starts reading). */
 const SAVE_EVERY_MS = 5_000;
 
@@ -96,11 +109,26 @@ export class CarrierStream {
   /** Held commits by writer, then by `obxt`. */
   private readonly held = new Map<string, Map<string, Held>>();
   private lastSave = 0;
+  private lastRead = 0;
+  private caughtUp = false;
+  private shardIds: string[] | undefined;
+  private listedAt = 0;
   private readonly m;
 
   constructor(private readonly d: CarrierStreamDeps) {
     const r = d.registry;
     this.m = {
+      reads: getOrCreate(
+        r,
+        'svc_outbox_stream_reads_total',
+        () =>
+          new Counter({
+            name: 'svc_outbox_stream_reads_total',
+            help: 'Reads of every shard of a carrier table’s DynamoDB stream by the relay, by table',
+            labelNames: ['table'],
+            registers: [r],
+          }),
+      ),
       records: getOrCreate(
         r,
         'svc_outbox_stream_records_total',
@@ -157,10 +185,31 @@ export class CarrierStream {
   }
 
   /**
-   * Reads every shard to its end; true when every shard was read to its end (then every commit
-   * that landed before the call is held or was let go).
+   * Reads every shard to its end, unless the last read started less than `POLL_EVERY_MS` ago and
+   * `force` is not set. `caughtUp`: the last read reached the end of every shard (then every
+   * commit that landed before it began is held or was let go); `read`: this call read.
+   * Throttling (DynamoDB Streams allows 5 reads a second a shard, shared by every relay) makes
+   * a read that is not caught up, not an error.
    */
-  async poll(): Promise<boolean> {
+  async poll(force = false): Promise<{ read: boolean; caughtUp: boolean }> {
+    const now = Date.now();
+    if (!force && now - this.lastRead < POLL_EVERY_MS)
+      return { read: false, caughtUp: this.caughtUp };
+    this.lastRead = now;
+    this.m.reads.inc(this.label);
+    try {
+      this.caughtUp = await this.readAll();
+    } catch (err) {
+      if (!THROTTLED.has((err as { name?: string }).name ?? '')) throw err;
+      this.d.log.warn({ err, table: this.d.table }, 'reading the table stream was throttled');
+      this.caughtUp = false;
+    }
+    this.m.behind.set(this.label, this.caughtUp ? 0 : 1);
+    this.gauge();
+    return { read: true, caughtUp: this.caughtUp };
+  }
+
+  private async readAll(): Promise<boolean> {
     const arn = await this.streamArn();
     const shardIds = await this.listShards(arn);
     let caughtUp = true;
@@ -172,11 +221,11 @@ export class CarrierStream {
       }
       if (s.ended) continue;
       if (!(await this.readShard(arn, id, s))) caughtUp = false;
+      // A shard that ended may have children the cached list does not name yet.
+      if (s.ended) this.listedAt = 0;
     }
     // Shards the stream no longer lists are past its retention: nothing of them can be read.
     for (const id of [...this.shards.keys()]) if (!shardIds.includes(id)) this.shards.delete(id);
-    this.m.behind.set(this.label, caughtUp ? 0 : 1);
-    this.gauge();
     return caughtUp;
   }
 
@@ -189,7 +238,9 @@ export class CarrierStream {
     return (this.arn = arn);
   }
 
+  /** The stream's shards, listed again every `LIST_EVERY_MS` or after one ended. */
   private async listShards(arn: string): Promise<string[]> {
+    if (this.shardIds && Date.now() - this.listedAt < LIST_EVERY_MS) return this.shardIds;
     const out: string[] = [];
     let start: string | undefined;
     do {
@@ -199,7 +250,8 @@ export class CarrierStream {
       for (const s of r.StreamDescription?.Shards ?? []) if (s.ShardId) out.push(s.ShardId);
       start = r.StreamDescription?.LastEvaluatedShardId;
     } while (start);
-    return out;
+    this.listedAt = Date.now();
+    return (this.shardIds = out);
   }
 
   private async loadShard(id: string): Promise<ShardState> {

@@ -792,10 +792,20 @@ export class Outbox {
     }
     let sent = legacy;
     // The streams are read before the progress items: a commit read here whose writer's
-    // watermark (read after) has passed it was published.
+    // watermark (read after) has passed it was published. At most every 5 s, unless a writer is
+    // to be taken over (below).
     const readers = this.readers();
-    let caughtUp = true;
-    for (const r of readers) if (!(await r.reader.poll())) caughtUp = false;
+    const read = async (force: boolean) => {
+      let caughtUp = true;
+      let fresh = true;
+      for (const r of readers) {
+        const x = await r.reader.poll(force);
+        caughtUp &&= x.caughtUp;
+        fresh &&= x.read;
+      }
+      return { caughtUp, fresh };
+    };
+    let streams = await read(false);
     const writers = await this.listWriters();
     for (const w of this.observed.keys()) if (!writers.includes(w)) this.observed.delete(w);
     await this.settleUnlisted(readers, writers);
@@ -806,8 +816,14 @@ export class Outbox {
       }
       const p = await this.progressOf(w);
       for (const r of readers) r.reader.settle(w, settlement(p));
-      // A stream read short of its end may not hold all of the writer's commits yet.
-      if (!p || !this.stopped(w, p, now, staleMs) || !caughtUp) continue;
+      if (!p || !this.stopped(w, p, now, staleMs)) continue;
+      // Stopped: the streams are read in this pass, after it stopped, so they hold all of its
+      // commits; a read short of its end may not yet.
+      if (!streams.fresh) {
+        streams = await read(true);
+        for (const r of readers) r.reader.settle(w, settlement(p));
+      }
+      if (!streams.caughtUp) continue;
       const r = await this.recoverWriter(w, p);
       sent += r.sent;
       if (!r.ok) {

@@ -1,6 +1,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
@@ -19,14 +20,14 @@ import { useRecordApi, transactionItem } from './fixture.js';
 const { rec, uid, post } = useRecordApi('consent-carrier-stream');
 
 /** An outbox as the runtime builds one, over `producer`, with its own writer id. */
-function outboxOf(producer: Producer, o: { streamOnly?: boolean } = {}) {
+function outboxOf(producer: Producer, o: { streamOnly?: boolean; registry?: Registry } = {}) {
   const rt = rec.f.p.rt;
   const deps: OutboxDeps = {
     doc: rt.dynamo.doc,
     table: rt.tables.outbox,
     producer,
     log: rt.log,
-    registry: rt.registry,
+    registry: o.registry ?? rt.registry,
     keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
     writerIndex: 'writer',
     streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
@@ -183,6 +184,30 @@ describe('carriers found through the entities table’s stream', () => {
     const heldSeq = held.map(seqOf).reduce((a, b) => (a > b ? a : b));
     expect(after.some((c) => typeof c.after === 'string' && seqOf(c) >= heldSeq)).toBe(true);
     third.abandon();
+  });
+
+  it('reads the stream at most every 5 s, and at once when it takes a writer over', async () => {
+    const registry = new Registry();
+    const relay = outboxOf(rec.f.p.rt.producer, { registry });
+    const reads = async () =>
+      (await registry.getSingleMetric('svc_outbox_stream_reads_total')?.get())?.values.reduce(
+        (n, v) => n + v.value,
+        0,
+      ) ?? 0;
+    try {
+      await relay.relayOnce({ staleMs: 600_000 });
+      expect(await reads()).toBe(1);
+      await relay.relayOnce({ staleMs: 600_000 });
+      expect(await reads()).toBe(1);
+      // A writer stopped: the pass reads the stream again before it takes the writer over.
+      const { made } = await createWithStoppedWriter(uid());
+      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+      expect(await reads()).toBe(2);
+      const events = await rec.f.waitForEvents(made.referenceId, 2);
+      expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
+    } finally {
+      relay.abandon();
+    }
   });
 
   it('with OUTBOX_CARRIER_STREAM off the carrier gets its index entry, and the relay finds it there', async () => {
