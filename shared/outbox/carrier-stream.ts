@@ -283,12 +283,14 @@ export class CarrierStream {
     try {
       return (await this.d.streams.send(new GetShardIteratorCommand(input))).ShardIterator;
     } catch (err) {
-      if (!isName(err, 'TrimmedDataAccessException')) throw err;
-      this.m.gaps.inc(this.label);
-      this.d.log.error(
-        { table: this.d.table, shard: id, from: input.SequenceNumber },
-        'the relay’s checkpoint is older than the stream’s oldest record: it reads on from the oldest one, and commits of writers that stopped before then cannot be found',
-      );
+      // Trimmed (older than the stream's 24 hours), or not a place in this shard at all (a
+      // checkpoint DynamoDB Local refuses as invalid): on from the oldest record left.
+      const lost =
+        isName(err, 'TrimmedDataAccessException') ||
+        (s.from !== undefined && isName(err, 'ValidationException'));
+      if (!lost) throw err;
+      this.gap(id, input.SequenceNumber);
+      s.from = undefined;
       return (
         await this.d.streams.send(
           new GetShardIteratorCommand({
@@ -299,6 +301,14 @@ export class CarrierStream {
         )
       ).ShardIterator;
     }
+  }
+
+  private gap(shard: string, from: string | undefined): void {
+    this.m.gaps.inc(this.label);
+    this.d.log.error(
+      { table: this.d.table, shard, from },
+      'the relay’s place in the stream is older than its oldest record: it reads on from the oldest one, and commits of writers that stopped before then cannot be found',
+    );
   }
 
   /** Reads one shard on; true when it reached the shard's current end. */
@@ -315,7 +325,11 @@ export class CarrierStream {
           new GetRecordsCommand({ ShardIterator: s.iterator, Limit: 1000 }),
         );
       } catch (err) {
-        if (!isName(err, 'ExpiredIteratorException')) throw err;
+        if (isName(err, 'TrimmedDataAccessException')) {
+          // Where the iterator pointed was trimmed meanwhile: on from the oldest record left.
+          this.gap(id, s.from?.seq);
+          s.from = undefined;
+        } else if (!isName(err, 'ExpiredIteratorException')) throw err;
         s.iterator = undefined;
         continue;
       }

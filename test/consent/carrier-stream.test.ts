@@ -1,6 +1,6 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
@@ -203,6 +203,36 @@ describe('carriers found through the entities table’s stream', () => {
       const { made } = await createWithStoppedWriter(uid());
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
       expect(await reads()).toBe(2);
+      const events = await rec.f.waitForEvents(made.referenceId, 2);
+      expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
+    } finally {
+      relay.abandon();
+    }
+  });
+
+  it('a checkpoint the stream no longer has: the relay says so, counts it and reads on from the oldest record', async () => {
+    const rt = rec.f.p.rt;
+    const { made } = await createWithStoppedWriter(uid());
+    // Every shard's checkpoint names a place before the stream's first record.
+    const arn = (
+      await rt.dynamo.client.send(new DescribeTableCommand({ TableName: rt.tables.entities }))
+    ).Table!.LatestStreamArn!;
+    const shards = (await rt.dynamo.streams.send(new DescribeStreamCommand({ StreamArn: arn })))
+      .StreamDescription!.Shards!;
+    for (const sh of shards)
+      await rt.dynamo.doc.send(
+        new PutCommand({
+          TableName: rt.tables.outbox,
+          Item: { id: `stream#${rt.tables.entities}#${sh.ShardId!}`, at: '0'.repeat(21) },
+        }),
+      );
+    const registry = new Registry();
+    const relay = outboxOf(rt.producer, { registry });
+    const value = async (name: string) =>
+      (await registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+    try {
+      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+      expect(await value('svc_outbox_stream_gaps_total')).toBe(shards.length);
       const events = await rec.f.waitForEvents(made.referenceId, 2);
       expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
     } finally {
