@@ -39,12 +39,16 @@ export function createDynamo(
     requestTimeout,
     throwOnRequestTimeout: true,
   };
+  const region = c.AWS_REGION ?? 'local';
+  const localEndpoint = {
+    endpoint: c.DYNAMODB_ENDPOINT,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
   const client = new DynamoDBClient({
-    region: c.AWS_REGION ?? 'local',
+    region,
     ...(local
       ? {
-          endpoint: c.DYNAMODB_ENDPOINT,
-          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+          ...localEndpoint,
           // keep-alive pool sized for a busy ingress against a local endpoint
           requestHandler: {
             httpAgent: new Agent({ keepAlive: true, maxSockets: 64 }),
@@ -59,13 +63,8 @@ export function createDynamo(
   });
   // The same endpoint serves streams in DynamoDB Local; on AWS the region's streams endpoint.
   const streams = new DynamoDBStreamsClient({
-    region: c.AWS_REGION ?? 'local',
-    ...(local
-      ? {
-          endpoint: c.DYNAMODB_ENDPOINT,
-          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-        }
-      : {}),
+    region,
+    ...(local ? localEndpoint : {}),
     requestHandler: timeouts,
     maxAttempts: 3,
   });

@@ -49,12 +49,12 @@ function outboxOf(producer: Producer, o: { streamOnly?: boolean; registry?: Regi
 }
 
 /** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
-async function createWithStoppedWriter(userId: string) {
+async function createWithStoppedWriter(userId: string, o: { streamOnly?: boolean } = {}) {
   const rt = rec.f.p.rt;
   const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
     retries: 1,
   });
-  const writer = outboxOf(dead);
+  const writer = outboxOf(dead, o);
   try {
     const made = await createUserConsent(
       { rt: { ...rt, outbox: writer }, app: rec.a.app, actor: { source: 'api', credential: 't' } },
@@ -70,19 +70,28 @@ async function createWithStoppedWriter(userId: string) {
   }
 }
 
-const checkpointsOf = async () => {
+/** The shards of the entities table's stream. */
+async function shardIds(): Promise<string[]> {
   const rt = rec.f.p.rt;
   const arn = (
     await rt.dynamo.client.send(new DescribeTableCommand({ TableName: rt.tables.entities }))
   ).Table!.LatestStreamArn!;
   const shards = (await rt.dynamo.streams.send(new DescribeStreamCommand({ StreamArn: arn })))
     .StreamDescription!.Shards!;
+  return shards.map((sh) => sh.ShardId!);
+}
+
+const checkpointId = (shard: string) => `stream#${rec.f.p.rt.tables.entities}#${shard}`;
+
+/** The relay's checkpoints in the outbox table, one a shard that has one. */
+const checkpointsOf = async () => {
+  const rt = rec.f.p.rt;
   const out: Record<string, unknown>[] = [];
-  for (const s of shards) {
+  for (const id of await shardIds()) {
     const c = await rt.dynamo.doc.send(
       new GetCommand({
         TableName: rt.tables.outbox,
-        Key: { id: `stream#${rt.tables.entities}#${s.ShardId!}` },
+        Key: { id: checkpointId(id) },
         ConsistentRead: true,
       }),
     );
@@ -90,6 +99,10 @@ const checkpointsOf = async () => {
   }
   return out;
 };
+
+/** The sum of a metric's values in `registry`. */
+const metricSum = async (registry: Registry, name: string) =>
+  (await registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
 
 /** The writer index entries of a writer's commits in the entities table. */
 async function indexed(writerId: string): Promise<number> {
@@ -189,11 +202,7 @@ describe('carriers found through the entities table’s stream', () => {
   it('reads the stream at most every 5 s, and at once when it takes a writer over', async () => {
     const registry = new Registry();
     const relay = outboxOf(rec.f.p.rt.producer, { registry });
-    const reads = async () =>
-      (await registry.getSingleMetric('svc_outbox_stream_reads_total')?.get())?.values.reduce(
-        (n, v) => n + v.value,
-        0,
-      ) ?? 0;
+    const reads = () => metricSum(registry, 'svc_outbox_stream_reads_total');
     try {
       await relay.relayOnce({ staleMs: 600_000 });
       expect(await reads()).toBe(1);
@@ -214,25 +223,19 @@ describe('carriers found through the entities table’s stream', () => {
     const rt = rec.f.p.rt;
     const { made } = await createWithStoppedWriter(uid());
     // Every shard's checkpoint names a place before the stream's first record.
-    const arn = (
-      await rt.dynamo.client.send(new DescribeTableCommand({ TableName: rt.tables.entities }))
-    ).Table!.LatestStreamArn!;
-    const shards = (await rt.dynamo.streams.send(new DescribeStreamCommand({ StreamArn: arn })))
-      .StreamDescription!.Shards!;
-    for (const sh of shards)
+    const shards = await shardIds();
+    for (const id of shards)
       await rt.dynamo.doc.send(
         new PutCommand({
           TableName: rt.tables.outbox,
-          Item: { id: `stream#${rt.tables.entities}#${sh.ShardId!}`, at: '0'.repeat(21) },
+          Item: { id: checkpointId(id), at: '0'.repeat(21) },
         }),
       );
     const registry = new Registry();
     const relay = outboxOf(rt.producer, { registry });
-    const value = async (name: string) =>
-      (await registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
     try {
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
-      expect(await value('svc_outbox_stream_gaps_total')).toBe(shards.length);
+      expect(await metricSum(registry, 'svc_outbox_stream_gaps_total')).toBe(shards.length);
       const events = await rec.f.waitForEvents(made.referenceId, 2);
       expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
     } finally {
@@ -242,37 +245,17 @@ describe('carriers found through the entities table’s stream', () => {
 
   it('with OUTBOX_CARRIER_STREAM off the carrier gets its index entry, and the relay finds it there', async () => {
     const rt = rec.f.p.rt;
-    const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
-      retries: 1,
-    });
     // The setting off: carriers are written as before (runtime.ts: `streamOnly`).
-    const writer = outboxOf(dead, { streamOnly: false });
-    let made;
-    try {
-      made = await createUserConsent(
-        {
-          rt: { ...rt, outbox: writer },
-          app: rec.a.app,
-          actor: { source: 'api', credential: 't' },
-        },
-        { userId: uid(), email: 'indexed@shop.example', consents: { analytics: true } },
-      );
-    } finally {
-      writer.abandon();
-      await Promise.race([
-        dead.close().catch(() => undefined),
-        new Promise((r) => setTimeout(r, 2_000)),
-      ]);
-    }
+    const { made, writerId } = await createWithStoppedWriter(uid(), { streamOnly: false });
     const item = (await transactionItem(
       rt,
       rec.a.app.appId,
       made.referenceId,
       made.transactionId,
     ))!;
-    expect(item.obxw).toMatch(new RegExp(`^${writer.writerId}#[0-7]$`));
+    expect(item.obxw).toMatch(new RegExp(`^${writerId}#[0-7]$`));
     expect(item).not.toHaveProperty(STREAM_WRITER_ATTR);
-    expect(await indexed(writer.writerId)).toBe(1);
+    expect(await indexed(writerId)).toBe(1);
     expect(await rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
