@@ -140,6 +140,8 @@ export async function applyDefinitions(rt: Runtime): Promise<void> {
       ),
       applyTables(rt.dynamo.client, rt.config.TABLE_PREFIX, (m) => rt.log.info(m)),
     ]);
+    // Carriers leave out their index entry only where the table's stream is on.
+    await rt.outbox.checkStreams();
   } finally {
     await admin.disconnect();
   }

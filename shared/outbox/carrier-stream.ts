@@ -211,6 +211,7 @@ export class CarrierStream {
 
   private async readAll(): Promise<boolean> {
     const arn = await this.streamArn();
+    if (arn === undefined) return true;
     const shardIds = await this.listShards(arn);
     let caughtUp = true;
     for (const id of shardIds) {
@@ -229,12 +230,19 @@ export class CarrierStream {
     return caughtUp;
   }
 
-  private async streamArn(): Promise<string> {
+  /**
+   * The table's stream, or undefined (asked again at the next read) when it has none: there is
+   * nothing to read. Carriers leave out their index entry only where their writer found the
+   * stream on at its start (`Outbox.checkStreams`).
+   */
+  private async streamArn(): Promise<string | undefined> {
     if (this.arn) return this.arn;
     const t = await this.d.client.send(new DescribeTableCommand({ TableName: this.d.table }));
     const arn = t.Table?.LatestStreamArn;
-    if (!arn || t.Table?.StreamSpecification?.StreamEnabled !== true)
-      throw new Error(`table ${this.d.table} has no stream; the relay cannot find its carriers`);
+    if (!arn || t.Table?.StreamSpecification?.StreamEnabled !== true) {
+      this.d.log.warn({ table: this.d.table }, 'the table has no stream to read');
+      return undefined;
+    }
     return (this.arn = arn);
   }
 

@@ -23,7 +23,7 @@ import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
 import { CarrierStream, CHECKPOINT_PREFIX, STREAM_WRITER_ATTR } from './carrier-stream.js';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 
 export type { TransactItem };
@@ -484,9 +484,7 @@ export class Outbox {
     if (!put?.TableName || !put.Item)
       throw new Error('an outbox carrier must be a Put of the same commit');
     const items = [...changes];
-    const streamed = this.d.carriers?.some(
-      (c) => c.stream && c.streamOnly && c.table === put.TableName,
-    );
+    const streamed = this.streamed.has(put.TableName);
     items[carrier] = {
       Put: {
         ...put,
@@ -756,6 +754,30 @@ export class Outbox {
       this.observed.clear();
       this.m.passes.inc({ result: 'failed' });
       throw err;
+    }
+  }
+
+  /** Carrier tables with `streamOnly` whose stream `checkStreams` found on. */
+  private readonly streamed = new Set<string>();
+
+  /**
+   * Finds which `streamOnly` carrier tables have their stream on (the process's start calls it
+   * after `applyTables`): only their carriers leave out the index entry. A table whose stream is
+   * not on (its table being changed when the start tried to turn it on) keeps getting carriers
+   * with the index entry, which the relay finds without the stream.
+   */
+  async checkStreams(): Promise<void> {
+    for (const c of this.d.carriers ?? []) {
+      if (!c.stream || !c.streamOnly || !this.d.streams) continue;
+      const t = await this.d.streams.client.send(new DescribeTableCommand({ TableName: c.table }));
+      if (t.Table?.StreamSpecification?.StreamEnabled === true) this.streamed.add(c.table);
+      else {
+        this.streamed.delete(c.table);
+        this.d.log.warn(
+          { table: c.table },
+          'the table has no stream: its new carriers keep their outbox index entry',
+        );
+      }
     }
   }
 

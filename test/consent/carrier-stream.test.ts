@@ -1,4 +1,7 @@
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { ulid } from 'ulid';
+import { createTableInput, tableDefs } from '../../infra/definitions/tables.js';
 import { DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Registry } from 'prom-client';
@@ -20,7 +23,10 @@ import { useRecordApi, transactionItem } from './fixture.js';
 const { rec, uid, post } = useRecordApi('consent-carrier-stream');
 
 /** An outbox as the runtime builds one, over `producer`, with its own writer id. */
-function outboxOf(producer: Producer, o: { streamOnly?: boolean; registry?: Registry } = {}) {
+async function outboxOf(
+  producer: Producer,
+  o: { streamOnly?: boolean; registry?: Registry; table?: string } = {},
+) {
   const rt = rec.f.p.rt;
   const deps: OutboxDeps = {
     doc: rt.dynamo.doc,
@@ -33,7 +39,7 @@ function outboxOf(producer: Producer, o: { streamOnly?: boolean; registry?: Regi
     streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
     carriers: [
       {
-        table: rt.tables.entities,
+        table: o.table ?? rt.tables.entities,
         index: 'outbox',
         stream: true,
         streamOnly: o.streamOnly ?? true,
@@ -45,7 +51,10 @@ function outboxOf(producer: Producer, o: { streamOnly?: boolean; registry?: Regi
       },
     ],
   };
-  return new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
+  const outbox = new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
+  // As a process's start does after applying the tables.
+  await outbox.checkStreams();
+  return outbox;
 }
 
 /** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
@@ -54,7 +63,7 @@ async function createWithStoppedWriter(userId: string, o: { streamOnly?: boolean
   const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
     retries: 1,
   });
-  const writer = outboxOf(dead, o);
+  const writer = await outboxOf(dead, o);
   try {
     const made = await createUserConsent(
       { rt: { ...rt, outbox: writer }, app: rec.a.app, actor: { source: 'api', credential: 't' } },
@@ -174,7 +183,7 @@ describe('carriers found through the entities table’s stream', () => {
     const rt = rec.f.p.rt;
     // The first relay sees the writer as live (its heartbeat is recent): it holds the commit
     // and saves a checkpoint at it.
-    const first = outboxOf(rt.producer);
+    const first = await outboxOf(rt.producer);
     const { made } = await createWithStoppedWriter(uid());
     await first.relayOnce({ staleMs: 600_000 });
     expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
@@ -183,14 +192,14 @@ describe('carriers found through the entities table’s stream', () => {
     first.abandon();
 
     // A new relay (a restarted process) starts from that checkpoint and takes the writer over.
-    const second = outboxOf(rt.producer);
+    const second = await outboxOf(rt.producer);
     expect(await second.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
     expect(events.map((e) => e.id)).toEqual([next(), next()]);
     second.abandon();
     // Nothing is held any more: the checkpoint moved past the commit.
-    const third = outboxOf(rt.producer);
+    const third = await outboxOf(rt.producer);
     await third.relayOnce({ staleMs: 600_000 });
     const after = await checkpointsOf();
     const seqOf = (c: Record<string, unknown>) => BigInt(String(c.at ?? c.after ?? 0));
@@ -201,7 +210,7 @@ describe('carriers found through the entities table’s stream', () => {
 
   it('reads the stream at most every 5 s, and at once when it takes a writer over', async () => {
     const registry = new Registry();
-    const relay = outboxOf(rec.f.p.rt.producer, { registry });
+    const relay = await outboxOf(rec.f.p.rt.producer, { registry });
     const reads = () => metricSum(registry, 'svc_outbox_stream_reads_total');
     try {
       await relay.relayOnce({ staleMs: 600_000 });
@@ -232,12 +241,60 @@ describe('carriers found through the entities table’s stream', () => {
         }),
       );
     const registry = new Registry();
-    const relay = outboxOf(rt.producer, { registry });
+    const relay = await outboxOf(rt.producer, { registry });
     try {
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
       expect(await metricSum(registry, 'svc_outbox_stream_gaps_total')).toBe(shards.length);
       const events = await rec.f.waitForEvents(made.referenceId, 2);
       expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
+    } finally {
+      relay.abandon();
+    }
+  });
+
+  it('a carrier table without its stream: carriers keep their index entry, and the relay finds them there', async () => {
+    const rt = rec.f.p.rt;
+    // A copy of the entities table as created before it had a stream.
+    const prefix = `t_nostream_${randomBytes(3).toString('hex')}_`;
+    const { stream: _, ...before } = tableDefs.entities;
+    await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, before)));
+    const table = `${prefix}entities`;
+    const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
+      retries: 1,
+    });
+    const writer = await outboxOf(dead, { table });
+    const id = `evt_${ulid()}`;
+    try {
+      const out = await writer.commit(
+        [{ Put: { TableName: table, Item: { pk: `T#${id}`, sk: 'T' } } }],
+        [
+          {
+            id,
+            topic: rt.topics.consentEvents,
+            key: id,
+            value: JSON.stringify({ id }),
+            createdAtMs: Date.now(),
+          },
+        ],
+        { carrier: 0 },
+      );
+      expect(out.published).toBe(false);
+    } finally {
+      writer.abandon();
+      await Promise.race([
+        dead.close().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 2_000)),
+      ]);
+    }
+    const item = await rt.dynamo.doc.send(
+      new GetCommand({ TableName: table, Key: { pk: `T#${id}`, sk: 'T' }, ConsistentRead: true }),
+    );
+    expect(item.Item?.obxw).toMatch(new RegExp(`^${writer.writerId}#[0-7]$`));
+    expect(item.Item).not.toHaveProperty(STREAM_WRITER_ATTR);
+    // A relay over it reads no stream, fails no pass, and publishes the carrier from the index.
+    const relay = await outboxOf(rt.producer, { table });
+    try {
+      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(1);
     } finally {
       relay.abandon();
     }
