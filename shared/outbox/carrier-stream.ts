@@ -333,11 +333,11 @@ export class CarrierStream {
           new GetRecordsCommand({ ShardIterator: s.iterator, Limit: 1000 }),
         );
       } catch (err) {
-        if (isName(err, 'TrimmedDataAccessException')) {
-          // Where the iterator pointed was trimmed meanwhile: on from the oldest record left.
-          this.gap(id, s.from?.seq);
-          s.from = undefined;
-        } else if (!isName(err, 'ExpiredIteratorException')) throw err;
+        // An iterator that expired, or one DynamoDB Local says points at trimmed data (seen on
+        // a shard's first iterator, seconds old): a new one from the same place. Whether that
+        // place itself is gone, `iteratorFor` finds out.
+        if (!isName(err, 'ExpiredIteratorException') && !isName(err, 'TrimmedDataAccessException'))
+          throw err;
         s.iterator = undefined;
         continue;
       }
