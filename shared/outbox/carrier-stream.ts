@@ -383,11 +383,12 @@ export class CarrierStream {
   }
 
   /**
-   * Lets go of a writer's commits that are published: those created before `watermarkMs`, and
-   * those at or before `after` (where a relay got to with it). `gone`: its progress item no longer
+   * Lets go of a writer's commits that are published: those whose `obxt` is below `below` (the
+   * key of the writer's watermark), and those at or before `after` (where a relay got to with
+   * it). `gone`: its progress item no longer
    * exists, so all of them.
    */
-  settle(writer: string, p: { watermarkMs?: number; after?: string; gone?: boolean }): void {
+  settle(writer: string, p: { below?: string; after?: string; gone?: boolean }): void {
     const m = this.held.get(writer);
     if (!m) return;
     if (p.gone) {
@@ -395,10 +396,8 @@ export class CarrierStream {
       this.gauge();
       return;
     }
-    const below =
-      p.watermarkMs === undefined ? undefined : `${String(p.watermarkMs).padStart(15, '0')}#`;
     for (const at of [...m.keys()])
-      if ((below !== undefined && at < below) || (p.after !== undefined && at <= p.after))
+      if ((p.below !== undefined && at < p.below) || (p.after !== undefined && at <= p.after))
         m.delete(at);
     if (m.size === 0) this.held.delete(writer);
     this.gauge();

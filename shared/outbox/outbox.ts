@@ -281,6 +281,17 @@ export function certainlyNotApplied(err: unknown): boolean {
 /** A failed transaction whose outcome is unknown is taken for not applied once found absent this long after it failed, twice. */
 const UNKNOWN_SETTLE_MS = 60_000;
 
+/** What a writer's progress item (undefined: gone) says of its commits the stream showed. */
+function settlement(
+  p: Record<string, unknown> | undefined,
+): Parameters<CarrierStream['settle']>[1] {
+  if (!p) return { gone: true };
+  return {
+    below: atKey(Number(p.watermark), ''),
+    ...(typeof p.after === 'string' ? { after: p.after } : {}),
+  };
+}
+
 /**
  * Transactional outbox without deletes. `commit` writes a change and its events in one
  * TransactWriteItems (the events together in one outbox item, or inside one of the change's own
@@ -294,17 +305,6 @@ const UNKNOWN_SETTLE_MS = 60_000;
  * (`expiresAt`, 14 days; TTL deletes cost no write units on AWS). Delivery is at-least-once:
  * consumers deduplicate by event id (see idempotency.ts).
  */
-/** What a writer's progress item (undefined: gone) says of its commits the stream showed. */
-function settlement(
-  p: Record<string, unknown> | undefined,
-): Parameters<CarrierStream['settle']>[1] {
-  if (!p) return { gone: true };
-  return {
-    watermarkMs: Number(p.watermark),
-    ...(typeof p.after === 'string' ? { after: p.after } : {}),
-  };
-}
-
 export class Outbox {
   private readonly m;
   /** This writer's unpublished commits, in creation order (a Map keeps insertion order). */
@@ -833,7 +833,7 @@ export class Outbox {
     await this.settleUnlisted(readers, writers);
     for (const w of writers) {
       if (w === this.writerId) {
-        for (const r of readers) r.reader.settle(w, { watermarkMs: this.watermark() });
+        for (const r of readers) r.reader.settle(w, { below: atKey(this.watermark(), '') });
         continue;
       }
       const p = await this.progressOf(w);
@@ -892,11 +892,12 @@ export class Outbox {
     readers: { reader: CarrierStream }[],
     writers: readonly string[],
   ): Promise<void> {
-    for (const r of readers)
-      for (const w of r.reader.writers()) {
-        if (w === this.writerId || writers.includes(w)) continue;
-        r.reader.settle(w, settlement(await this.progressOf(w)));
-      }
+    const unlisted = new Set(readers.flatMap((r) => r.reader.writers()));
+    for (const w of unlisted) {
+      if (w === this.writerId || writers.includes(w)) continue;
+      const s = settlement(await this.progressOf(w));
+      for (const r of readers) r.reader.settle(w, s);
+    }
   }
 
   private async listWriters(): Promise<string[]> {

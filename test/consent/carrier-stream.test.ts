@@ -57,19 +57,18 @@ async function outboxOf(
   return outbox;
 }
 
-/** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
-async function createWithStoppedWriter(userId: string, o: { streamOnly?: boolean } = {}) {
+/** Runs `work` with a writer that cannot publish (Kafka unreachable), then stops the writer. */
+async function withStoppedWriter<T>(
+  o: { streamOnly?: boolean; table?: string },
+  work: (writer: Outbox) => Promise<T>,
+): Promise<T> {
   const rt = rec.f.p.rt;
   const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
     retries: 1,
   });
   const writer = await outboxOf(dead, o);
   try {
-    const made = await createUserConsent(
-      { rt: { ...rt, outbox: writer }, app: rec.a.app, actor: { source: 'api', credential: 't' } },
-      { userId, email: 'stream@shop.example', consents: { analytics: true, marketing: false } },
-    );
-    return { made, writerId: writer.writerId };
+    return await work(writer);
   } finally {
     writer.abandon();
     await Promise.race([
@@ -78,6 +77,20 @@ async function createWithStoppedWriter(userId: string, o: { streamOnly?: boolean
     ]);
   }
 }
+
+/** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
+const createWithStoppedWriter = (userId: string, o: { streamOnly?: boolean } = {}) =>
+  withStoppedWriter(o, async (writer) => ({
+    made: await createUserConsent(
+      {
+        rt: { ...rec.f.p.rt, outbox: writer },
+        app: rec.a.app,
+        actor: { source: 'api', credential: 't' },
+      },
+      { userId, email: 'stream@shop.example', consents: { analytics: true, marketing: false } },
+    ),
+    writerId: writer.writerId,
+  }));
 
 /** The shards of the entities table's stream. */
 async function shardIds(): Promise<string[]> {
@@ -259,12 +272,8 @@ describe('carriers found through the entities table’s stream', () => {
     const { stream: _, ...before } = tableDefs.entities;
     await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, before)));
     const table = `${prefix}entities`;
-    const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
-      retries: 1,
-    });
-    const writer = await outboxOf(dead, { table });
     const id = `evt_${ulid()}`;
-    try {
+    const writerId = await withStoppedWriter({ table }, async (writer) => {
       const out = await writer.commit(
         [{ Put: { TableName: table, Item: { pk: `T#${id}`, sk: 'T' } } }],
         [
@@ -279,17 +288,12 @@ describe('carriers found through the entities table’s stream', () => {
         { carrier: 0 },
       );
       expect(out.published).toBe(false);
-    } finally {
-      writer.abandon();
-      await Promise.race([
-        dead.close().catch(() => undefined),
-        new Promise((r) => setTimeout(r, 2_000)),
-      ]);
-    }
+      return writer.writerId;
+    });
     const item = await rt.dynamo.doc.send(
       new GetCommand({ TableName: table, Key: { pk: `T#${id}`, sk: 'T' }, ConsistentRead: true }),
     );
-    expect(item.Item?.obxw).toMatch(new RegExp(`^${writer.writerId}#[0-7]$`));
+    expect(item.Item?.obxw).toMatch(new RegExp(`^${writerId}#[0-7]$`));
     expect(item.Item).not.toHaveProperty(STREAM_WRITER_ATTR);
     // A relay over it reads no stream, fails no pass, and publishes the carrier from the index.
     const relay = await outboxOf(rt.producer, { table });
