@@ -67,6 +67,25 @@ describe('CONSENT_SPLIT_CREATION', () => {
   });
 });
 
+describe('DISPATCH_LEDGER_LINGER_MS', () => {
+  it.each([
+    ['the embedded stack', {}, 25],
+    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, 250],
+    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, 25],
+    ['AWS, set', { AWS_REGION: 'ap-south-1', DISPATCH_LEDGER_LINGER_MS: '40' }, 40],
+    ['embedded, set to 0', { DISPATCH_LEDGER_LINGER_MS: '0' }, 0],
+    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', DISPATCH_LEDGER_LINGER_MS: '' }, 250],
+  ])('%s → %s', (_name, env, ms) => {
+    expect(loadConfig(env).DISPATCH_LEDGER_LINGER_MS).toBe(ms);
+  });
+
+  it('refuses a wait past a second', () => {
+    expect(() => loadConfig({ DISPATCH_LEDGER_LINGER_MS: '1001' })).toThrow(
+      /DISPATCH_LEDGER_LINGER_MS/,
+    );
+  });
+});
+
 describe('NODE_ENV=production', () => {
   const good = {
     NODE_ENV: 'production',

@@ -299,12 +299,19 @@ export const baseConfigSchema = z.object({
   /**
    * How long a first attempt's record waits for others before a ledger write that is not full
    * (25 records) starts. Dispatches of one app written together share a listing page
-   * (LEDGER_APP_PAGES, up to 14 a page): at 250 ms a page names the dispatches of about five
-   * consents at 20 consents/s where 25 ms left one page a consent. The webhook is sent before;
-   * only the ledger record and the event's commit in Kafka wait, so a dispatcher killed meanwhile
-   * has its next owner send those webhooks again (same `webhook-id`).
+   * (LEDGER_APP_PAGES, up to 14 a page). The webhook is sent before; only the ledger record and
+   * the event's commit in Kafka wait, so a dispatcher killed meanwhile has its next owner send
+   * those webhooks again (same `webhook-id`). Unset (or empty): 250 ms against AWS DynamoDB
+   * (AWS_REGION set, no DYNAMODB_ENDPOINT), where at 20 consents/s a page then names about five
+   * consents' dispatches instead of one's; 25 ms with an endpoint (DynamoDB Local), where the
+   * larger writes of a longer wait held the consents' own transactions back (POST → webhook p99
+   * at 100/s 150 and 217 ms against 76 and 124 ms at 25 ms; docs/benchmarks.md). Decided by
+   * `loadConfig` (`LEDGER_LINGER_MS`).
    */
-  DISPATCH_LEDGER_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(250),
+  DISPATCH_LEDGER_LINGER_MS: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(0).max(1000).optional(),
+  ),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */
@@ -400,6 +407,9 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
   return r.data;
 }
 
+/** `DISPATCH_LEDGER_LINGER_MS` when unset: against AWS DynamoDB, and with an endpoint. */
+export const LEDGER_LINGER_MS = { aws: 250, local: 25 } as const;
+
 /**
  * Parses the process's configuration as the user gave it. Defaults that depend on it are
  * settled here, before `resolveInfra` fills in the embedded stack's addresses (after which
@@ -414,6 +424,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
     CONSENT_SPLIT_CREATION:
       parsed.CONSENT_SPLIT_CREATION ??
       (parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined),
+    DISPATCH_LEDGER_LINGER_MS:
+      parsed.DISPATCH_LEDGER_LINGER_MS ??
+      (parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined
+        ? LEDGER_LINGER_MS.aws
+        : LEDGER_LINGER_MS.local),
   };
   if (config.NODE_ENV === 'production') {
     const problems = productionProblems(config);

@@ -4,7 +4,7 @@ import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
 import { parseCidrList } from '../../shared/webhooks/ip.js';
-import { ConfigError } from '../../shared/config.js';
+import { ConfigError, LEDGER_LINGER_MS } from '../../shared/config.js';
 import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
 import { CONSUMER, consentEventHandler } from './handler.js';
 import { LANES, Lanes } from './lanes.js';
@@ -45,7 +45,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     metrics,
     log,
     maxFlushes: c.DISPATCH_LEDGER_FLUSHES,
-    lingerMs: c.DISPATCH_LEDGER_LINGER_MS,
+    lingerMs: c.DISPATCH_LEDGER_LINGER_MS ?? LEDGER_LINGER_MS.local,
   });
   const attempter = new Attempter(rt, {
     client,
