@@ -417,18 +417,16 @@ export const LEDGER_LINGER_MS = { aws: 250, local: 25 } as const;
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
   const parsed = parseConfig(baseConfigSchema, env);
+  // The store is AWS DynamoDB itself, not DynamoDB Local behind an endpoint.
+  const awsStore = parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined;
   const config: BaseConfig = {
     ...parsed,
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
       parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),
-    CONSENT_SPLIT_CREATION:
-      parsed.CONSENT_SPLIT_CREATION ??
-      (parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined),
+    CONSENT_SPLIT_CREATION: parsed.CONSENT_SPLIT_CREATION ?? awsStore,
     DISPATCH_LEDGER_LINGER_MS:
       parsed.DISPATCH_LEDGER_LINGER_MS ??
-      (parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined
-        ? LEDGER_LINGER_MS.aws
-        : LEDGER_LINGER_MS.local),
+      (awsStore ? LEDGER_LINGER_MS.aws : LEDGER_LINGER_MS.local),
   };
   if (config.NODE_ENV === 'production') {
     const problems = productionProblems(config);
