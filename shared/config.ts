@@ -249,6 +249,18 @@ export const baseConfigSchema = z.object({
     .enum(['true', 'false', '1', '0', ''])
     .optional()
     .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /**
+   * With LEDGER_APP_PAGES, the dispatches of one app written together are named by one of their
+   * own dispatch items (a carrier, in the ledger's sparse `pages` index) instead of a page item:
+   * one ledger item less a batch (shared/ledger/app-pages.ts). Used once this process has seen
+   * the index ACTIVE (a table created before it gets it at a start); off: page items, as before.
+   * Set false during a rolling upgrade from a version before it (an older reader does not read
+   * the index), and back once no older process runs.
+   */
+  LEDGER_PAGE_CARRIERS: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */

@@ -129,6 +129,10 @@ export const tableDefs = {
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: DISPATCH_VIEW_ATTRS },
       // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
+      // Sparse: listing carriers, dispatch items that name others of their app written with them
+      // (shared/ledger/app-pages.ts), by app and their listing `lk` (which starts with its
+      // earliest event time): keys only, the listing being a key.
+      { name: 'pages', partitionKey: 'appId', sortKey: 'lk', keysOnly: true },
       // Sparse: the dispatcher's retry due-index, derived from the dispatch items that have an
       // attempt due (shared/ledger/dispatch-due.ts): their `duePk`/`dueSk`, with only what the
       // sweep needs. Moving a dispatch's due time is an update of its own item.

@@ -5,28 +5,89 @@ import { dispatchKey, isDispatchHead } from './dispatches.js';
 import { impliedFields } from './packed.js';
 import { readDispatchViews } from './principal.js';
 import { RETAIN_ATTR } from './retention.js';
+import { itemBytes } from '../storage/billing.js';
 
 /**
  * An app's dispatches by event time: `gsi1` (key `APP#{appId}` / `{createdAt}#{dispatchId}`)
- * and **listing pages**. A page is one ledger item naming several dispatches of one app by that
- * same key, written by the dispatcher with a batch of first attempts instead of a `gsi1` entry
- * for each (`planPages`): one write unit for up to `PAGE_ENTRIES` dispatches where each entry
- * cost one. Every reader of an app's dispatches (the ledger API's list and export, the console,
- * the requeue, the checkpoint sealer) reads both through `readAppDispatches`.
+ * and **listings**. A listing names several dispatches of one app by that same key (`ks`),
+ * written by the dispatcher with a batch of first attempts instead of a `gsi1` entry for each
+ * (`planPages`). It is one of two things:
  *
- * - Key: `APP#{appId}#PAGES` / `{earliest createdAt}#{uuid}`, in the ledger table itself (no
- *   index entry). The entries of a page lie less than `PAGE_SPAN_MS` after its earliest, so a
- *   time range is found by a key condition widened by that span.
- * - A page is written before the dispatch items it names (the dispatcher's first phase, with
- *   the SLA checks), so a dispatch item in the ledger without a `gsi1` entry always has its
- *   page. A page may name a dispatch that never landed (its write was cut short and redone,
- *   perhaps elsewhere with a `gsi1` entry, or not at all): readers read the dispatch items by
- *   key (BatchGetItem, consistent) and skip the missing. A dispatch named twice (a page and
- *   `gsi1`, or two pages) is listed once.
- * - A page holds keys alone: no personal data, nothing the erasure redacts. Its `retainUntil`
- *   is the latest of its dispatches' plus `PAGE_RETAIN_MARGIN_S`, since a dispatch's item is
- *   kept from its last change (retention.ts) and a page is never rewritten.
+ * - **A carrier**: one of the batch's own dispatch items holds the listing in `lk`, one string:
+ *   the earliest `createdAt`, then each entry's milliseconds after it and its dispatch id
+ *   (`encodeListing`, about 30 bytes an entry against a page's 57), naming itself too. The
+ *   ledger's sparse `pages` index (keys only) has it by `appId` and `lk`, so a listing sorts by
+ *   its earliest time and its index entry is the listing. No item more than the dispatches
+ *   themselves, and the carrier mostly stays under the kilobyte of one write unit. The carrier
+ *   is the smallest item of its group whose record has no SLA check to write first. Written
+ *   once this process has seen the index ACTIVE (`LEDGER_PAGE_CARRIERS`).
+ * - **A page item**, key `APP#{appId}#PAGES` / `{earliest createdAt}#{uuid}` in the ledger table
+ *   itself, where no member of a group may be its carrier (all have an SLA check) or carriers
+ *   are off: one write unit for up to `PAGE_ENTRIES` dispatches where each entry cost one.
+ *
+ * Every reader of an app's dispatches (the ledger API's list and export, the console, the
+ * requeue, the checkpoint sealer) reads all three through `readAppDispatches`.
+ *
+ * - The entries of a listing lie less than `PAGE_SPAN_MS` after its earliest, so a time range is
+ *   found by a key condition widened by that span.
+ * - A listing is written before the dispatch items it names (the dispatcher's first phase,
+ *   with the SLA checks), so a dispatch item in the ledger without a `gsi1` entry always has
+ *   its listing. A listing may name a dispatch that never landed (its write was cut short and
+ *   redone, perhaps elsewhere with a `gsi1` entry, or not at all): readers read the dispatch
+ *   items by key (BatchGetItem, consistent) and skip the missing. A dispatch named twice (a
+ *   listing and `gsi1`, or two listings) is listed once.
+ * - A listing holds keys alone: no personal data, nothing the erasure redacts.
+ * - Retention: a page item's `retainUntil` is the latest of its dispatches' plus
+ *   `PAGE_RETAIN_MARGIN_S`, since a dispatch's item is kept from its last change (retention.ts)
+ *   and a page is never rewritten. A carrier is kept as its own dispatch is (its data may not
+ *   outlive the app's retention), so a named dispatch that changes after it was written puts
+ *   itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever outlives its
+ *   carrier lists itself.
  */
+
+/** The ledger's sparse index of carriers, by `appId` and `lk` (keys only). */
+export const PAGES_INDEX = 'pages';
+/** A carrier's listing attribute (`encodeListing`). */
+export const LISTING_ATTR = 'lk';
+
+const DSP = 'dsp_';
+
+/**
+ * A carrier's listing of `keys` (`{createdAt}#{dispatchId}`, in order, the first the earliest):
+ * `{earliest}` then `|{ms after it}:{id}` each, a dispatch id without its `dsp_` (any other id
+ * after `=`). Undefined when a key's time does not come back the same from its milliseconds
+ * (not an ISO time as `toISOString` writes it): such a group gets a page item.
+ */
+export function encodeListing(keys: readonly string[]): string | undefined {
+  const first = keys[0]?.split('#', 1)[0];
+  if (first === undefined) return undefined;
+  const t0 = Date.parse(first);
+  const parts = [first];
+  for (const key of keys) {
+    const time = key.split('#', 1)[0]!;
+    const id = idOf(key);
+    const ms = Date.parse(time);
+    if (!Number.isFinite(ms) || new Date(ms).toISOString() !== time || ms < t0) return undefined;
+    if (id === '' || id.includes('|')) return undefined;
+    parts.push(`${ms - t0}:${id.startsWith(DSP) ? id.slice(DSP.length) : `=${id}`}`);
+  }
+  return parts.join('|');
+}
+
+/** The keys a carrier's listing names (`encodeListing`); a malformed entry is skipped. */
+export function decodeListing(lk: string): string[] {
+  const [first, ...entries] = lk.split('|');
+  const t0 = Date.parse(first ?? '');
+  if (!Number.isFinite(t0)) return [];
+  return entries.flatMap((e) => {
+    const colon = e.indexOf(':');
+    const delta = Number(e.slice(0, colon));
+    const raw = e.slice(colon + 1);
+    if (colon < 1 || !Number.isInteger(delta) || delta < 0 || raw === '') return [];
+    const id = raw.startsWith('=') ? raw.slice(1) : `${DSP}${raw}`;
+    return [`${new Date(t0 + delta).toISOString()}#${id}`];
+  });
+}
 
 /** Most time between the earliest and the latest entry of a page (exclusive). */
 export const PAGE_SPAN_MS = 1_000;
@@ -50,18 +111,28 @@ function shifted(bound: string, ms: number): string {
 export interface PagePlan {
   /** Page items to write before the dispatch items. */
   pages: Record<string, unknown>[];
-  /** The dispatch items as they are then written: those a page names without `gsi1` keys. */
+  /**
+   * The dispatch items as they are then written: those a page or a carrier names without `gsi1`
+   * keys, a carrier with its listing (`carried`).
+   */
   heads: Record<string, unknown>[];
-  /** The page that names each head (by its index), undefined for one left in `gsi1`. */
+  /** The page that names each head (by its index), undefined for any other. */
   pageOf: (Record<string, unknown> | undefined)[];
+  /** The listing a carrier holds (`lk`), by index; undefined for any other. */
+  carried: (Record<string, unknown> | undefined)[];
 }
 
 /**
  * Pages for a batch of new dispatch items (`heads`, as `dispatchItem` builds them): their keys
  * grouped by app, in key order, cut at `PAGE_ENTRIES` entries or `PAGE_SPAN_MS`. A group of one
- * keeps its `gsi1` entry (a page would cost the same and a read more).
+ * keeps its `gsi1` entry (a page would cost the same and a read more). With `carrier`, a group
+ * is listed by one of its own dispatch items instead of a page item, the smallest of those
+ * `carrier` allows (none: a page item); it must be written before the others (`carried`).
  */
-export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
+export function planPages(
+  heads: readonly Record<string, unknown>[],
+  carrier?: (i: number) => boolean,
+): PagePlan {
   const byApp = new Map<string, { key: string; i: number }[]>();
   heads.forEach((h, i) => {
     if (typeof h.gsi1pk !== 'string' || typeof h.gsi1sk !== 'string') return;
@@ -72,6 +143,8 @@ export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
   });
   const pages: Record<string, unknown>[] = [];
   const pageOf: (Record<string, unknown> | undefined)[] = heads.map(() => undefined);
+  const carried: (Record<string, unknown> | undefined)[] = heads.map(() => undefined);
+  const listed = heads.map(() => false);
   for (const [indexPk, list] of byApp) {
     list.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (let start = 0; start < list.length;) {
@@ -86,11 +159,25 @@ export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
       const group = list.slice(start, end);
       start = end;
       if (group.length < 2) continue;
+      const earliest = group[0]!.key.split('#', 1)[0]!;
+      const ks = group.map((g) => g.key);
+      for (const g of group) listed[g.i] = true;
+      const lk = carrier ? encodeListing(ks) : undefined;
+      const by = lk
+        ? smallest(
+            group.filter((g) => carrier!(g.i)),
+            heads,
+          )
+        : undefined;
+      if (by) {
+        carried[by.i] = { [LISTING_ATTR]: lk };
+        continue;
+      }
       const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));
       const page = {
         pk: `${indexPk}#PAGES`,
-        sk: `${group[0]!.key.split('#', 1)[0]}#${randomUUID()}`,
-        ks: group.map((g) => g.key),
+        sk: `${earliest}#${randomUUID()}`,
+        ks,
         ...(retain > 0 ? { [RETAIN_ATTR]: retain + PAGE_RETAIN_MARGIN_S } : {}),
       };
       pages.push(page);
@@ -99,13 +186,32 @@ export function planPages(heads: readonly Record<string, unknown>[]): PagePlan {
   }
   return {
     pages,
-    heads: heads.map((h, i) => {
-      if (!pageOf[i]) return h;
-      const { gsi1pk: _pk, gsi1sk: _sk, ...rest } = h;
-      return rest;
-    }),
+    heads: heads.map((h, i) => (listed[i] ? withListing(h, carried[i]) : h)),
     pageOf,
+    carried,
   };
+}
+
+/** A dispatch item without its `gsi1` keys, with the listing it carries if any. */
+export function withListing(
+  head: Record<string, unknown>,
+  listing: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const { gsi1pk: _pk, gsi1sk: _sk, ...rest } = head;
+  return listing ? { ...rest, ...listing } : rest;
+}
+
+/** The group member whose item is smallest (its listing then least often takes it past 1 KB). */
+function smallest(
+  group: { key: string; i: number }[],
+  heads: readonly Record<string, unknown>[],
+): { key: string; i: number } | undefined {
+  let best: { key: string; i: number; bytes: number } | undefined;
+  for (const g of group) {
+    const bytes = itemBytes(heads[g.i]!);
+    if (!best || bytes < best.bytes) best = { ...g, bytes };
+  }
+  return best;
 }
 
 /** A DynamoDB filter on `gsi1`'s projected attributes; `keep` must say the same of an item. */
@@ -335,48 +441,102 @@ async function readIndex(
 }
 
 /**
- * The listing pages that may hold keys beyond `after`, a request at a time: their keys, and
- * how far the pages read so far are complete (undefined once the range is read to its end).
- * An entry at t is in a page whose earliest is in (t - PAGE_SPAN_MS, t]; a bound's millisecond
- * is read whole (a page's key ends with a uuid, not a dispatch id).
+ * The listings that may hold keys beyond `after` (page items, and carriers through the `pages`
+ * index), a request at a time from whichever source is read least far: their keys, and how far
+ * both are complete (undefined once the range is read to its end in both).
  */
 async function* readPages(
   rt: Runtime,
   r: AppRead,
   after: string | undefined,
 ): AsyncGenerator<{ keys: string[]; stop: string | undefined }> {
+  const later = before(r.desc ?? false);
+  const sources = [readListings(rt, r, after, 'items'), readListings(rt, r, after, 'carriers')];
+  const stops: (string | undefined)[] = [undefined, undefined];
+  const done = [false, false];
+  for (let round = 0; ; round++) {
+    // Both at first; then the one whose frontier is the nearer, so the other's is not waited on.
+    const nearer = done[0] ? 1 : done[1] ? 0 : later(stops[0]!, stops[1]!) ? 1 : 0;
+    const which = round === 0 ? [0, 1] : [nearer];
+    const reads = await Promise.all(which.map((i) => sources[i]!.next()));
+    const keys: string[] = [];
+    which.forEach((i, n) => {
+      const read = reads[n]!;
+      if (read.done || read.value.stop === undefined) done[i] = true;
+      if (!read.done) keys.push(...read.value.keys);
+      stops[i] = read.done ? undefined : read.value.stop;
+    });
+    const stop = combined(done[0] ? undefined : stops[0], done[1] ? undefined : stops[1], later);
+    yield { keys, stop };
+    if (stop === undefined) return;
+  }
+}
+
+/**
+ * One source of listings a request at a time: the page items (`items`, consistent reads) or the
+ * carriers' entries in the `pages` index (`carriers`; none when the table has no such index
+ * yet). An entry at t is in a listing whose earliest is in (t - PAGE_SPAN_MS, t]; a bound's
+ * millisecond is read whole (a listing's key ends with a uuid or a dispatch id).
+ */
+async function* readListings(
+  rt: Runtime,
+  r: AppRead,
+  after: string | undefined,
+  source: 'items' | 'carriers',
+): AsyncGenerator<{ keys: string[]; stop: string | undefined }> {
   const { lo, hi } = bounds(r, after);
+  const [pkName, skName] = source === 'items' ? ['pk', 'sk'] : ['appId', LISTING_ATTR];
   const range = rangeInput(
-    'pk',
-    'sk',
-    appPagesPk(r.appId),
+    pkName,
+    skName,
+    source === 'items' ? appPagesPk(r.appId) : r.appId,
     lo === undefined ? undefined : shifted(lo, -PAGE_SPAN_MS),
     hi === undefined ? undefined : shifted(hi, 1),
   );
   let start: Record<string, unknown> | undefined;
   do {
-    const p = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.ledger,
-        ...range,
-        ProjectionExpression: 'sk, ks',
-        ConsistentRead: true,
-        ScanIndexForward: !r.desc,
-        Limit: PAGES_READ,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-      r.signal ? { abortSignal: r.signal } : {},
-    );
+    let p;
+    try {
+      p = await rt.dynamo.doc.send(
+        new QueryCommand({
+          TableName: rt.tables.ledger,
+          ...range,
+          ...(source === 'items'
+            ? { ProjectionExpression: 'sk, ks', ConsistentRead: true }
+            : { IndexName: PAGES_INDEX }),
+          ScanIndexForward: !r.desc,
+          Limit: PAGES_READ,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+        r.signal ? { abortSignal: r.signal } : {},
+      );
+    } catch (err) {
+      // A table created before the index, which no writer writes carriers to until it is ACTIVE.
+      if (source === 'carriers' && isMissingIndex(err)) return;
+      throw err;
+    }
     start = p.LastEvaluatedKey;
-    // Unread pages start at or after the last read's earliest (ascending: complete below
+    // Unread listings start at or after the last read's earliest (ascending: complete below
     // it), or at or before it (descending: complete from it plus the span).
-    const earliest = start ? String(start.sk).split('#', 1)[0]! : undefined;
+    const earliest = start ? String(start[skName]).split(/[#|]/, 1)[0]! : undefined;
     yield {
-      keys: (p.Items ?? []).flatMap((page) => (page.ks as string[] | undefined) ?? []),
+      keys: (p.Items ?? []).flatMap((page) =>
+        source === 'items'
+          ? ((page.ks as string[] | undefined) ?? [])
+          : typeof page[LISTING_ATTR] === 'string'
+            ? decodeListing(page[LISTING_ATTR])
+            : [],
+      ),
       stop:
         earliest === undefined ? undefined : r.desc ? shifted(earliest, PAGE_SPAN_MS) : earliest,
     };
   } while (start);
+}
+
+/** DynamoDB's answer to a query of an index the table does not have (or not yet readable). */
+function isMissingIndex(err: unknown): boolean {
+  const e = err as { name?: string; message?: string };
+  return e.name === 'ValidationException' && /index/i.test(e.message ?? '');
 }
 
 /** The nearer of two frontiers (undefined: read to the end). */

@@ -5,6 +5,7 @@ import { cancellationReasons, isConditionFailure, writeItems } from '../storage/
 import type { DeliveryStatus } from '../webhooks/schedule.js';
 import { changeKeys } from './changes.js';
 import {
+  appIndexUpdate,
   attemptSk,
   dispatchItem,
   existingDispatches,
@@ -18,7 +19,8 @@ import {
 } from './dispatches.js';
 import type { DueEntry } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
-import { planPages } from './app-pages.js';
+import { PAGES_INDEX, planPages, withListing } from './app-pages.js';
+import { indexActive } from '../storage/index-state.js';
 import { chainHash } from './hash.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
@@ -112,6 +114,12 @@ export interface FirstAttemptRecord {
    * (app-pages.ts; set by `firstAttemptPhases`): what the recheck after an outage reads back.
    */
   page?: Record<string, unknown>;
+  /**
+   * How the dispatch is listed by app when it went without a `gsi1` entry: by a page item or by
+   * a carrier (itself, when it is the carrier: `head` then holds the listing). Set by
+   * `firstAttemptPhases`.
+   */
+  listedBy?: 'page' | 'carrier' | 'itself';
 }
 
 /**
@@ -184,19 +192,34 @@ export function firstAttemptPhases(
   stamp: (rec: FirstAttemptRecord) => boolean,
 ): BatchPuts[] {
   const stamped = recs.map((r) => (stamp(r) ? r.head : unstamped(r.head)));
+  // A carrier goes with the first phase, so it has no SLA check of its own to wait for.
+  const carriers =
+    rt.config.LEDGER_PAGE_CARRIERS && indexActive(rt, rt.tables.ledger, PAGES_INDEX)
+      ? (i: number) => recs[i]!.children.length === 0
+      : undefined;
   const plan = rt.config.LEDGER_APP_PAGES
-    ? planPages(stamped)
-    : { pages: [], heads: stamped, pageOf: [] };
+    ? planPages(stamped, carriers)
+    : { pages: [], heads: stamped, pageOf: [], carried: [] };
   recs.forEach((r, i) => {
     const page = plan.pageOf[i];
-    if (page) r.page = page;
+    const listing = plan.carried[i];
+    if (page) {
+      r.page = page;
+      r.listedBy = 'page';
+    } else if (listing) {
+      // What a recheck writes again if the store lost it: the carrier with its listing.
+      r.head = withListing(r.head, listing);
+      r.listedBy = 'itself';
+    } else if (plan.heads[i]!.gsi1pk === undefined) r.listedBy = 'carrier';
   });
+  const ledger = (item: Record<string, unknown>) => ({ table: rt.tables.ledger, item });
   return [
     ...batchPutsOf([
       ...recs.flatMap((r) => r.children),
-      ...plan.pages.map((item) => ({ table: rt.tables.ledger, item })),
+      ...plan.pages.map(ledger),
+      ...plan.heads.filter((_, i) => plan.carried[i]).map(ledger),
     ]),
-    ...batchPutsOf(plan.heads.map((item) => ({ table: rt.tables.ledger, item }))),
+    ...batchPutsOf(plan.heads.filter((_, i) => !plan.carried[i]).map(ledger)),
   ];
 }
 
@@ -368,6 +391,9 @@ function attemptItems(
     'gsi3pk = :cpk',
     'gsi3sk = :csk',
   ];
+  const listed = appIndexUpdate(r.state);
+  sets.push(...listed.sets);
+  Object.assign(values, listed.values);
   if (inline) {
     sets.push('attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)');
     Object.assign(values, { ':none': [], ':entry': [entry] });

@@ -227,9 +227,28 @@ export function dispatchItem(
     ...state,
     pk: dispatchPk(state.dispatchId),
     sk: DISPATCH_SK,
-    gsi1pk: `APP#${state.appId}`,
-    gsi1sk: `${state.createdAt}#${state.dispatchId}`,
+    ...appIndexKeys(state),
     ...(throughConsent && foundThroughConsent(state) ? {} : principalIndexKeys(state)),
+  };
+}
+
+/** A dispatch's keys in `gsi1`: by app, then event time and id. */
+export function appIndexKeys(d: { appId: string; createdAt: string; dispatchId: string }) {
+  return { gsi1pk: `APP#${d.appId}`, gsi1sk: `${d.createdAt}#${d.dispatchId}` };
+}
+
+/**
+ * What an update of a dispatch item that moves its `retainUntil` on adds: its `gsi1` keys when
+ * it has none. A dispatch written with others of its app is listed by a page or a carrier
+ * instead (app-pages.ts), and a carrier is kept from its own last change, not this one's: one
+ * that changes later lists itself, so it stays listed as long as it is kept. An index write
+ * then, once; one already in `gsi1` is left as it is.
+ */
+export function appIndexUpdate(d: { appId: string; createdAt: string; dispatchId: string }) {
+  const k = appIndexKeys(d);
+  return {
+    sets: ['gsi1pk = if_not_exists(gsi1pk, :g1pk)', 'gsi1sk = if_not_exists(gsi1sk, :g1sk)'],
+    values: { ':g1pk': k.gsi1pk, ':g1sk': k.gsi1sk },
   };
 }
 

@@ -6,7 +6,7 @@ import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';
-import { dispatchPk, dispatchKey } from './dispatches.js';
+import { appIndexUpdate, dispatchPk, dispatchKey } from './dispatches.js';
 import { duePutItem, type TimerEntry } from '../timers/due.js';
 import {
   chainAfter,
@@ -183,6 +183,9 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string, ttl: numb
     ':aw': w.gauges.awaitingPostback,
     ':near': w.gauges.nearDeadline,
   };
+  const listed = appIndexUpdate(b);
+  sets.push(...listed.sets);
+  Object.assign(values, listed.values);
   if (head !== b.headHash) {
     // Entries were chained: the change index learns the period this happened in.
     const changed = changeKeys(b, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);

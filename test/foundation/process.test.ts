@@ -91,6 +91,7 @@ describe('a process on the real stack', () => {
       'gsi1',
       'gsi2',
       'gsi3',
+      'pages',
     ]);
     const admin = p.rt.kafka.admin();
     await admin.connect();

@@ -3,11 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemBytes } from '../../shared/storage/billing.js';
 import {
   appPagesPk,
+  decodeListing,
+  encodeListing,
   PAGE_ENTRIES,
   PAGE_SPAN_MS,
+  PAGES_INDEX,
   planPages,
   readAppDispatches,
 } from '../../shared/ledger/app-pages.js';
+import { recordAttempt } from '../../shared/ledger/attempts.js';
+import { getDispatchState } from '../../shared/ledger/dispatches.js';
+import { indexChecked } from '../../shared/storage/index-state.js';
 import { currentLeaves, firstDispatchAt } from '../../shared/ledger/checkpoint-store.js';
 import { dispatchKey } from '../../shared/ledger/dispatches.js';
 import { exportDispatches, readDispatchPage } from '../../shared/ledger/export.js';
@@ -20,10 +26,12 @@ import { testRuntime } from '../helpers/stack.js';
 import { allPages, startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 
 /**
- * An app's dispatches listed through `gsi1` and listing pages (shared/ledger/app-pages.ts): the
- * dispatcher's fast writer names the dispatches of one app it writes together by one page item
- * instead of a `gsi1` entry each, and every reader of an app's dispatches merges both. Against
- * DynamoDB Local: the writer and the readers; then the real processes over REST.
+ * An app's dispatches listed through `gsi1` and listings (shared/ledger/app-pages.ts): the
+ * dispatcher's fast writer names the dispatches of one app it writes together by one listing
+ * instead of a `gsi1` entry each, either a carrier (one of those dispatch items, in the `pages`
+ * index) or a page item, and every reader of an app's dispatches merges all three. Against
+ * DynamoDB Local: the writer and the readers, with each kind of listing; then the real
+ * processes over REST.
  */
 
 let rt: Runtime;
@@ -37,7 +45,8 @@ afterAll(async () => {
 let apps = 0;
 const newApp = () => ({ appId: `app_pages${++apps}`, environment: 'sandbox' as const });
 const at = (ms: number) => new Date(ms).toISOString();
-const keyOf = (r: { head: Record<string, unknown> }) => String(r.head.gsi1sk);
+const keyOf = (r: { head: Record<string, unknown>; dispatchId: string }) =>
+  `${String(r.head.createdAt)}#${r.dispatchId}`;
 
 async function stored(dispatchId: string) {
   const r = await rt.dynamo.doc.send(
@@ -62,6 +71,44 @@ async function pagesOf(appId: string) {
   return r.Items ?? [];
 }
 
+/** The carriers of an app's dispatches, as the `pages` index holds them. */
+async function carriersOf(appId: string, r: Runtime = rt) {
+  const out = await r.dynamo.doc.send(
+    new QueryCommand({
+      TableName: r.tables.ledger,
+      IndexName: PAGES_INDEX,
+      KeyConditionExpression: 'appId = :app',
+      ExpressionAttributeValues: { ':app': appId },
+    }),
+  );
+  // The index holds the keys alone: the carrier's, and its listing.
+  for (const c of out.Items ?? [])
+    expect(Object.keys(c).sort()).toEqual(['appId', 'lk', 'pk', 'sk']);
+  return (out.Items ?? []).map((c): Record<string, unknown> => ({
+    ...c,
+    ks: decodeListing(String(c.lk)),
+  }));
+}
+
+type Kind = 'page items' | 'carriers';
+
+/** The runtime a writer of `kind` runs on, its look at the `pages` index done. */
+async function runtimeFor(kind: Kind): Promise<Runtime> {
+  const r = {
+    ...rt,
+    config: { ...rt.config, LEDGER_PAGE_CARRIERS: kind === 'carriers' },
+  } as Runtime;
+  if (kind === 'carriers') expect(await indexChecked(r, r.tables.ledger, PAGES_INDEX)).toBe(true);
+  return r;
+}
+
+/** The listings of an app's dispatches of `kind` (each with its `ks`); none of the other kind. */
+async function listingsOf(appId: string, kind: Kind) {
+  const [pages, carriers] = await Promise.all([pagesOf(appId), carriersOf(appId)]);
+  expect(kind === 'carriers' ? pages : carriers).toEqual([]);
+  return kind === 'carriers' ? carriers : pages;
+}
+
 /** One writer, one flush at a time: records written together share a batch. */
 const writerOn = (r: Runtime = rt, lingerMs = 25) =>
   new FirstAttemptWriter(r, {
@@ -72,11 +119,11 @@ const writerOn = (r: Runtime = rt, lingerMs = 25) =>
   });
 
 /** `svc_webhook_ledger_paged_total` by item. */
-async function pagedCount(): Promise<{ dispatch: number; page: number }> {
+async function pagedCount(): Promise<{ dispatch: number; page: number; carrier: number }> {
   const m = await rt.registry.getSingleMetric('svc_webhook_ledger_paged_total')?.get();
   const of = (item: string) =>
     m?.values.filter((v) => v.labels.item === item).reduce((n, v) => n + v.value, 0) ?? 0;
-  return { dispatch: of('dispatch'), page: of('page') };
+  return { dispatch: of('dispatch'), page: of('page'), carrier: of('carrier') };
 }
 
 /** Every dispatch of the app, following `readAppDispatches` page by page. */
@@ -129,176 +176,331 @@ describe('planPages', () => {
       expect(Number(p.retainUntil)).toBeGreaterThan(Number(heads[0]!.retainUntil));
     }
   });
+
+  it('with carriers allowed, lists a group by its smallest allowed member instead of a page item', () => {
+    const a = newApp();
+    const t0 = Date.parse('2026-11-28T11:00:00.000Z');
+    const heads = Array.from(
+      { length: 5 },
+      (_, i) => deliveredFirstAttempt(rt, a, at(t0 + i)).head,
+    );
+    // Members 1 and 3 are the smallest; 1 is not allowed (it has an SLA check to write first,
+    // say), so 3 carries the listing.
+    heads[0] = { ...heads[0], note: 'x'.repeat(40) };
+    heads[2] = { ...heads[2], note: 'x'.repeat(40) };
+    heads[4] = { ...heads[4], note: 'x'.repeat(40) };
+    const plan = planPages(heads, (i) => i !== 1);
+    expect(plan.pages).toEqual([]);
+    const keys = heads.map((h) => String(h.gsi1sk));
+    expect(plan.carried.map((c) => c !== undefined)).toEqual([false, false, false, true, false]);
+    expect(plan.carried[3]).toEqual({ lk: encodeListing(keys) });
+    expect(decodeListing(String(plan.carried[3]!.lk))).toEqual(keys);
+    // Every member loses its gsi1 keys; the carrier holds the listing, the rest nothing more.
+    for (const h of plan.heads) expect(h.gsi1pk).toBeUndefined();
+    expect(plan.heads[3]).toMatchObject(plan.carried[3]!);
+    expect(plan.heads[0]!.lk).toBeUndefined();
+    expect(plan.pageOf.every((p) => p === undefined)).toBe(true);
+    // No member allowed: a page item, as without carriers.
+    const none = planPages(heads, () => false);
+    expect(none.pages).toHaveLength(1);
+    expect(none.carried.every((c) => c === undefined)).toBe(true);
+  });
 });
 
-describe('the fast writer and the readers of an app’s dispatches', () => {
-  it('names a batch’s dispatches by pages and lists each once, in order, both ways, page by page', async () => {
-    const app = newApp();
-    const writer = writerOn();
-    const t0 = Date.now() - 60_000;
-    // 40 dispatches in one burst (paged), and 3 spread out (each alone: gsi1).
-    const burst = Array.from({ length: 40 }, (_, i) =>
-      deliveredFirstAttempt(rt, app, at(t0 + i * 7)),
+describe('a carrier’s listing', () => {
+  it('names its keys in one string that starts with the earliest time and comes back the same', () => {
+    const keys = [
+      '2026-11-28T10:00:00.000Z#dsp_01M8JFPANGFA1HCV148GBZFPW4',
+      '2026-11-28T10:00:00.000Z#dsp_01M8JFPANS0N59WM277KRVHSX2',
+      '2026-11-28T10:00:00.999Z#other-id',
+    ];
+    const lk = encodeListing(keys)!;
+    expect(lk).toBe(
+      '2026-11-28T10:00:00.000Z|0:01M8JFPANGFA1HCV148GBZFPW4|0:01M8JFPANS0N59WM277KRVHSX2|999:=other-id',
     );
-    const spread = [10_000, 20_000, 30_000].map((d) => deliveredFirstAttempt(rt, app, at(t0 + d)));
-    // Another app's in the same batches: never listed with this one's.
-    const stranger = newApp();
-    const theirs = Array.from({ length: 5 }, () => deliveredFirstAttempt(rt, stranger, at(t0 + 3)));
-    const pagedBefore = await pagedCount();
-    await writer.write(spread[0]!, 'fast'); // the app announced alone first
-    const results = await Promise.all(
-      [...burst, ...spread.slice(1), ...theirs].map((r) => writer.write(r, 'fast')),
-    );
-    expect(new Set(results)).toEqual(new Set(['recorded']));
-    const pages = await pagesOf(app.appId);
-    expect(pages.length).toBeGreaterThan(0);
-    // A batch holds 25 records: one of the burst may be alone in its batch (a gsi1 entry).
-    const paged = new Set(pages.flatMap((p) => p.ks as string[]));
-    expect(burst.filter((r) => paged.has(keyOf(r))).length).toBeGreaterThanOrEqual(38);
-    for (const r of burst) {
-      const item = await stored(r.dispatchId);
-      expect(item?.gsi1pk).toBe(paged.has(keyOf(r)) ? undefined : `APP#${app.appId}`);
-      expect(r.page !== undefined).toBe(paged.has(keyOf(r)));
-    }
-    expect((await stored(burst[0]!.dispatchId))?.gsi1pk).toBeUndefined();
-    // svc_webhook_ledger_paged_total: this app's paged dispatches and the others' (5, one page).
-    const pagedAfter = await pagedCount();
-    expect({
-      dispatch: pagedAfter.dispatch - pagedBefore.dispatch,
-      page: pagedAfter.page - pagedBefore.page,
-    }).toEqual({
-      dispatch: burst.filter((r) => paged.has(keyOf(r))).length + theirs.length,
-      page: pages.length + 1,
-    });
-    expect((await stored(spread[0]!.dispatchId))?.gsi1pk).toBe(`APP#${app.appId}`);
-
-    const expected = [...burst, ...spread].map(keyOf).sort();
-    for (const want of [1, 3, 7, 50]) {
-      expect(await walk(app.appId, { want })).toEqual(expected);
-      expect(await walk(app.appId, { want, desc: true })).toEqual([...expected].reverse());
-    }
-    // A time range, and the API's helpers.
-    const from = at(t0 + 70);
-    const to = at(t0 + 20_000);
-    const inRange = expected.filter((k) => k >= from && k < to);
-    expect(await walk(app.appId, { want: 4, from, to })).toEqual(inRange);
-    const listed = await listDispatchesByApp(rt, app.appId, { limit: 1000 });
-    expect(listed.items.map((d) => `${d.createdAt}#${d.dispatchId}`)).toEqual(expected);
-    const newest = await listDispatchesByApp(rt, app.appId, { order: 'desc', limit: 1 });
-    expect(newest.items.map((d) => d.dispatchId)).toEqual([spread[2]!.dispatchId]);
-    const filtered = await listDispatchesByApp(rt, app.appId, { deliveryStatus: 'failed' });
-    expect(filtered.items).toEqual([]);
-    expect(await firstDispatchAt(rt, app.appId)).toBe(burst[0]!.head.createdAt);
-    const leaves = await currentLeaves(rt, app.appId, at(t0), at(t0 + 60_000));
-    expect(leaves.map((l) => `${l.createdAt}#${l.dispatchId}`)).toEqual(expected);
-    for (const l of leaves) expect(l.headHash).toMatch(/^sha256:|^[0-9a-f]{64}$/);
-    const exported: string[] = [];
-    for await (const d of exportDispatches(
-      rt,
-      { appId: app.appId, from: at(t0), to: at(t0 + 60_000) },
-      { pageSize: 6 },
-    ))
-      exported.push(d.dispatchId);
-    expect(exported).toEqual(expected.map((k) => k.split('#')[1]));
-    // The other app sees only its own.
-    expect(await walk(stranger.appId, { want: 2 })).toEqual(theirs.map(keyOf).sort());
+    expect(decodeListing(lk)).toEqual(keys);
+    // About 30 bytes an entry, where a page item's list takes 57.
+    expect(lk.length).toBeLessThan(24 + 3 * 32);
   });
 
-  it('lists every dispatch once when more pages than one query reads overlap in one second', async () => {
+  it('is refused for a time that would not come back the same, or an id with its separator', () => {
+    expect(encodeListing(['2026-11-28T10:00:00Z#dsp_A', '2026-11-28T10:00:00.500Z#dsp_B'])).toBe(
+      undefined,
+    );
+    expect(encodeListing(['2026-11-28T10:00:00.000Z#dsp_A|B'])).toBeUndefined();
+    expect(encodeListing(['2026-11-28T10:00:00.000Z#'])).toBeUndefined();
+    expect(encodeListing([])).toBeUndefined();
+  });
+
+  it('skips what is malformed when read back', () => {
+    expect(decodeListing('not a time|0:A')).toEqual([]);
+    expect(decodeListing('2026-11-28T10:00:00.000Z|x:A|-1:B|:C|5:|7:D')).toEqual([
+      '2026-11-28T10:00:00.007Z#dsp_D',
+    ]);
+  });
+});
+
+describe.each<[Kind]>([['page items'], ['carriers']])(
+  'the fast writer and the readers of an app’s dispatches, listed by %s',
+  (kind) => {
+    let kindRt: Runtime;
+    beforeAll(async () => {
+      kindRt = await runtimeFor(kind);
+    });
+
+    it('names a batch’s dispatches by listings and lists each once, in order, both ways, page by page', async () => {
+      const app = newApp();
+      const writer = writerOn(kindRt);
+      const t0 = Date.now() - 60_000;
+      // 40 dispatches in one burst (paged), and 3 spread out (each alone: gsi1).
+      const burst = Array.from({ length: 40 }, (_, i) =>
+        deliveredFirstAttempt(rt, app, at(t0 + i * 7)),
+      );
+      const spread = [10_000, 20_000, 30_000].map((d) =>
+        deliveredFirstAttempt(rt, app, at(t0 + d)),
+      );
+      // Another app's in the same batches: never listed with this one's.
+      const stranger = newApp();
+      const theirs = Array.from({ length: 5 }, () =>
+        deliveredFirstAttempt(rt, stranger, at(t0 + 3)),
+      );
+      const pagedBefore = await pagedCount();
+      await writer.write(spread[0]!, 'fast'); // the app announced alone first
+      const results = await Promise.all(
+        [...burst, ...spread.slice(1), ...theirs].map((r) => writer.write(r, 'fast')),
+      );
+      expect(new Set(results)).toEqual(new Set(['recorded']));
+      const pages = await listingsOf(app.appId, kind);
+      expect(pages.length).toBeGreaterThan(0);
+      // A batch holds 25 records: one of the burst may be alone in its batch (a gsi1 entry).
+      const paged = new Set(pages.flatMap((p) => p.ks as string[]));
+      expect(burst.filter((r) => paged.has(keyOf(r))).length).toBeGreaterThanOrEqual(38);
+      for (const r of burst) {
+        const item = await stored(r.dispatchId);
+        expect(item?.gsi1pk).toBe(paged.has(keyOf(r)) ? undefined : `APP#${app.appId}`);
+        expect(r.listedBy !== undefined).toBe(paged.has(keyOf(r)));
+        expect(r.page !== undefined).toBe(kind === 'page items' && paged.has(keyOf(r)));
+        // A carrier is one of the dispatches it names, and holds the listing as written.
+        if (item?.lk !== undefined) {
+          expect(r.listedBy).toBe('itself');
+          expect(decodeListing(String(item.lk))).toContain(keyOf(r));
+          expect(r.head.lk).toEqual(item.lk);
+        }
+      }
+      expect((await stored(burst[0]!.dispatchId))?.gsi1pk).toBeUndefined();
+      // svc_webhook_ledger_paged_total: this app's listed dispatches and the others' (5, one listing).
+      const pagedAfter = await pagedCount();
+      expect({
+        dispatch: pagedAfter.dispatch - pagedBefore.dispatch,
+        page: pagedAfter.page - pagedBefore.page,
+        carrier: pagedAfter.carrier - pagedBefore.carrier,
+      }).toEqual({
+        dispatch: burst.filter((r) => paged.has(keyOf(r))).length + theirs.length,
+        page: kind === 'page items' ? pages.length + 1 : 0,
+        carrier: kind === 'carriers' ? pages.length + 1 : 0,
+      });
+      expect((await stored(spread[0]!.dispatchId))?.gsi1pk).toBe(`APP#${app.appId}`);
+
+      const expected = [...burst, ...spread].map(keyOf).sort();
+      for (const want of [1, 3, 7, 50]) {
+        expect(await walk(app.appId, { want })).toEqual(expected);
+        expect(await walk(app.appId, { want, desc: true })).toEqual([...expected].reverse());
+      }
+      // A time range, and the API's helpers.
+      const from = at(t0 + 70);
+      const to = at(t0 + 20_000);
+      const inRange = expected.filter((k) => k >= from && k < to);
+      expect(await walk(app.appId, { want: 4, from, to })).toEqual(inRange);
+      const listed = await listDispatchesByApp(rt, app.appId, { limit: 1000 });
+      expect(listed.items.map((d) => `${d.createdAt}#${d.dispatchId}`)).toEqual(expected);
+      const newest = await listDispatchesByApp(rt, app.appId, { order: 'desc', limit: 1 });
+      expect(newest.items.map((d) => d.dispatchId)).toEqual([spread[2]!.dispatchId]);
+      const filtered = await listDispatchesByApp(rt, app.appId, { deliveryStatus: 'failed' });
+      expect(filtered.items).toEqual([]);
+      expect(await firstDispatchAt(rt, app.appId)).toBe(burst[0]!.head.createdAt);
+      const leaves = await currentLeaves(rt, app.appId, at(t0), at(t0 + 60_000));
+      expect(leaves.map((l) => `${l.createdAt}#${l.dispatchId}`)).toEqual(expected);
+      for (const l of leaves) expect(l.headHash).toMatch(/^sha256:|^[0-9a-f]{64}$/);
+      const exported: string[] = [];
+      for await (const d of exportDispatches(
+        rt,
+        { appId: app.appId, from: at(t0), to: at(t0 + 60_000) },
+        { pageSize: 6 },
+      ))
+        exported.push(d.dispatchId);
+      expect(exported).toEqual(expected.map((k) => k.split('#')[1]));
+      // The other app sees only its own.
+      expect(await walk(stranger.appId, { want: 2 })).toEqual(theirs.map(keyOf).sort());
+    });
+
+    it('lists every dispatch once when more listings than one query reads overlap in one second', async () => {
+      const app = newApp();
+      const writer = writerOn(kindRt, 5);
+      const t0 = Date.now() - 40_000;
+      // 130 pages of two, all within one second (more than the 100 pages a query reads), and a
+      // few lone dispatches (gsi1) among them.
+      const recs = Array.from({ length: 260 }, (_, i) =>
+        deliveredFirstAttempt(rt, app, at(t0 + i * 3)),
+      );
+      for (let i = 0; i < recs.length; i += 2)
+        await Promise.all(recs.slice(i, i + 2).map((r) => writer.write(r, 'fast')));
+      const lone = [t0 + 100, t0 + 500, t0 + 2_000].map((ms) =>
+        deliveredFirstAttempt(rt, app, at(ms)),
+      );
+      for (const r of lone) await writer.write(r, 'fast');
+      expect((await listingsOf(app.appId, kind)).length).toBe(130);
+      const expected = [...recs, ...lone].map(keyOf).sort();
+      for (const want of [1, 9, 120]) {
+        expect(await walk(app.appId, { want })).toEqual(expected);
+        expect(await walk(app.appId, { want, desc: true })).toEqual([...expected].reverse());
+      }
+      const from = at(t0 + 301);
+      const to = at(t0 + 602);
+      expect(await walk(app.appId, { want: 5, from, to })).toEqual(
+        expected.filter((k) => k >= from && k < to),
+      );
+    });
+
+    it('a page’s bound on evaluation ends a filtered page short at a dispatch key that moves on', async () => {
+      const app = newApp();
+      const writer = writerOn(kindRt);
+      const t0 = Date.now() - 30_000;
+      const recs = Array.from({ length: 20 }, (_, i) =>
+        deliveredFirstAttempt(rt, app, at(t0 + i * 50)),
+      );
+      const lone = [5_000, 6_000, 7_000].map((d) => deliveredFirstAttempt(rt, app, at(t0 + d)));
+      await Promise.all([...recs, ...lone].map((r) => writer.write(r, 'fast')));
+      const q = { appId: app.appId, event: 'consent.withdrawn' }; // none match
+      let startKey: Record<string, string> | undefined;
+      let rounds = 0;
+      do {
+        const page = await readDispatchPage(rt, q, { startKey, limit: 5, maxEvaluated: 2 });
+        expect(page.items).toEqual([]);
+        if (page.nextKey) {
+          expect(page.nextKey.pk).toMatch(/^DSP#dsp_/);
+          if (startKey) expect(page.nextKey.gsi1sk! > startKey.gsi1sk!).toBe(true);
+        }
+        startKey = page.nextKey;
+        rounds++;
+      } while (startKey && rounds < 50);
+      expect(startKey).toBeUndefined();
+    });
+
+    it('skips what a listing names that is not in the ledger or is another app’s, and lists a dispatch in both once', async () => {
+      const app = newApp();
+      const other = newApp();
+      const writer = writerOn(kindRt);
+      const t0 = Date.now() - 20_000;
+      const recs = Array.from({ length: 4 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
+      const foreign = deliveredFirstAttempt(rt, other, at(t0 + 2));
+      await Promise.all([...recs, foreign].map((r) => writer.write(r, 'fast')));
+      const never = deliveredFirstAttempt(rt, app, at(t0 + 1)); // named, never written
+      // A page naming a dispatch never written, another app's, and one already listed.
+      await rt.dynamo.doc.send(
+        new PutCommand({
+          TableName: rt.tables.ledger,
+          Item: {
+            pk: appPagesPk(app.appId),
+            sk: `${at(t0)}#forged`,
+            ks: [keyOf(never), keyOf(foreign), keyOf(recs[1]!)],
+          },
+        }),
+      );
+      const expected = recs.map(keyOf).sort();
+      expect(await walk(app.appId, { want: 2 })).toEqual(expected);
+      expect(await walk(app.appId, { want: 2, desc: true })).toEqual([...expected].reverse());
+    });
+
+    it('writes a listing again that the store lost while the dispatch items it names stayed (recheck after an outage)', async () => {
+      const app = newApp();
+      const writer = writerOn(kindRt);
+      const t0 = Date.now() - 10_000;
+      const recs = Array.from({ length: 3 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
+      await Promise.all(recs.map((r) => writer.write(r, 'fast')));
+      const [page] = await listingsOf(app.appId, kind);
+      expect(page).toBeDefined();
+      await rt.dynamo.doc.send(
+        new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: page!.pk, sk: page!.sk } }),
+      );
+      expect(await walk(app.appId, { want: 10 })).toEqual([]);
+      // A page item is written again as it was; a carrier is a dispatch item that was gone, put
+      // again (conditionally) with its listing.
+      expect(await writer.recheck(Date.now())).toBe(kind === 'carriers' ? 1 : 0);
+      expect(await listingsOf(app.appId, kind)).toEqual([page]);
+      expect(await walk(app.appId, { want: 10 })).toEqual(recs.map(keyOf).sort());
+    });
+  },
+);
+
+describe('carriers', () => {
+  it('a dispatch that changes after it was written lists itself, so it stays listed when its carrier is gone', async () => {
     const app = newApp();
-    const writer = writerOn(rt, 5);
-    const t0 = Date.now() - 40_000;
-    // 130 pages of two, all within one second (more than the 100 pages a query reads), and a
-    // few lone dispatches (gsi1) among them.
-    const recs = Array.from({ length: 260 }, (_, i) =>
-      deliveredFirstAttempt(rt, app, at(t0 + i * 3)),
+    const writer = writerOn(await runtimeFor('carriers'));
+    const t0 = Date.now() - 15_000;
+    const recs = Array.from({ length: 3 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
+    await Promise.all(recs.map((r) => writer.write(r, 'fast')));
+    const [carrier] = await listingsOf(app.appId, 'carriers');
+    const named = recs.find((r) => r.dispatchId !== String(carrier!.pk).replace(/^DSP#/, ''))!;
+    expect((await stored(named.dispatchId))?.gsi1pk).toBeUndefined();
+    // A later attempt (a manual re-send) moves its retention on: it takes its gsi1 entry.
+    const state = (await getDispatchState(rt, named.dispatchId))!;
+    const { result } = await recordAttempt(rt, {
+      state,
+      deliveryStatus: 'delivered',
+      entry: {
+        trigger: 'manual',
+        time: new Date().toISOString(),
+        durationMs: 2,
+        destination: 'http://127.0.0.1/hook',
+        statusCode: 200,
+        responseExcerpt: '',
+        outcome: 'delivered',
+      },
+    });
+    expect(result).toBe('recorded');
+    expect(await stored(named.dispatchId)).toMatchObject({
+      gsi1pk: `APP#${app.appId}`,
+      gsi1sk: keyOf(named),
+    });
+    // The carrier expires (DynamoDB's TTL deletes it): the changed dispatch is still listed.
+    await rt.dynamo.doc.send(
+      new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: carrier!.pk, sk: carrier!.sk } }),
     );
-    for (let i = 0; i < recs.length; i += 2)
-      await Promise.all(recs.slice(i, i + 2).map((r) => writer.write(r, 'fast')));
-    const lone = [t0 + 100, t0 + 500, t0 + 2_000].map((ms) =>
-      deliveredFirstAttempt(rt, app, at(ms)),
+    expect(await walk(app.appId, { want: 10 })).toEqual([keyOf(named)]);
+  });
+
+  it('page items and carriers in one range are merged, each dispatch once, both ways', async () => {
+    const app = newApp();
+    const pagesWriter = writerOn(await runtimeFor('page items'));
+    const carriersWriter = writerOn(await runtimeFor('carriers'));
+    const t0 = Date.now() - 25_000;
+    // Interleaved in time: even milliseconds by page items, odd ones by carriers.
+    const even = Array.from({ length: 30 }, (_, i) =>
+      deliveredFirstAttempt(rt, app, at(t0 + i * 20)),
     );
-    for (const r of lone) await writer.write(r, 'fast');
-    expect((await pagesOf(app.appId)).length).toBe(130);
-    const expected = [...recs, ...lone].map(keyOf).sort();
-    for (const want of [1, 9, 120]) {
+    const odd = Array.from({ length: 30 }, (_, i) =>
+      deliveredFirstAttempt(rt, app, at(t0 + i * 20 + 7)),
+    );
+    await Promise.all([
+      ...even.map((r) => pagesWriter.write(r, 'fast')),
+      ...odd.map((r) => carriersWriter.write(r, 'fast')),
+    ]);
+    expect((await pagesOf(app.appId)).length).toBeGreaterThan(0);
+    expect((await carriersOf(app.appId)).length).toBeGreaterThan(0);
+    const expected = [...even, ...odd].map(keyOf).sort();
+    for (const want of [1, 4, 25]) {
       expect(await walk(app.appId, { want })).toEqual(expected);
       expect(await walk(app.appId, { want, desc: true })).toEqual([...expected].reverse());
     }
-    const from = at(t0 + 301);
-    const to = at(t0 + 602);
-    expect(await walk(app.appId, { want: 5, from, to })).toEqual(
+    const from = at(t0 + 101);
+    const to = at(t0 + 333);
+    expect(await walk(app.appId, { want: 3, from, to })).toEqual(
       expected.filter((k) => k >= from && k < to),
     );
   });
+});
 
-  it('a page’s bound on evaluation ends a filtered page short at a dispatch key that moves on', async () => {
-    const app = newApp();
-    const writer = writerOn();
-    const t0 = Date.now() - 30_000;
-    const recs = Array.from({ length: 20 }, (_, i) =>
-      deliveredFirstAttempt(rt, app, at(t0 + i * 50)),
-    );
-    const lone = [5_000, 6_000, 7_000].map((d) => deliveredFirstAttempt(rt, app, at(t0 + d)));
-    await Promise.all([...recs, ...lone].map((r) => writer.write(r, 'fast')));
-    const q = { appId: app.appId, event: 'consent.withdrawn' }; // none match
-    let startKey: Record<string, string> | undefined;
-    let rounds = 0;
-    do {
-      const page = await readDispatchPage(rt, q, { startKey, limit: 5, maxEvaluated: 2 });
-      expect(page.items).toEqual([]);
-      if (page.nextKey) {
-        expect(page.nextKey.pk).toMatch(/^DSP#dsp_/);
-        if (startKey) expect(page.nextKey.gsi1sk! > startKey.gsi1sk!).toBe(true);
-      }
-      startKey = page.nextKey;
-      rounds++;
-    } while (startKey && rounds < 50);
-    expect(startKey).toBeUndefined();
-  });
-
-  it('skips what a page names that is not in the ledger or is another app’s, and lists a dispatch in both once', async () => {
-    const app = newApp();
-    const other = newApp();
-    const writer = writerOn();
-    const t0 = Date.now() - 20_000;
-    const recs = Array.from({ length: 4 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
-    const foreign = deliveredFirstAttempt(rt, other, at(t0 + 2));
-    await Promise.all([...recs, foreign].map((r) => writer.write(r, 'fast')));
-    const never = deliveredFirstAttempt(rt, app, at(t0 + 1)); // named, never written
-    // A page naming a dispatch never written, another app's, and one already listed.
-    await rt.dynamo.doc.send(
-      new PutCommand({
-        TableName: rt.tables.ledger,
-        Item: {
-          pk: appPagesPk(app.appId),
-          sk: `${at(t0)}#forged`,
-          ks: [keyOf(never), keyOf(foreign), keyOf(recs[1]!)],
-        },
-      }),
-    );
-    const expected = recs.map(keyOf).sort();
-    expect(await walk(app.appId, { want: 2 })).toEqual(expected);
-    expect(await walk(app.appId, { want: 2, desc: true })).toEqual([...expected].reverse());
-  });
-
-  it('writes a page again that the store lost while its dispatch items stayed (recheck after an outage)', async () => {
-    const app = newApp();
-    const writer = writerOn();
-    const t0 = Date.now() - 10_000;
-    const recs = Array.from({ length: 3 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
-    await Promise.all(recs.map((r) => writer.write(r, 'fast')));
-    const [page] = await pagesOf(app.appId);
-    expect(page).toBeDefined();
-    await rt.dynamo.doc.send(
-      new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: page!.pk, sk: page!.sk } }),
-    );
-    expect(await walk(app.appId, { want: 10 })).toEqual([]);
-    expect(await writer.recheck(Date.now())).toBe(0); // no dispatch item was gone
-    expect(await pagesOf(app.appId)).toEqual([page]);
-    expect(await walk(app.appId, { want: 10 })).toEqual(recs.map(keyOf).sort());
-  });
-
+describe('page items when carriers are off', () => {
   it('with LEDGER_APP_PAGES off writes a gsi1 entry for each dispatch and no page', async () => {
     const off = { ...rt, config: { ...rt.config, LEDGER_APP_PAGES: false } } as Runtime;
     const app = newApp();
@@ -324,7 +526,7 @@ describe('over REST, through the real processes', () => {
     await f?.close();
   });
 
-  it('a consent’s dispatches are named by a page, and the ledger API lists every one once', async () => {
+  it('a consent’s dispatches are named by a carrier, and the ledger API lists every one once', async () => {
     // The first events after the dispatcher's assignment are written conditionally (another
     // owner may have taken them); those after take the fast path.
     await f.consent(a, 'user-first', { marketing: true });
@@ -339,21 +541,18 @@ describe('over REST, through the real processes', () => {
     );
     expect(all).toEqual([...all].sort());
     expect(new Set(all).size).toBe(26);
-    const named = new Set(
-      (
-        await f.p.rt.dynamo.doc.send(
-          new QueryCommand({
-            TableName: f.p.rt.tables.ledger,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': appPagesPk(a.appId) },
-            ConsistentRead: true,
-          }),
-        )
-      ).Items!.flatMap((p) => p.ks as string[]),
-    );
-    // Records of the fast path written within the writer's linger share a page: at least one
+    // The dispatcher saw the `pages` index ACTIVE long before: no page item, only carriers.
+    const carriers = await carriersOf(a.appId, f.p.rt);
+    expect(await pagesOf(a.appId)).toEqual([]);
+    const named = new Set(carriers.flatMap((p) => p.ks as string[]));
+    // Records of the fast path written within the writer's linger share a carrier: at least one
     // here (how many depends on how close together the deliveries ended on a busy machine).
     expect(named.size).toBeGreaterThanOrEqual(2);
+    // A carrier is one of the dispatches it names.
+    for (const c of carriers) {
+      const id = String(c.pk).replace(/^DSP#/, '');
+      expect((c.ks as string[]).some((k) => k.endsWith(`#${id}`))).toBe(true);
+    }
     for (const k of named) expect(all).toContain(k);
     const pages = await allPages(f, a.auditor, 'limit=5');
     expect(pages.flatMap((p) => p.ids)).toEqual(all.map((k) => k.split('#')[1]));

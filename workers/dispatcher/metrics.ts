@@ -74,7 +74,7 @@ export function dispatcherMetrics(registry: Registry) {
     ),
     ledgerPaged: counter(
       'svc_webhook_ledger_paged_total',
-      'First attempts whose dispatch is listed by a listing page instead of a gsi1 entry, by what was written (dispatch, page)',
+      'First attempts whose dispatch is listed by a listing page or a carrier instead of a gsi1 entry (dispatch), and the page items and carriers that list them (page, carrier)',
       ['item'],
     ),
     ledgerRechecks: counter(

@@ -10,12 +10,14 @@ import {
   type BatchPuts,
   type FirstAttemptRecord,
 } from '../../shared/ledger/attempts.js';
+import { PAGES_INDEX } from '../../shared/ledger/app-pages.js';
 import { needsStamp } from '../../shared/ledger/changes.js';
 import { stampLate } from '../../shared/ledger/dispatches.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
+import { indexActive } from '../../shared/storage/index-state.js';
 import { RecentWrites } from '../../shared/storage/recent-writes.js';
 import type { DispatcherMetrics } from './metrics.js';
 
@@ -87,6 +89,8 @@ export class FirstAttemptWriter {
     },
   ) {
     this.unwatch = this.recent.watch(rt.storeOutages, (since) => this.recheck(since));
+    // Carriers are written once the index is seen ACTIVE: the first look starts now.
+    if (rt.config.LEDGER_PAGE_CARRIERS) indexActive(rt, rt.tables.ledger, PAGES_INDEX);
   }
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
@@ -203,10 +207,11 @@ export class FirstAttemptWriter {
       await this.stampLanded(recs.filter((r) => !stamped.has(r)));
       for (const r of stamped) this.announced.add(String(r.head.appId));
       const pages = new Set(recs.flatMap((r) => (r.page ? [r.page] : [])));
-      if (pages.size > 0) {
-        this.o.metrics.ledgerPaged.inc({ item: 'page' }, pages.size);
-        this.o.metrics.ledgerPaged.inc({ item: 'dispatch' }, recs.filter((r) => r.page).length);
-      }
+      const carriers = recs.filter((r) => r.listedBy === 'itself').length;
+      const listed = recs.filter((r) => r.listedBy).length;
+      if (pages.size > 0) this.o.metrics.ledgerPaged.inc({ item: 'page' }, pages.size);
+      if (carriers > 0) this.o.metrics.ledgerPaged.inc({ item: 'carrier' }, carriers);
+      if (listed > 0) this.o.metrics.ledgerPaged.inc({ item: 'dispatch' }, listed);
       this.recent.add(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {

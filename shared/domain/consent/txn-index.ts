@@ -1,5 +1,5 @@
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Runtime } from '../../runtime.js';
+import { indexActive, indexChecked } from '../../storage/index-state.js';
 import { referenceOfTransaction } from '../ids.js';
 
 /**
@@ -24,57 +24,17 @@ export const TXN_KEY = 'txnk';
 /** A transaction's key in `txn` (and, written before it, its `gsi1pk`). */
 export const txnKey = (appId: string, id: string) => `APP#${appId}#TXN#${id}`;
 
-/** How long a process waits before it asks again whether the index is ACTIVE. */
-const RECHECK_MS = 30_000;
-
-interface State {
-  active: boolean;
-  checkedAtMs: number;
-  checking?: Promise<void>;
-}
-const states = new WeakMap<Runtime, State>();
-
-async function check(rt: Runtime, s: State): Promise<void> {
-  try {
-    const r = await rt.dynamo.client.send(
-      new DescribeTableCommand({ TableName: rt.tables.entities }),
-    );
-    s.active =
-      r.Table?.GlobalSecondaryIndexes?.some(
-        (i) => i.IndexName === TXN_INDEX && i.IndexStatus === 'ACTIVE',
-      ) ?? false;
-  } catch (err) {
-    rt.log.warn({ err }, 'could not read whether the transaction index is active; asking again');
-  } finally {
-    s.checkedAtMs = Date.now();
-  }
-}
-
 /**
- * Whether this process has seen the `txn` index ACTIVE. Never waits: the first call (and one
- * every `RECHECK_MS` until it is) starts a check in the background and answers what is known,
- * false at first.
+ * Whether this process has seen the `txn` index ACTIVE (shared/storage/index-state.ts): false at
+ * first, while a check runs in the background.
  */
 export function txnIndexActive(rt: Runtime): boolean {
-  let s = states.get(rt);
-  if (!s) {
-    s = { active: false, checkedAtMs: 0 };
-    states.set(rt, s);
-  }
-  if (!s.active && !s.checking && Date.now() - s.checkedAtMs >= RECHECK_MS) {
-    const state = s;
-    state.checking = check(rt, state).finally(() => {
-      state.checking = undefined;
-    });
-  }
-  return s.active;
+  return indexActive(rt, rt.tables.entities, TXN_INDEX);
 }
 
 /** Settles once a check in flight has ended (tests). */
-export async function txnIndexChecked(rt: Runtime): Promise<boolean> {
-  txnIndexActive(rt);
-  await states.get(rt)?.checking;
-  return txnIndexActive(rt);
+export function txnIndexChecked(rt: Runtime): Promise<boolean> {
+  return indexChecked(rt, rt.tables.entities, TXN_INDEX);
 }
 
 /**
