@@ -67,6 +67,19 @@ describe('CONSENT_SPLIT_CREATION', () => {
   });
 });
 
+describe('LEDGER_PAGE_CARRIERS', () => {
+  it.each([
+    ['the embedded stack', {}, false],
+    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, true],
+    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, false],
+    ['AWS, explicitly off', { AWS_REGION: 'ap-south-1', LEDGER_PAGE_CARRIERS: 'false' }, false],
+    ['embedded, explicitly on', { LEDGER_PAGE_CARRIERS: 'true' }, true],
+    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', LEDGER_PAGE_CARRIERS: '' }, true],
+  ])('%s → %s', (_name, env, on) => {
+    expect(loadConfig(env).LEDGER_PAGE_CARRIERS).toBe(on);
+  });
+});
+
 describe('DISPATCH_LEDGER_LINGER_MS', () => {
   it.each([
     ['the embedded stack', {}, 25],

@@ -253,14 +253,17 @@ export const baseConfigSchema = z.object({
    * With LEDGER_APP_PAGES, the dispatches of one app written together are named by one of their
    * own dispatch items (a carrier, in the ledger's sparse `pages` index) instead of a page item:
    * one ledger item less a batch (shared/ledger/app-pages.ts). Used once this process has seen
-   * the index ACTIVE (a table created before it gets it at a start); off: page items, as before.
-   * Set false during a rolling upgrade from a version before it (an older reader does not read
-   * the index), and back once no older process runs.
+   * the index ACTIVE (a table created before it gets it at a start); off: page items. Unset (or
+   * empty): on against AWS DynamoDB (AWS_REGION set, no DYNAMODB_ENDPOINT), where items are what
+   * is billed; off with an endpoint (DynamoDB Local), where in five pairs of runs at 100/s the
+   * POST → webhook p99 was 30–50 % higher with carriers at the same CPU and requests
+   * (docs/benchmarks.md); decided by `loadConfig`. Every version since reads both. Set false
+   * during a rolling upgrade from a version before it (an older reader does not read the index).
    */
   LEDGER_PAGE_CARRIERS: z
     .enum(['true', 'false', '1', '0', ''])
     .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */
@@ -436,6 +439,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
       parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),
     CONSENT_SPLIT_CREATION: parsed.CONSENT_SPLIT_CREATION ?? awsStore,
+    LEDGER_PAGE_CARRIERS: parsed.LEDGER_PAGE_CARRIERS ?? awsStore,
     DISPATCH_LEDGER_LINGER_MS:
       parsed.DISPATCH_LEDGER_LINGER_MS ??
       (awsStore ? LEDGER_LINGER_MS.aws : LEDGER_LINGER_MS.local),

@@ -40,8 +40,9 @@ import { itemBytes } from '../storage/billing.js';
  * - Retention: a page item's `retainUntil` is the latest of its dispatches' plus
  *   `PAGE_RETAIN_MARGIN_S`, since a dispatch's item is kept from its last change (retention.ts)
  *   and a page is never rewritten. A carrier is kept as its own dispatch is (its data may not
- *   outlive the app's retention), so a named dispatch that changes after it was written puts
- *   itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever outlives its
+ *   outlive the app's retention), from the latest `retainUntil` its group was written with (the
+ *   group's records are seconds apart at most), so a named dispatch that changes after it was
+ *   written puts itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever outlives its
  *   carrier lists itself.
  */
 
@@ -162,6 +163,7 @@ export function planPages(
       const earliest = group[0]!.key.split('#', 1)[0]!;
       const ks = group.map((g) => g.key);
       for (const g of group) listed[g.i] = true;
+      const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));
       const lk = carrier ? encodeListing(ks) : undefined;
       const by = lk
         ? smallest(
@@ -170,10 +172,11 @@ export function planPages(
           )
         : undefined;
       if (by) {
-        carried[by.i] = { [LISTING_ATTR]: lk };
+        // Kept as long as the longest kept of its group as written (seconds apart at most).
+        const own = Number(heads[by.i]![RETAIN_ATTR]) || 0;
+        carried[by.i] = { [LISTING_ATTR]: lk, ...(retain > own ? { [RETAIN_ATTR]: retain } : {}) };
         continue;
       }
-      const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));
       const page = {
         pk: `${indexPk}#PAGES`,
         sk: `${earliest}#${randomUUID()}`,
