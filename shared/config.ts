@@ -255,8 +255,8 @@ export const baseConfigSchema = z.object({
    * one ledger item less a batch (shared/ledger/app-pages.ts). Used once this process has seen
    * the index ACTIVE (a table created before it gets it at a start); off: page items. Unset (or
    * empty): on against AWS DynamoDB (AWS_REGION set, no DYNAMODB_ENDPOINT), where items are what
-   * is billed; off with an endpoint (DynamoDB Local), where in five pairs of runs at 100/s the
-   * POST → webhook p99 was 30–50 % higher with carriers at the same CPU and requests
+   * is billed; off with an endpoint (DynamoDB Local), where in four pairs of runs at 100/s the
+   * POST → webhook p99 was 26–52 % higher with carriers at the same CPU and requests
    * (docs/benchmarks.md); decided by `loadConfig`. Every version since reads both. Set false
    * during a rolling upgrade from a version before it (an older reader does not read the index).
    */
