@@ -536,10 +536,16 @@ async function* readListings(
   } while (start);
 }
 
-/** DynamoDB's answer to a query of an index the table does not have (or not yet readable). */
+/**
+ * DynamoDB's answer to a query of an index the table does not have ("The table does not have
+ * the specified index", DynamoDB Local and AWS) or cannot read yet (AWS, while it is backfilled).
+ */
 function isMissingIndex(err: unknown): boolean {
   const e = err as { name?: string; message?: string };
-  return e.name === 'ValidationException' && /index/i.test(e.message ?? '');
+  return (
+    e.name === 'ValidationException' &&
+    /does not have the specified index|backfilling global secondary index/i.test(e.message ?? '')
+  );
 }
 
 /** The nearer of two frontiers (undefined: read to the end). */

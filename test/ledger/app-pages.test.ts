@@ -1,5 +1,8 @@
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTableInput, tableDefs } from '../../infra/definitions/tables.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import {
   appPagesPk,
@@ -130,11 +133,12 @@ async function pagedCount(): Promise<{ dispatch: number; page: number; carrier: 
 async function walk(
   appId: string,
   o: { want: number; desc?: boolean; from?: string; to?: string },
+  on: Runtime = rt,
 ) {
   const out: string[] = [];
   let after: string | undefined;
   for (let n = 0; n < 500; n++) {
-    const page = await readAppDispatches(rt, { appId, ...o, after });
+    const page = await readAppDispatches(on, { appId, ...o, after });
     out.push(...page.items.map((d) => String(d.gsi1sk)));
     if (!page.next) return out;
     after = page.next.gsi1sk;
@@ -503,6 +507,33 @@ describe('carriers', () => {
 });
 
 describe('page items when carriers are off', () => {
+  it('on a ledger table created before the pages index, writes page items with carriers on, and lists without the index', async () => {
+    const prefix = `t_nopg_${randomBytes(3).toString('hex')}_`;
+    const old = {
+      ...tableDefs.ledger,
+      indexes: tableDefs.ledger.indexes.filter((ix) => ix.name !== PAGES_INDEX),
+    };
+    await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, old)));
+    const bare = {
+      ...rt,
+      tables: { ...rt.tables, ledger: `${prefix}ledger` },
+      config: { ...rt.config, LEDGER_PAGE_CARRIERS: true },
+    } as Runtime;
+    expect(await indexChecked(bare, bare.tables.ledger, PAGES_INDEX)).toBe(false);
+    const app = newApp();
+    const writer = writerOn(bare);
+    const t0 = Date.now() - 5_000;
+    const recs = Array.from({ length: 4 }, (_, i) => deliveredFirstAttempt(bare, app, at(t0 + i)));
+    await Promise.all(recs.map((r) => writer.write(r, 'fast')));
+    expect((await pagesOf(app.appId, bare)).map((p) => (p.ks as string[]).length)).toEqual([4]);
+    for (const r of recs) expect(r.listedBy).toBe('page');
+    // The readers ask the index too; its absence is no error, and nothing is left out.
+    expect(await walk(app.appId, { want: 3 }, bare)).toEqual(recs.map(keyOf).sort());
+    expect(await walk(app.appId, { want: 3, desc: true }, bare)).toEqual(
+      recs.map(keyOf).sort().reverse(),
+    );
+  });
+
   it('with LEDGER_APP_PAGES off writes a gsi1 entry for each dispatch and no page', async () => {
     const off = { ...rt, config: { ...rt.config, LEDGER_APP_PAGES: false } } as Runtime;
     const app = newApp();
