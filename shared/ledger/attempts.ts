@@ -178,13 +178,15 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
 /**
  * Group commit of first-attempt records whose dispatches nobody else can be writing (the
  * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in phases, to be written
- * in order: every record's timer items and the listing pages of their dispatches (none when
- * there are neither), then their dispatch items, so a dispatch item in the ledger always has
- * its SLA check and, when it has no `gsi1` entry, its page. Each phase is at most 25 puts (one
- * request) and goes to `writeBatch` until nothing is left unprocessed. A record `stamp` says no
- * to is put without its change stamp (changes.ts: the sealer's first read of its period holds
- * it); the rest keep theirs. With `LEDGER_APP_PAGES` the dispatches of one app are listed by
- * pages (app-pages.ts, `planPages`), and each record so listed remembers its page (`page`).
+ * in order: every record's timer items and the listings of their dispatches, page items or
+ * carriers (dispatch items of records with no timer item; none when there are neither), then
+ * the other dispatch items, so a dispatch item in the ledger always has its SLA check and, when
+ * it has no `gsi1` entry, its listing. Each phase is at most 25 puts (one request) and goes to
+ * `writeBatch` until nothing is left unprocessed. A record `stamp` says no to is put without its
+ * change stamp (changes.ts: the sealer's first read of its period holds it); the rest keep
+ * theirs. With `LEDGER_APP_PAGES` the dispatches of one app are listed by a carrier
+ * (`LEDGER_PAGE_CARRIERS`, once the `pages` index is seen ACTIVE) or a page item (app-pages.ts,
+ * `planPages`); each record so listed says how (`listedBy`), and remembers its page (`page`).
  */
 export function firstAttemptPhases(
   rt: Runtime,

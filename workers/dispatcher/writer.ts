@@ -25,9 +25,10 @@ import type { DispatcherMetrics } from './metrics.js';
  * How a first attempt and its dispatch reach the ledger.
  * - `fast`: the event's partition is certainly this worker's, so nobody else can be writing
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
- *   SLA checks and listing pages first and the dispatch items (holding their first attempt
- *   and, when it failed, their retry's due entry) after them, so a dispatch item in the ledger
- *   always has its SLA check and, without a `gsi1` entry, its page (app-pages.ts). A
+ *   SLA checks and the listings (page items, or carriers: dispatch items that hold one) first
+ *   and the other dispatch items (holding their first attempt and, when it failed, their
+ *   retry's due entry) after them, so a dispatch item in the ledger always has its SLA check
+ *   and, without a `gsi1` entry, its listing (app-pages.ts). A
  *   dispatch item goes without a change-index stamp (one index write less) unless it is the
  *   first of its app this writer writes, or its period's first sealing may come before it
  *   lands (shared/ledger/changes.ts); one that landed that late after all is stamped before
