@@ -42,8 +42,8 @@ import { itemBytes } from '../storage/billing.js';
  *   and a page is never rewritten. A carrier is kept as its own dispatch is (its data may not
  *   outlive the app's retention), from the latest `retainUntil` its group was written with (the
  *   group's records are seconds apart at most), so a named dispatch that changes after it was
- *   written puts itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever outlives its
- *   carrier lists itself.
+ *   written puts itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever
+ *   outlives its carrier lists itself.
  */
 
 /** The ledger's sparse index of carriers, by `appId` and `lk` (keys only). */
@@ -459,8 +459,8 @@ async function* readPages(
   const done = [false, false];
   for (let round = 0; ; round++) {
     // Both at first; then the one whose frontier is the nearer, so the other's is not waited on.
-    const nearer = done[0] ? 1 : done[1] ? 0 : later(stops[0]!, stops[1]!) ? 1 : 0;
-    const which = round === 0 ? [0, 1] : [nearer];
+    const which =
+      round === 0 ? [0, 1] : [done[0] ? 1 : done[1] ? 0 : later(stops[0]!, stops[1]!) ? 1 : 0];
     const reads = await Promise.all(which.map((i) => sources[i]!.next()));
     const keys: string[] = [];
     which.forEach((i, n) => {
