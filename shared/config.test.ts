@@ -49,56 +49,6 @@ describe('loopback webhooks for sandbox apps', () => {
   });
 });
 
-describe('CONSENT_SPLIT_CREATION', () => {
-  it.each([
-    ['the embedded stack', {}, false],
-    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, true],
-    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, false],
-    [
-      'an endpoint beside AWS_REGION',
-      { AWS_REGION: 'ap-south-1', DYNAMODB_ENDPOINT: 'http://ddb:8000' },
-      false,
-    ],
-    ['AWS, explicitly off', { AWS_REGION: 'ap-south-1', CONSENT_SPLIT_CREATION: 'false' }, false],
-    ['embedded, explicitly on', { CONSENT_SPLIT_CREATION: '1' }, true],
-    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', CONSENT_SPLIT_CREATION: '' }, true],
-  ])('%s → %s', (_name, env, split) => {
-    expect(loadConfig(env).CONSENT_SPLIT_CREATION).toBe(split);
-  });
-});
-
-describe('LEDGER_PAGE_CARRIERS', () => {
-  it.each([
-    ['the embedded stack', {}, false],
-    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, true],
-    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, false],
-    ['AWS, explicitly off', { AWS_REGION: 'ap-south-1', LEDGER_PAGE_CARRIERS: 'false' }, false],
-    ['embedded, explicitly on', { LEDGER_PAGE_CARRIERS: 'true' }, true],
-    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', LEDGER_PAGE_CARRIERS: '' }, true],
-  ])('%s → %s', (_name, env, on) => {
-    expect(loadConfig(env).LEDGER_PAGE_CARRIERS).toBe(on);
-  });
-});
-
-describe('DISPATCH_LEDGER_LINGER_MS', () => {
-  it.each([
-    ['the embedded stack', {}, 25],
-    ['AWS DynamoDB (AWS_REGION, no endpoint)', { AWS_REGION: 'ap-south-1' }, 250],
-    ['an endpoint (DynamoDB Local elsewhere)', { DYNAMODB_ENDPOINT: 'http://ddb:8000' }, 25],
-    ['AWS, set', { AWS_REGION: 'ap-south-1', DISPATCH_LEDGER_LINGER_MS: '40' }, 40],
-    ['embedded, set to 0', { DISPATCH_LEDGER_LINGER_MS: '0' }, 0],
-    ['AWS, set empty (as unset)', { AWS_REGION: 'ap-south-1', DISPATCH_LEDGER_LINGER_MS: '' }, 250],
-  ])('%s → %s', (_name, env, ms) => {
-    expect(loadConfig(env).DISPATCH_LEDGER_LINGER_MS).toBe(ms);
-  });
-
-  it('refuses a wait past a second', () => {
-    expect(() => loadConfig({ DISPATCH_LEDGER_LINGER_MS: '1001' })).toThrow(
-      /DISPATCH_LEDGER_LINGER_MS/,
-    );
-  });
-});
-
 describe('NODE_ENV=production', () => {
   const good = {
     NODE_ENV: 'production',

@@ -109,43 +109,8 @@ export const baseConfigSchema = z.object({
    * (shared/outbox/outbox.ts).
    */
   OUTBOX_WRITER_STALE_MS: z.coerce.number().int().positive().default(10_000),
-  /**
-   * A new transaction's item (the carrier of its creation events) is found by the relay through
-   * the entities table's DynamoDB stream alone, without an entry in its `outbox` index: one write
-   * unit less a consent (shared/outbox/carrier-stream.ts). Off: carriers get the index entry, as
-   * before; set it off while relays of an earlier version run (they read the index alone). The
-   * relay reads the stream either way.
-   */
-  OUTBOX_CARRIER_STREAM: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** Stored but unpublished commits a process holds (Kafka down) before it answers 503. */
   OUTBOX_MAX_OPEN: z.coerce.number().int().positive().default(50_000),
-  /**
-   * A new transaction's item leaves its creation events and history implied
-   * (shared/domain/consent/carried.ts), which keeps a small consent's item under 1 KB. Set false
-   * while processes of a version before that layout still run (a rolling upgrade): they can
-   * neither rebuild the events nor keep the implied history when they change the transaction.
-   */
-  CONSENT_COMPACT_CREATION: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
-  /**
-   * A new principal and its first transaction are written as two conditional puts, the principal
-   * first, instead of one transaction (shared/domain/consent/writer.ts, `createWithPrincipal`):
-   * AWS bills an item in a transaction twice, so a new consent costs two write units less, and
-   * AWS takes the two puts as fast as one transaction. DynamoDB Local syncs each request to disk,
-   * where two requests a consent cost more than a twelfth of a group commit's transaction: half
-   * the sustained rate on 2 cores (docs/benchmarks.md). Unset (or empty): on when the store is
-   * AWS DynamoDB (AWS_REGION set, no DYNAMODB_ENDPOINT), off with an endpoint (DynamoDB Local,
-   * embedded or not); decided by `loadConfig`. Either way every version reads both.
-   */
-  CONSENT_SPLIT_CREATION: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
   /**
    * A consumer retries a failed message (anything but a malformed one) for as long as the
    * failure lasts; its back-off doubles from 200 ms up to this cap.
@@ -218,52 +183,6 @@ export const baseConfigSchema = z.object({
    * `needsStamp`): room for clock skew between processes and for the store's index to catch up.
    */
   LEDGER_CHANGE_STAMP_MARGIN_MS: z.coerce.number().int().nonnegative().default(60_000),
-  /**
-   * A new dispatch item is written packed (shared/ledger/packed.ts): its body and first attempt
-   * deflated into one attribute, what follows from the rest left out; under 1 KB, one write unit
-   * instead of two. Set false during a rolling upgrade from a version before it (an older reader
-   * would find neither body nor first attempt), and back once no older process runs.
-   */
-  LEDGER_PACK_DISPATCHES: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
-  /**
-   * A dispatch of one of a consent's creation events is found by principal through the
-   * principal's transactions (shared/ledger/principal.ts), with no `gsi2` entry: one write unit
-   * less for each. Set false during a rolling upgrade from a version before it (an older reader
-   * lists a principal's dispatches from `gsi2` alone), and back once no older process runs.
-   */
-  LEDGER_LIST_CREATIONS_THROUGH_CONSENT: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
-  /**
-   * The dispatcher lists the dispatches of one app it writes together by a listing page (one
-   * item naming up to 14) instead of a `gsi1` entry each (shared/ledger/app-pages.ts): about one
-   * write unit less a dispatch. Set false during a rolling upgrade from a version before it (an
-   * older reader lists an app's dispatches from `gsi1` alone), and back once no older process
-   * runs; this version reads both.
-   */
-  LEDGER_APP_PAGES: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
-  /**
-   * With LEDGER_APP_PAGES, the dispatches of one app written together are named by one of their
-   * own dispatch items (a carrier, in the ledger's sparse `pages` index) instead of a page item:
-   * one ledger item less a batch (shared/ledger/app-pages.ts). Used once this process has seen
-   * the index ACTIVE (a table created before it gets it at a start); off: page items. Unset (or
-   * empty): on against AWS DynamoDB (AWS_REGION set, no DYNAMODB_ENDPOINT), where items are what
-   * is billed; off with an endpoint (DynamoDB Local), where in four pairs of runs at 100/s the
-   * POST → webhook p99 was 26–52 % higher with carriers at the same CPU and requests
-   * (docs/benchmarks.md); decided by `loadConfig`. Every version since reads both. Set false
-   * during a rolling upgrade from a version before it (an older reader does not read the index).
-   */
-  LEDGER_PAGE_CARRIERS: z
-    .enum(['true', 'false', '1', '0', ''])
-    .optional()
-    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
   /** How often the checkpoint worker looks for a closed period or changes to seal. */
   LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   /** Webhook dispatch (workers/dispatcher): a delivery is a 2xx within this time. */
@@ -311,22 +230,6 @@ export const baseConfigSchema = z.object({
   DISPATCH_CLOCK_SKEW_MS: z.coerce.number().int().nonnegative().default(60_000),
   /** Group-commit ledger writes (BatchWriteItem requests) in flight per dispatcher. */
   DISPATCH_LEDGER_FLUSHES: z.coerce.number().int().positive().default(2),
-  /**
-   * How long a first attempt's record waits for others before a ledger write that is not full
-   * (25 records) starts. Dispatches of one app written together share a listing page
-   * (LEDGER_APP_PAGES, up to 14 a page). The webhook is sent before; only the ledger record and
-   * the event's commit in Kafka wait, so a dispatcher killed meanwhile has its next owner send
-   * those webhooks again (same `webhook-id`). Unset (or empty): 250 ms against AWS DynamoDB
-   * (AWS_REGION set, no DYNAMODB_ENDPOINT), where at 20 consents/s a page then names about five
-   * consents' dispatches instead of one's; 25 ms with an endpoint (DynamoDB Local), where the
-   * larger writes of a longer wait held the consents' own transactions back (POST → webhook p99
-   * at 100/s 150 and 217 ms against 76 and 124 ms at 25 ms; docs/benchmarks.md). Decided by
-   * `loadConfig` (`LEDGER_LINGER_MS`).
-   */
-  DISPATCH_LEDGER_LINGER_MS: z.preprocess(
-    (v) => (v === '' ? undefined : v),
-    z.coerce.number().int().min(0).max(1000).optional(),
-  ),
   /** A dispatch whose attempt has not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the retry sweeper reads the due-index, and how many shards the index has (grow only). */
@@ -422,9 +325,6 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
   return r.data;
 }
 
-/** `DISPATCH_LEDGER_LINGER_MS` when unset: against AWS DynamoDB, and with an endpoint. */
-export const LEDGER_LINGER_MS = { aws: 250, local: 25 } as const;
-
 /**
  * Parses the process's configuration as the user gave it. Defaults that depend on it are
  * settled here, before `resolveInfra` fills in the embedded stack's addresses (after which
@@ -432,17 +332,10 @@ export const LEDGER_LINGER_MS = { aws: 250, local: 25 } as const;
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
   const parsed = parseConfig(baseConfigSchema, env);
-  // The store is AWS DynamoDB itself, not DynamoDB Local behind an endpoint.
-  const awsStore = parsed.DYNAMODB_ENDPOINT === undefined && parsed.AWS_REGION !== undefined;
   const config: BaseConfig = {
     ...parsed,
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
       parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),
-    CONSENT_SPLIT_CREATION: parsed.CONSENT_SPLIT_CREATION ?? awsStore,
-    LEDGER_PAGE_CARRIERS: parsed.LEDGER_PAGE_CARRIERS ?? awsStore,
-    DISPATCH_LEDGER_LINGER_MS:
-      parsed.DISPATCH_LEDGER_LINGER_MS ??
-      (awsStore ? LEDGER_LINGER_MS.aws : LEDGER_LINGER_MS.local),
   };
   if (config.NODE_ENV === 'production') {
     const problems = productionProblems(config);

@@ -4,7 +4,7 @@ import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
 import { parseCidrList } from '../../shared/webhooks/ip.js';
-import { ConfigError, LEDGER_LINGER_MS } from '../../shared/config.js';
+import { ConfigError } from '../../shared/config.js';
 import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
 import { CONSUMER, consentEventHandler } from './handler.js';
 import { LANES, Lanes } from './lanes.js';
@@ -12,6 +12,13 @@ import { dispatcherMetrics } from './metrics.js';
 import { retryShardLeases } from './shard-leases.js';
 import { Sweeper } from './sweeper.js';
 import { FirstAttemptWriter } from './writer.js';
+
+/**
+ * How long a first attempt's ledger record waits for others of its batch before a write that
+ * is not full (25 records) starts: long enough that at low rates one listing names several
+ * consents' dispatches. The webhook is sent before; only the record and the Kafka commit wait.
+ */
+const LEDGER_LINGER_MS = 250;
 
 /**
  * The dispatcher's parts, wired: consumer → lanes → attempter → ledger, and the sweeper
@@ -45,7 +52,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     metrics,
     log,
     maxFlushes: c.DISPATCH_LEDGER_FLUSHES,
-    lingerMs: c.DISPATCH_LEDGER_LINGER_MS ?? LEDGER_LINGER_MS.local,
+    lingerMs: LEDGER_LINGER_MS,
   });
   const attempter = new Attempter(rt, {
     client,
