@@ -2,76 +2,31 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
-  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
   type DynamoDBClient,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import type { Admin } from 'kafkajs';
-import { tableDefs, createTableInput, indexInput, STREAM, type TableDef } from './tables.js';
+import { checkSchema, SchemaError } from './schema.js';
+import { tableDefs, createTableInput, type TableDef } from './tables.js';
 import { topicDefs, type TopicDef } from './topics.js';
 
 type Log = (msg: string) => void;
 
 /**
- * Adds the indexes a table definition gained since the table was created (one a call: that
- * is all DynamoDB accepts; the next start adds the next). Never removes or changes an index.
- * On AWS a new index is backfilled before it can be queried; its readers retry meanwhile.
+ * What an existing table lacks of its definition (an ACTIVE index, its stream): such a table
+ * is from an earlier schema, which `npm run migrate` completes; a process does not run on it.
  */
-async function addMissingIndexes(
-  client: DynamoDBClient,
-  TableName: string,
-  def: TableDef,
-  table: TableDescription | undefined,
-  log: Log,
-) {
-  const have = new Set((table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
-  const missing = (def.indexes ?? []).find((ix) => !have.has(ix.name));
-  if (!missing) return;
-  try {
-    await client.send(
-      new UpdateTableCommand({
-        TableName,
-        AttributeDefinitions: [
-          missing.partitionKey,
-          ...(missing.sortKey ? [missing.sortKey] : []),
-        ].map((a) => ({ AttributeName: a, AttributeType: 'S' as const })),
-        GlobalSecondaryIndexUpdates: [{ Create: indexInput(missing) }],
-      }),
-    );
-    log(`adding index ${missing.name} to table ${TableName}`);
-  } catch (err) {
-    // Another process is adding it (or another index) right now: fine, it will be there.
-    const name = (err as { name?: string }).name;
-    if (name !== 'ResourceInUseException' && name !== 'LimitExceededException') throw err;
-  }
-}
-
-/**
- * Turns on the table's stream when its definition has one and the table has none (a table
- * created before the definition gained it). Never turns a stream off or changes its view. A
- * stream on AWS starts empty: the relay reads commits written since, and the carriers written
- * before have their index entries (`OUTBOX_CARRIER_STREAM` writes them only once it is on).
- */
-async function enableStream(
-  client: DynamoDBClient,
-  TableName: string,
-  def: TableDef,
-  table: TableDescription | undefined,
-  log: Log,
-) {
-  if (!def.stream || table?.StreamSpecification?.StreamEnabled === true) return;
-  try {
-    await client.send(new UpdateTableCommand({ TableName, StreamSpecification: STREAM }));
-    log(`enabled the stream of ${TableName}`);
-  } catch (err) {
-    // Another process is changing the table (its stream, or an index) right now: the next start
-    // tries again; the relay says so meanwhile if it finds no stream.
-    const name = (err as { name?: string }).name;
-    if (name !== 'ResourceInUseException' && name !== 'LimitExceededException') throw err;
-    log(`could not enable the stream of ${TableName} yet (${name}); the next start tries again`);
-  }
+function lacking(def: TableDef, table: TableDescription | undefined): string[] {
+  const status = new Map(
+    (table?.GlobalSecondaryIndexes ?? []).map((i) => [i.IndexName, i.IndexStatus]),
+  );
+  const out = (def.indexes ?? [])
+    .filter((ix) => status.get(ix.name) !== 'ACTIVE')
+    .map((ix) => `index ${ix.name}${status.has(ix.name) ? ` (${status.get(ix.name)})` : ''}`);
+  if (def.stream && table?.StreamSpecification?.StreamEnabled !== true) out.push('its stream');
+  return out;
 }
 
 /**
@@ -102,11 +57,25 @@ async function enableTtl(client: DynamoDBClient, TableName: string, def: TableDe
   }
 }
 
-/** Creates missing tables (and their TTL and stream) and adds missing indexes and streams; nothing is removed. */
+/**
+ * Creates missing tables (with their indexes, stream and TTL), refuses tables that lack part of
+ * their definition, then checks the stored data's schema version (schema.ts, `checkSchema`).
+ */
 export async function applyTables(
   client: DynamoDBClient,
   prefix: string,
   log: Log = () => undefined,
+) {
+  await applyTablesOnly(client, prefix, log, true);
+  await checkSchema(client, prefix);
+}
+
+/** Creates missing tables; with `strict`, an existing table lacking part of its definition is refused. */
+export async function applyTablesOnly(
+  client: DynamoDBClient,
+  prefix: string,
+  log: Log = () => undefined,
+  strict = false,
 ) {
   await Promise.all(
     Object.values(tableDefs).map(async (def: TableDef) => {
@@ -119,8 +88,11 @@ export async function applyTables(
           throw err;
         });
       if (described) {
-        await addMissingIndexes(client, TableName, def, described.table, log);
-        await enableStream(client, TableName, def, described.table, log);
+        const missing = lacking(def, described.table);
+        if (strict && missing.length > 0)
+          throw new SchemaError(
+            `table ${TableName} lacks ${missing.join(' and ')}: run npm run migrate`,
+          );
         await enableTtl(client, TableName, def, log);
         return;
       }

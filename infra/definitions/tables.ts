@@ -155,6 +155,11 @@ export const tableDefs = {
     description:
       'Signed ledger checkpoints: per-app chains, the latest seal of each period, its Merkle leaves',
   },
+  meta: {
+    name: 'meta',
+    partitionKey: 'id',
+    description: 'The schema version the stored data is in (infra/definitions/schema.ts)',
+  },
   timers: {
     name: 'timers',
     partitionKey: 'pk',
