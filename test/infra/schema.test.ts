@@ -1,8 +1,4 @@
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  type CreateTableCommandInput,
-} from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
