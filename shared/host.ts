@@ -17,6 +17,13 @@ import { startTelemetry } from './telemetry.js';
 import { withRetries } from './backoff.js';
 
 /**
+ * Connections the kernel holds until the server accepts them (capped by net.core.somaxconn).
+ * Node's 511 overflows within a fraction of a second of a busy event loop under a burst, and the
+ * client's TCP stack then retries after 1, 3, 7… s.
+ */
+export const LISTEN_BACKLOG = 4_096;
+
+/**
  * Hosts services and workers in one process on a Kafka and a DynamoDB it is given. It knows
  * nothing of the embedded local stack (and must not import it: the production entry
  * `bin/serve.ts` is built on this module; test/infra/prod-entry.test.ts checks its imports).
@@ -127,7 +134,7 @@ export async function startProcess<S extends OwnedStack = never>(
     for (const s of o.services) await s.mount(app, rt);
     if (o.services.length > 0) mountDocs(app, rt.docs);
     finishHttpApp(app, log);
-    const server = await listen(app, config.PORT, config.HOST, config.HTTP_LISTEN_BACKLOG).catch(
+    const server = await listen(app, config.PORT, config.HOST, LISTEN_BACKLOG).catch(
       (err: NodeJS.ErrnoException) => {
         throw err.code === 'EADDRINUSE'
           ? new StackError(

@@ -91,9 +91,7 @@ export function runtimeConsumer(
     producer: rt.producer,
     log: o.log,
     registry: rt.registry,
-    retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
-    fetchMaxWaitMs: rt.config.CONSUMER_FETCH_MAX_WAIT_MS,
     ...(o.partitionsConsumedConcurrently
       ? { partitionsConsumedConcurrently: o.partitionsConsumedConcurrently }
       : {}),

@@ -68,7 +68,7 @@ export interface PipelineOptions {
   retryMaxMs?: number;
   partitionsConsumedConcurrently?: number;
   sessionTimeoutMs?: number;
-  /** The broker's longest hold of an idle fetch (kafkajs `maxWaitTimeInMs`; 100 ms unless set). */
+  /** The broker's longest hold of an idle fetch (kafkajs `maxWaitTimeInMs`; 500 ms unless set: it bounds only an idle consumer's polling). */
   fetchMaxWaitMs?: number;
   /** Messages passed to the handler at once. */
   chunkSize?: number;
@@ -143,7 +143,7 @@ export class PipelinedConsumer {
       groupId,
       sessionTimeout: this.sessionTimeoutMs,
       heartbeatInterval: 3_000,
-      maxWaitTimeInMs: this.o.fetchMaxWaitMs ?? 100,
+      maxWaitTimeInMs: this.o.fetchMaxWaitMs ?? 500,
       allowAutoTopicCreation: false,
     });
     this.consumer = consumer;
@@ -480,9 +480,7 @@ export function runtimePipeline(
     deadLetterTopic: rt.topics.deadLetter,
     producer: rt.producer,
     registry: rt.registry,
-    retryMaxMs: rt.config.CONSUMER_RETRY_MAX_MS,
     sessionTimeoutMs: rt.config.CONSUMER_SESSION_TIMEOUT_MS,
-    fetchMaxWaitMs: rt.config.CONSUMER_FETCH_MAX_WAIT_MS,
   });
 }
 

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../infra/local/paths.js';
-import { loadConfig } from '../../shared/config.js';
+import { LISTEN_BACKLOG } from '../../shared/host.js';
 
 /**
- * The HTTP server's listen backlog (HTTP_LISTEN_BACKLOG): while the event loop is busy, new
+ * The HTTP server's listen backlog (`LISTEN_BACKLOG`, shared/host.ts): while the event loop is busy, new
  * connections wait in the kernel's queue. Node's default of 511 overflows under a burst, and
  * the kernel then drops each further connection: its client retries only after 1, 3, 7… s, so
  * a request the admission control would refuse at once waits seconds. A server whose loop is
@@ -52,7 +52,7 @@ async function connectedWhileBusy(backlog: number): Promise<number> {
 
 describe('HTTP listen backlog', () => {
   it('holds every connection of a burst while the event loop is busy', async () => {
-    const backlog = loadConfig({}).HTTP_LISTEN_BACKLOG;
+    const backlog = LISTEN_BACKLOG;
     expect(backlog).toBeGreaterThan(CONNECTIONS);
     expect(await connectedWhileBusy(backlog)).toBe(CONNECTIONS);
   }, 30_000);

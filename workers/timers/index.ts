@@ -4,6 +4,9 @@ import { emptyTally, fireExpiry, fireSlaCheck, timersMetrics } from './actions.j
 import { DutyGaugeReporter, fireDuty } from './duties.js';
 import { FamilySweeper, type SweepStats } from './sweep.js';
 
+/** How long a timers worker holds a due entry it fired; past it another copy fires it again. */
+const TIMER_LEASE_MS = 60_000;
+
 export interface TimersOptions {
   /** The clock deciding what is due (epoch ms); tests inject one. */
   now?: () => number;
@@ -32,7 +35,7 @@ export function createTimersWorker(o: TimersOptions = {}): WorkerModule {
       const common = {
         shards: c.TIMER_SHARDS,
         intervalMs: c.TIMER_SWEEP_INTERVAL_MS,
-        leaseMs: c.TIMER_LEASE_MS,
+        leaseMs: TIMER_LEASE_MS,
         now,
         log,
       };
