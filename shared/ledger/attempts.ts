@@ -11,7 +11,6 @@ import {
   existingDispatches,
   firstSlaCheck,
   getDispatchState,
-  storedDispatch,
   type AttemptEntry,
   type DispatchState,
   dispatchKey,
@@ -22,6 +21,7 @@ import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { PAGES_INDEX, planPages, withListing } from './app-pages.js';
 import { indexActive } from '../storage/index-state.js';
 import { chainHash } from './hash.js';
+import { packDispatch } from './packed.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */
@@ -99,8 +99,8 @@ export interface FirstAttemptRecord {
   entry: AttemptEntry;
   /**
    * The dispatch item as it stands after the attempt, holding that attempt (`firstAttempt`,
-   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry), as written:
-   * packed unless `LEDGER_PACK_DISPATCHES` is off (packed.ts).
+   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry), packed
+   * (packed.ts).
    */
   head: Record<string, unknown>;
   /**
@@ -157,8 +157,8 @@ export function firstAttemptRecord(
   return {
     dispatchId: s.dispatchId,
     entry,
-    head: storedDispatch(rt, {
-      ...dispatchItem(after, rt.config.LEDGER_LIST_CREATIONS_THROUGH_CONSENT),
+    head: packDispatch({
+      ...dispatchItem(after),
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
     }),
