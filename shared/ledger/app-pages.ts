@@ -140,13 +140,8 @@ export function planListings(
       start = end;
       if (group.length < 2) continue;
       const lk = encodeListing(group.map((g) => g.key));
-      const by =
-        lk === undefined
-          ? undefined
-          : smallest(
-              group.filter((g) => mayCarry(g.i)),
-              heads,
-            );
+      const allowed = group.filter((g) => mayCarry(g.i));
+      const by = lk === undefined ? undefined : smallest(allowed, heads);
       if (!by) continue;
       // Kept as long as the longest kept of its group as written (seconds apart at most).
       const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));

@@ -311,6 +311,8 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
     }
   });
 
+  // Some 1,300 requests (the writes, then walks a dispatch at a time both ways): slow on a
+  // loaded machine.
   it('lists every dispatch once when more carriers than one query reads overlap in one second', async () => {
     const app = newApp();
     const writer = writerOn(5);
@@ -337,7 +339,7 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
     expect(await walk(app.appId, { want: 5, from, to })).toEqual(
       expected.filter((k) => k >= from && k < to),
     );
-  });
+  }, 90_000);
 
   it('a page’s bound on evaluation ends a filtered page short at a dispatch key that moves on', async () => {
     const app = newApp();
