@@ -121,15 +121,14 @@ export const tableDefs = {
     sortKey: 'sk',
     indexes: [
       // Dispatches by app and by principal, in event time (shared/ledger/queries.ts, export.ts):
-      // what a listing shows of each, no body (a table created before keeps ALL; both work).
-      // A consent's creation dispatches are in no gsi2: found through the principal's
-      // transactions (shared/ledger/principal.ts). Dispatches the dispatcher wrote with others
-      // of their app are in no gsi1: a listing page item names them (shared/ledger/app-pages.ts).
+      // what a listing shows of each, no body. A consent's creation dispatches are in no gsi2:
+      // found through the principal's transactions (shared/ledger/principal.ts). Dispatches the
+      // dispatcher wrote with others of their app are in no gsi1: a carrier names them.
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: DISPATCH_VIEW_ATTRS },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: DISPATCH_VIEW_ATTRS },
       // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
-      // Sparse: listing carriers, dispatch items that name others of their app written with them
+      // Sparse: carriers, dispatch items that list others of their app written with them
       // (shared/ledger/app-pages.ts), by app and their listing `lk` (which starts with its
       // earliest event time): keys only, the listing being a key.
       { name: 'pages', partitionKey: 'appId', sortKey: 'lk', keysOnly: true },

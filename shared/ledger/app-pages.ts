@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { dispatchKey, isDispatchHead } from './dispatches.js';
@@ -8,42 +7,32 @@ import { RETAIN_ATTR } from './retention.js';
 import { itemBytes } from '../storage/billing.js';
 
 /**
- * An app's dispatches by event time: `gsi1` (key `APP#{appId}` / `{createdAt}#{dispatchId}`)
- * and **listings**. A listing names several dispatches of one app by that same key (`ks`),
- * written by the dispatcher with a batch of first attempts instead of a `gsi1` entry for each
- * (`planPages`). It is one of two things:
+ * An app's dispatches by event time, key `{createdAt}#{dispatchId}`, from two sources:
  *
- * - **A carrier**: one of the batch's own dispatch items holds the listing in `lk`, one string:
- *   the earliest `createdAt`, then each entry's milliseconds after it and its dispatch id
- *   (`encodeListing`, about 30 bytes an entry against a page's 57), naming itself too. The
- *   ledger's sparse `pages` index (keys only) has it by `appId` and `lk`, so a listing sorts by
- *   its earliest time and its index entry is the listing. No item more than the dispatches
- *   themselves, and the carrier mostly stays under the kilobyte of one write unit. The carrier
- *   is the smallest item of its group whose record has no SLA check to write first. Written
- *   once this process has seen the index ACTIVE (`LEDGER_PAGE_CARRIERS`).
- * - **A page item**, key `APP#{appId}#PAGES` / `{earliest createdAt}#{uuid}` in the ledger table
- *   itself, where no member of a group may be its carrier (all have an SLA check) or carriers
- *   are off: one write unit for up to `PAGE_ENTRIES` dispatches where each entry cost one.
+ * - `gsi1` (`APP#{appId}` / key): a dispatch the dispatcher wrote without others of its app,
+ *   or in a group none of whose records may carry, and every dispatch that changed after it was
+ *   written (dispatches.ts, `appIndexUpdate`);
+ * - **carriers**: of a group of one app's dispatches the dispatcher writes in one batch
+ *   (`planListings`), one dispatch item holds the group's listing in `lk` (`encodeListing`: the
+ *   earliest `createdAt`, then each entry's milliseconds after it and its id, itself included)
+ *   and none has a `gsi1` entry. The ledger's sparse `pages` index (keys only) has the carrier
+ *   by `appId` and `lk`, so listings sort by their earliest time. No item beyond the dispatches.
  *
  * Every reader of an app's dispatches (the ledger API's list and export, the console, the
- * requeue, the checkpoint sealer) reads all three through `readAppDispatches`.
+ * requeue, the checkpoint sealer) reads both through `readAppDispatches`.
  *
- * - The entries of a listing lie less than `PAGE_SPAN_MS` after its earliest, so a time range is
+ * - A listing's entries lie less than `LISTING_SPAN_MS` after its earliest, so a time range is
  *   found by a key condition widened by that span.
- * - A listing is written before the dispatch items it names (the dispatcher's first phase,
- *   with the SLA checks), so a dispatch item in the ledger without a `gsi1` entry always has
- *   its listing. A listing may name a dispatch that never landed (its write was cut short and
- *   redone, perhaps elsewhere with a `gsi1` entry, or not at all): readers read the dispatch
- *   items by key (BatchGetItem, consistent) and skip the missing. A dispatch named twice (a
- *   listing and `gsi1`, or two listings) is listed once.
+ * - Only a record with no SLA check to write first may carry: the carrier goes in the batch's
+ *   first phase, before the dispatch items it names, so a dispatch item without a `gsi1` entry
+ *   always has its carrier. A listing may name a dispatch that never landed (its write was cut
+ *   short and redone elsewhere, or not at all): readers read the named items by key
+ *   (BatchGetItem, consistent) and skip the missing. A dispatch in `gsi1` and a listing is
+ *   listed once.
  * - A listing holds keys alone: no personal data, nothing the erasure redacts.
- * - Retention: a page item's `retainUntil` is the latest of its dispatches' plus
- *   `PAGE_RETAIN_MARGIN_S`, since a dispatch's item is kept from its last change (retention.ts)
- *   and a page is never rewritten. A carrier is kept as its own dispatch is (its data may not
- *   outlive the app's retention), from the latest `retainUntil` its group was written with (the
- *   group's records are seconds apart at most), so a named dispatch that changes after it was
- *   written puts itself in `gsi1` with that change (dispatches.ts, `appIndexUpdate`): whatever
- *   outlives its carrier lists itself.
+ * - Retention: a carrier is kept until the latest `retainUntil` its group was written with
+ *   (seconds apart at most); a named dispatch that changes later moves its own retention on and
+ *   puts itself in `gsi1` with that change, so whatever outlives its carrier lists itself.
  */
 
 /** The ledger's sparse index of carriers, by `appId` and `lk` (keys only). */
@@ -57,7 +46,7 @@ const DSP = 'dsp_';
  * A carrier's listing of `keys` (`{createdAt}#{dispatchId}`, in order, the first the earliest):
  * `{earliest}` then `|{ms after it}:{id}` each, a dispatch id without its `dsp_` (any other id
  * after `=`). Undefined when a key's time does not come back the same from its milliseconds
- * (not an ISO time as `toISOString` writes it): such a group gets a page item.
+ * (not an ISO time as `toISOString` writes it): such a group keeps its `gsi1` entries.
  */
 export function encodeListing(keys: readonly string[]): string | undefined {
   const first = keys[0]?.split('#', 1)[0];
@@ -90,14 +79,11 @@ export function decodeListing(lk: string): string[] {
   });
 }
 
-/** Most time between the earliest and the latest entry of a page (exclusive). */
-export const PAGE_SPAN_MS = 1_000;
-/** Most entries a page names: with its keys it stays under 1 KB (one write unit). */
-export const PAGE_ENTRIES = 14;
-/** How long a page outlives the latest retention of the dispatches it names (a year). */
-export const PAGE_RETAIN_MARGIN_S = 366 * 86_400;
+/** Most time between the earliest and the latest entry of a listing (exclusive). */
+export const LISTING_SPAN_MS = 1_000;
+/** Most entries a listing names, so its carrier stays a small item. */
+export const LISTING_ENTRIES = 14;
 
-export const appPagesPk = (appId: string) => `APP#${appId}#PAGES`;
 const INDEX_PK = /^APP#(.+)$/;
 
 /** The time part of a `{createdAt}#{dispatchId}` key (or of a bare ISO time). */
@@ -109,31 +95,26 @@ function shifted(bound: string, ms: number): string {
   return Number.isFinite(t) ? new Date(t + ms).toISOString() : bound;
 }
 
-export interface PagePlan {
-  /** Page items to write before the dispatch items. */
-  pages: Record<string, unknown>[];
+export interface ListingPlan {
   /**
-   * The dispatch items as they are then written: those a page or a carrier names without `gsi1`
-   * keys, a carrier with its listing (`carried`).
+   * The dispatch items as they are then written: those a carrier names without `gsi1` keys, a
+   * carrier with its listing (`carried`), the others as they came.
    */
   heads: Record<string, unknown>[];
-  /** The page that names each head (by its index), undefined for any other. */
-  pageOf: (Record<string, unknown> | undefined)[];
-  /** The listing a carrier holds (`lk`), by index; undefined for any other. */
+  /** The listing a carrier holds (`lk`, and its `retainUntil` when later), by index. */
   carried: (Record<string, unknown> | undefined)[];
 }
 
 /**
- * Pages for a batch of new dispatch items (`heads`, as `dispatchItem` builds them): their keys
- * grouped by app, in key order, cut at `PAGE_ENTRIES` entries or `PAGE_SPAN_MS`. A group of one
- * keeps its `gsi1` entry (a page would cost the same and a read more). With `carrier`, a group
- * is listed by one of its own dispatch items instead of a page item, the smallest of those
- * `carrier` allows (none: a page item); it must be written before the others (`carried`).
+ * Carriers for a batch of new dispatch items (`heads`, as `dispatchItem` builds them): their
+ * keys grouped by app, in key order, cut at `LISTING_ENTRIES` entries or `LISTING_SPAN_MS`. A
+ * group is carried by its smallest member `mayCarry` allows, which must be written before the
+ * others (`carried`). A group of one, or one with no member allowed, keeps its `gsi1` entries.
  */
-export function planPages(
+export function planListings(
   heads: readonly Record<string, unknown>[],
-  carrier?: (i: number) => boolean,
-): PagePlan {
+  mayCarry: (i: number) => boolean,
+): ListingPlan {
   const byApp = new Map<string, { key: string; i: number }[]>();
   heads.forEach((h, i) => {
     if (typeof h.gsi1pk !== 'string' || typeof h.gsi1sk !== 'string') return;
@@ -142,57 +123,34 @@ export function planPages(
     list.push({ key: h.gsi1sk, i });
     byApp.set(h.gsi1pk, list);
   });
-  const pages: Record<string, unknown>[] = [];
-  const pageOf: (Record<string, unknown> | undefined)[] = heads.map(() => undefined);
+  const out = [...heads];
   const carried: (Record<string, unknown> | undefined)[] = heads.map(() => undefined);
-  const listed = heads.map(() => false);
-  for (const [indexPk, list] of byApp) {
+  for (const list of byApp.values()) {
     list.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (let start = 0; start < list.length;) {
       const t0 = timeOf(list[start]!.key);
       let end = start + 1;
       while (
         end < list.length &&
-        end - start < PAGE_ENTRIES &&
-        timeOf(list[end]!.key) - t0 < PAGE_SPAN_MS
+        end - start < LISTING_ENTRIES &&
+        timeOf(list[end]!.key) - t0 < LISTING_SPAN_MS
       )
         end++;
       const group = list.slice(start, end);
       start = end;
       if (group.length < 2) continue;
-      const earliest = group[0]!.key.split('#', 1)[0]!;
-      const ks = group.map((g) => g.key);
-      for (const g of group) listed[g.i] = true;
+      const lk = encodeListing(group.map((g) => g.key));
+      const allowed = group.filter((g) => mayCarry(g.i));
+      const by = lk === undefined ? undefined : smallest(allowed, heads);
+      if (!by) continue;
+      // Kept as long as the longest kept of its group as written (seconds apart at most).
       const retain = Math.max(...group.map((g) => Number(heads[g.i]![RETAIN_ATTR]) || 0));
-      const lk = carrier ? encodeListing(ks) : undefined;
-      const by = lk
-        ? smallest(
-            group.filter((g) => carrier!(g.i)),
-            heads,
-          )
-        : undefined;
-      if (by) {
-        // Kept as long as the longest kept of its group as written (seconds apart at most).
-        const own = Number(heads[by.i]![RETAIN_ATTR]) || 0;
-        carried[by.i] = { [LISTING_ATTR]: lk, ...(retain > own ? { [RETAIN_ATTR]: retain } : {}) };
-        continue;
-      }
-      const page = {
-        pk: `${indexPk}#PAGES`,
-        sk: `${earliest}#${randomUUID()}`,
-        ks,
-        ...(retain > 0 ? { [RETAIN_ATTR]: retain + PAGE_RETAIN_MARGIN_S } : {}),
-      };
-      pages.push(page);
-      for (const g of group) pageOf[g.i] = page;
+      const own = Number(heads[by.i]![RETAIN_ATTR]) || 0;
+      carried[by.i] = { [LISTING_ATTR]: lk, ...(retain > own ? { [RETAIN_ATTR]: retain } : {}) };
+      for (const g of group) out[g.i] = withListing(heads[g.i]!, carried[g.i]);
     }
   }
-  return {
-    pages,
-    heads: heads.map((h, i) => (listed[i] ? withListing(h, carried[i]) : h)),
-    pageOf,
-    carried,
-  };
+  return { heads: out, carried };
 }
 
 /** A dispatch item without its `gsi1` keys, with the listing it carries if any. */
@@ -256,8 +214,8 @@ export interface AppPage {
 
 /** Items read per `gsi1` call when a filter may drop some. */
 const FILTERED_READ = 100;
-/** Pages read per call. */
-const PAGES_READ = 100;
+/** Carriers read per `pages` call. */
+const LISTINGS_READ = 100;
 
 interface Source {
   /** Keys seen, in order, with their `gsi1` entry when it has one. */
@@ -274,8 +232,8 @@ interface Source {
 const before = (desc: boolean) => (a: string, b: string) => (desc ? a > b : a < b);
 
 /**
- * A page of an app's dispatches from `gsi1` and the listing pages, merged in key order: what
- * `gsi1` alone gave before pages existed.
+ * A page of an app's dispatches from `gsi1` and the carriers' listings, merged in key order,
+ * each dispatch once.
  */
 export async function readAppDispatches(rt: Runtime, r: AppRead): Promise<AppPage> {
   const desc = r.desc ?? false;
@@ -333,7 +291,7 @@ function indexKey(indexPk: string, key: string): Record<string, string> {
 }
 
 /**
- * The paged dispatches among `keys` (from the first on, up to `want` + a margin at a time),
+ * The listed dispatches among `keys` (from the first on, up to `want` + a margin at a time),
  * read by key: null for one that is not in the ledger or not this app's.
  */
 async function resolve(
@@ -353,7 +311,7 @@ async function resolve(
   }
   for (const k of chunk) {
     const d = found.get(idOf(k));
-    // The page's key must be the item's own: a page names a dispatch by its creation time.
+    // The listing's key must be the item's own: it names a dispatch by its creation time.
     resolved.set(k, d && `${String(d.createdAt)}#${idOf(k)}` === k ? d : null);
   }
 }
@@ -376,24 +334,24 @@ async function readRound(
   const index = await readIndex(rt, r, after, budget);
   const { entries, indexStop } = index;
   const ids = new Set([...entries.keys()].map(idOf));
-  let pageStop: string | undefined;
-  for await (const read of readPages(rt, r, after)) {
+  let listingStop: string | undefined;
+  for await (const read of readListings(rt, r, after)) {
     for (const key of read.keys) {
       const id = idOf(key);
       if (ids.has(id) || !inRange(key, r, after)) continue;
       ids.add(id);
       entries.set(key, undefined);
     }
-    pageStop = read.stop;
-    if (pageStop === undefined) break;
-    // Enough read: the pages reach as far as `gsi1` did, or hold enough to fill the page.
-    if (indexStop !== undefined && within(pageStop, indexStop)) break;
-    const f = combined(indexStop, pageStop, later);
+    listingStop = read.stop;
+    if (listingStop === undefined) break;
+    // Enough read: the listings reach as far as `gsi1` did, or hold enough to fill the page.
+    if (indexStop !== undefined && within(listingStop, indexStop)) break;
+    const f = combined(indexStop, listingStop, later);
     let seen = 0;
     for (const key of entries.keys()) if (within(f, key)) seen++;
     if (seen >= Math.max(1, r.want)) break;
   }
-  const frontier = combined(indexStop, pageStop, later);
+  const frontier = combined(indexStop, listingStop, later);
   for (const key of [...entries.keys()]) if (!within(frontier, key)) entries.delete(key);
   return { src: { entries, frontier, indexStop }, evaluated: index.evaluated };
 }
@@ -444,108 +402,49 @@ async function readIndex(
 }
 
 /**
- * The listings that may hold keys beyond `after` (page items, and carriers through the `pages`
- * index), a request at a time from whichever source is read least far: their keys, and how far
- * both are complete (undefined once the range is read to its end in both).
- */
-async function* readPages(
-  rt: Runtime,
-  r: AppRead,
-  after: string | undefined,
-): AsyncGenerator<{ keys: string[]; stop: string | undefined }> {
-  const later = before(r.desc ?? false);
-  const sources = [readListings(rt, r, after, 'items'), readListings(rt, r, after, 'carriers')];
-  const stops: (string | undefined)[] = [undefined, undefined];
-  const done = [false, false];
-  for (let round = 0; ; round++) {
-    // Both at first; then the one whose frontier is the nearer, so the other's is not waited on.
-    const which =
-      round === 0 ? [0, 1] : [done[0] ? 1 : done[1] ? 0 : later(stops[0]!, stops[1]!) ? 1 : 0];
-    const reads = await Promise.all(which.map((i) => sources[i]!.next()));
-    const keys: string[] = [];
-    which.forEach((i, n) => {
-      const read = reads[n]!;
-      if (read.done || read.value.stop === undefined) done[i] = true;
-      if (!read.done) keys.push(...read.value.keys);
-      stops[i] = read.done ? undefined : read.value.stop;
-    });
-    const stop = combined(done[0] ? undefined : stops[0], done[1] ? undefined : stops[1], later);
-    yield { keys, stop };
-    if (stop === undefined) return;
-  }
-}
-
-/**
- * One source of listings a request at a time: the page items (`items`, consistent reads) or the
- * carriers' entries in the `pages` index (`carriers`; none when the table has no such index
- * yet). An entry at t is in a listing whose earliest is in (t - PAGE_SPAN_MS, t]; a bound's
- * millisecond is read whole (a listing's key ends with a uuid or a dispatch id).
+ * The carriers' listings that may hold keys beyond `after`, a `pages` request at a time: their
+ * keys, and how far they are complete (undefined once the range is read to its end). An entry
+ * at t is in a listing whose earliest is in (t - LISTING_SPAN_MS, t]; a bound's millisecond is
+ * read whole (a listing goes on past its earliest time).
  */
 async function* readListings(
   rt: Runtime,
   r: AppRead,
   after: string | undefined,
-  source: 'items' | 'carriers',
 ): AsyncGenerator<{ keys: string[]; stop: string | undefined }> {
   const { lo, hi } = bounds(r, after);
-  const [pkName, skName] = source === 'items' ? ['pk', 'sk'] : ['appId', LISTING_ATTR];
   const range = rangeInput(
-    pkName,
-    skName,
-    source === 'items' ? appPagesPk(r.appId) : r.appId,
-    lo === undefined ? undefined : shifted(lo, -PAGE_SPAN_MS),
+    'appId',
+    LISTING_ATTR,
+    r.appId,
+    lo === undefined ? undefined : shifted(lo, -LISTING_SPAN_MS),
     hi === undefined ? undefined : shifted(hi, 1),
   );
   let start: Record<string, unknown> | undefined;
   do {
-    let p;
-    try {
-      p = await rt.dynamo.doc.send(
-        new QueryCommand({
-          TableName: rt.tables.ledger,
-          ...range,
-          ...(source === 'items'
-            ? { ProjectionExpression: 'sk, ks', ConsistentRead: true }
-            : { IndexName: PAGES_INDEX }),
-          ScanIndexForward: !r.desc,
-          Limit: PAGES_READ,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-        r.signal ? { abortSignal: r.signal } : {},
-      );
-    } catch (err) {
-      // A table created before the index, which no writer writes carriers to until it is ACTIVE.
-      if (source === 'carriers' && isMissingIndex(err)) return;
-      throw err;
-    }
+    const p = await rt.dynamo.doc.send(
+      new QueryCommand({
+        TableName: rt.tables.ledger,
+        IndexName: PAGES_INDEX,
+        ...range,
+        ScanIndexForward: !r.desc,
+        Limit: LISTINGS_READ,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+      r.signal ? { abortSignal: r.signal } : {},
+    );
     start = p.LastEvaluatedKey;
     // Unread listings start at or after the last read's earliest (ascending: complete below
     // it), or at or before it (descending: complete from it plus the span).
-    const earliest = start ? String(start[skName]).split(/[#|]/, 1)[0]! : undefined;
+    const earliest = start ? String(start[LISTING_ATTR]).split('|', 1)[0]! : undefined;
     yield {
-      keys: (p.Items ?? []).flatMap((page) =>
-        source === 'items'
-          ? ((page.ks as string[] | undefined) ?? [])
-          : typeof page[LISTING_ATTR] === 'string'
-            ? decodeListing(page[LISTING_ATTR])
-            : [],
+      keys: (p.Items ?? []).flatMap((c) =>
+        typeof c[LISTING_ATTR] === 'string' ? decodeListing(c[LISTING_ATTR]) : [],
       ),
       stop:
-        earliest === undefined ? undefined : r.desc ? shifted(earliest, PAGE_SPAN_MS) : earliest,
+        earliest === undefined ? undefined : r.desc ? shifted(earliest, LISTING_SPAN_MS) : earliest,
     };
   } while (start);
-}
-
-/**
- * DynamoDB's answer to a query of an index the table does not have ("The table does not have
- * the specified index", DynamoDB Local and AWS) or cannot read yet (AWS, while it is backfilled).
- */
-function isMissingIndex(err: unknown): boolean {
-  const e = err as { name?: string; message?: string };
-  return (
-    e.name === 'ValidationException' &&
-    /does not have the specified index|backfilling global secondary index/i.test(e.message ?? '')
-  );
 }
 
 /** The nearer of two frontiers (undefined: read to the end). */

@@ -11,17 +11,15 @@ import {
   existingDispatches,
   firstSlaCheck,
   getDispatchState,
-  storedDispatch,
   type AttemptEntry,
   type DispatchState,
   dispatchKey,
-  readLedgerItems,
 } from './dispatches.js';
 import type { DueEntry } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
-import { PAGES_INDEX, planPages, withListing } from './app-pages.js';
-import { indexActive } from '../storage/index-state.js';
+import { planListings, withListing } from './app-pages.js';
 import { chainHash } from './hash.js';
+import { packDispatch } from './packed.js';
 import { RETAIN_ATTR, retainUntilFor } from './retention.js';
 
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */
@@ -99,8 +97,8 @@ export interface FirstAttemptRecord {
   entry: AttemptEntry;
   /**
    * The dispatch item as it stands after the attempt, holding that attempt (`firstAttempt`,
-   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry), as written:
-   * packed unless `LEDGER_PACK_DISPATCHES` is off (packed.ts).
+   * never updated afterwards; `dispatchItems` reads it back as the `ATT#001` entry), packed
+   * (packed.ts).
    */
   head: Record<string, unknown>;
   /**
@@ -110,16 +108,11 @@ export interface FirstAttemptRecord {
    */
   children: { table: string; item: Record<string, unknown> }[];
   /**
-   * The listing page that names the dispatch, when its item went without a `gsi1` entry
-   * (app-pages.ts; set by `firstAttemptPhases`): what the recheck after an outage reads back.
+   * How the dispatch is listed by app when it went without a `gsi1` entry (app-pages.ts): by
+   * another dispatch of its batch (`carrier`) or by itself (`itself`: `head` then holds the
+   * listing, what a recheck after an outage writes again). Set by `firstAttemptPhases`.
    */
-  page?: Record<string, unknown>;
-  /**
-   * How the dispatch is listed by app when it went without a `gsi1` entry: by a page item or by
-   * a carrier (itself, when it is the carrier: `head` then holds the listing). Set by
-   * `firstAttemptPhases`.
-   */
-  listedBy?: 'page' | 'carrier' | 'itself';
+  listedBy?: 'carrier' | 'itself';
 }
 
 /**
@@ -157,8 +150,8 @@ export function firstAttemptRecord(
   return {
     dispatchId: s.dispatchId,
     entry,
-    head: storedDispatch(rt, {
-      ...dispatchItem(after, rt.config.LEDGER_LIST_CREATIONS_THROUGH_CONSENT),
+    head: packDispatch({
+      ...dispatchItem(after),
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
     }),
@@ -177,16 +170,14 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
 
 /**
  * Group commit of first-attempt records whose dispatches nobody else can be writing (the
- * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in phases, to be written
- * in order: every record's timer items and the listings of their dispatches, page items or
- * carriers (dispatch items of records with no timer item; none when there are neither), then
- * the other dispatch items, so a dispatch item in the ledger always has its SLA check and, when
- * it has no `gsi1` entry, its listing. Each phase is at most 25 puts (one request) and goes to
- * `writeBatch` until nothing is left unprocessed. A record `stamp` says no to is put without its
- * change stamp (changes.ts: the sealer's first read of its period holds it); the rest keep
- * theirs. With `LEDGER_APP_PAGES` the dispatches of one app are listed by a carrier
- * (`LEDGER_PAGE_CARRIERS`, once the `pages` index is seen ACTIVE) or a page item (app-pages.ts,
- * `planPages`); each record so listed says how (`listedBy`), and remembers its page (`page`).
+ * dispatcher's `fast` mode), as unconditional `BatchWriteItem` puts in two phases, to be written
+ * in order: every record's timer items and the carriers (app-pages.ts, `planListings`: dispatch
+ * items of records with no timer item, holding the listing of others of their app), then the
+ * other dispatch items, so a dispatch item in the ledger always has its SLA check and, when it
+ * has no `gsi1` entry, its carrier. Each phase is cut into requests of at most 25 puts for
+ * `writeBatch`. A record `stamp` says no to is put without its change stamp (changes.ts: the
+ * sealer's first read of its period holds it); the rest keep theirs. Each record listed by a
+ * carrier says how (`listedBy`).
  */
 export function firstAttemptPhases(
   rt: Runtime,
@@ -195,21 +186,10 @@ export function firstAttemptPhases(
 ): BatchPuts[] {
   const stamped = recs.map((r) => (stamp(r) ? r.head : unstamped(r.head)));
   // A carrier goes with the first phase, so it has no SLA check of its own to wait for.
-  const carriers =
-    rt.config.LEDGER_PAGE_CARRIERS && indexActive(rt, rt.tables.ledger, PAGES_INDEX)
-      ? (i: number) => recs[i]!.children.length === 0
-      : undefined;
-  const plan = rt.config.LEDGER_APP_PAGES
-    ? planPages(stamped, carriers)
-    : { pages: [], heads: stamped, pageOf: [], carried: [] };
+  const plan = planListings(stamped, (i) => recs[i]!.children.length === 0);
   recs.forEach((r, i) => {
-    const page = plan.pageOf[i];
     const listing = plan.carried[i];
-    if (page) {
-      r.page = page;
-      r.listedBy = 'page';
-    } else if (listing) {
-      // What a recheck writes again if the store lost it: the carrier with its listing.
+    if (listing) {
       r.head = withListing(r.head, listing);
       r.listedBy = 'itself';
     } else if (plan.heads[i]!.gsi1pk === undefined) r.listedBy = 'carrier';
@@ -218,7 +198,6 @@ export function firstAttemptPhases(
   return [
     ...batchPutsOf([
       ...recs.flatMap((r) => r.children),
-      ...plan.pages.map(ledger),
       ...plan.heads.filter((_, i) => plan.carried[i]).map(ledger),
     ]),
     ...batchPutsOf(plan.heads.filter((_, i) => !plan.carried[i]).map(ledger)),
@@ -227,26 +206,6 @@ export function firstAttemptPhases(
 
 /** Puts one `BatchWriteItem` request takes. */
 const BATCH_PUTS = 25;
-
-/**
- * The listing pages of these records (`page`) that are not in the ledger (consistent reads):
- * what a store that lost acknowledged writes no longer has, to be put again.
- */
-export async function missingPages(
-  rt: Runtime,
-  recs: readonly FirstAttemptRecord[],
-): Promise<Record<string, unknown>[]> {
-  const pages = new Map<string, Record<string, unknown>>();
-  for (const r of recs) if (r.page) pages.set(`${String(r.page.pk)}|${String(r.page.sk)}`, r.page);
-  const all = [...pages.values()];
-  const items = await readLedgerItems(
-    rt,
-    all.map((p) => ({ pk: p.pk, sk: p.sk })),
-    { ProjectionExpression: 'pk, sk' },
-  );
-  const found = new Set(items.map((item) => `${String(item.pk)}|${String(item.sk)}`));
-  return all.filter((p) => !found.has(`${String(p.pk)}|${String(p.sk)}`));
-}
 
 /** Puts grouped for `writeBatch`, at most 25 a request. */
 export function batchPutsOf(

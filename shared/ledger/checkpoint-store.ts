@@ -291,7 +291,7 @@ export async function changesIn(rt: Runtime, from: string, to: string): Promise<
 
 /**
  * The leaves of an app's dispatches created in [start, end), in tree order (the `gsi1` order):
- * from `gsi1` and the listing pages (app-pages.ts).
+ * from `gsi1` and the carriers (app-pages.ts).
  */
 export async function currentLeaves(
   rt: Runtime,

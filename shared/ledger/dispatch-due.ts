@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
 import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
 import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
@@ -9,20 +9,16 @@ import { dispatchIdOf } from './packed.js';
  * with an attempt due carries that entry's keys in `duePk`/`dueSk` (the due-index's bucket
  * `retry#{minute}#{shard}` and `{dueAt ISO}#{dispatchId}`, shared/timers/due.ts) and its kind
  * in `dueKind`; the ledger's sparse global secondary index `due` (infra/definitions/tables.ts)
- * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId` (a packed item has its id only in its key, `dispatchIdOf`). So scheduling,
- * moving or clearing a dispatch's next attempt is part of the one update of its item that
- * records an attempt, and nothing is written to the `timers` table.
+ * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId` (a packed item has
+ * its id only in its key, `dispatchIdOf`). So scheduling, moving or clearing a dispatch's next
+ * attempt is part of the one update of its item that records an attempt, and nothing is
+ * written to the `timers` table.
  *
  * The index is eventually consistent. The sweep walks it with the shared bucket walk
  * (shared/timers/walker.ts), which reads the last three minutes on every pass and passes a
  * bucket only once it read empty a minute after it ended, so an index that lags by less than
  * a minute loses nothing. An entry read after it moved on is harmless: the claim re-reads the
  * dispatch item (consistently) and its update is conditional on `dueSk` still being that entry.
- *
- * Dispatch items written before this index existed carry `duePk`/`dueSk` (their entry was an
- * item of the `timers` table then) but no `dueKind`: the index finds them all the same, and
- * their kind is read from that timers item (`legacyKind`). Those timers items are no longer
- * read otherwise.
  */
 
 /** The attributes a dispatch item carries while an attempt is due. */
@@ -43,9 +39,7 @@ export const DUE_ATTRS = 'duePk, dueSk, dueKind, dueSnoozes';
 
 /**
  * Dispatches of one bucket and shard of the ledger's `due` index with an attempt due at or
- * before `nowMs`, oldest first, as due entries. Not a consistent read (see above); an entry
- * of a dispatch item written before `dueKind` existed has `legacy: true` and kind `attempt`
- * until `legacyKind` says otherwise.
+ * before `nowMs`, oldest first, as due entries. Not a consistent read (see above).
  */
 export async function listDispatchDue(
   rt: Runtime,
@@ -53,7 +47,7 @@ export async function listDispatchDue(
   shard: number,
   nowMs: number,
   limit: number,
-): Promise<(DueEntry & { legacy?: true })[]> {
+): Promise<DueEntry[]> {
   const r = await rt.dynamo.doc.send(
     new QueryCommand({
       TableName: rt.tables.ledger,
@@ -67,30 +61,14 @@ export async function listDispatchDue(
     }),
   );
   return (r.Items ?? []).map((item) => {
-    const i = item as Partial<DispatchDue> & { appId: string };
+    const i = item as DispatchDue & { appId: string };
     return {
-      pk: String(i.duePk),
-      sk: String(i.dueSk),
-      dueAt: dueAtOf(String(i.dueSk)),
-      kind: i.dueKind ?? 'attempt',
+      pk: i.duePk,
+      sk: i.dueSk,
+      dueAt: dueAtOf(i.dueSk),
+      kind: i.dueKind,
       dispatchId: dispatchIdOf(item)!,
       appId: i.appId,
-      ...(i.dueKind === undefined ? { legacy: true as const } : {}),
     };
   });
-}
-
-/**
- * The kind of an entry whose dispatch item predates `dueKind`: its timers-table item says
- * (`attempt` when that item is gone).
- */
-export async function legacyKind(rt: Runtime, e: Pick<DueEntry, 'pk' | 'sk'>): Promise<DueKind> {
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.timers,
-      Key: { pk: e.pk, sk: e.sk },
-      ProjectionExpression: 'kind',
-    }),
-  );
-  return r.Item?.kind === 'manual' ? 'manual' : 'attempt';
 }

@@ -24,15 +24,14 @@ import { dispatchIdOf, impliedFields, packDispatch, unpackDispatch } from './pac
  * `firstAttemptRecord`) keeps that entry in `firstAttempt` (written once and never updated:
  * one ledger item per first delivery). Every attempt recorded after the item exists is
  * appended to its `attemptLog` by the update that records it (`recordAttempt`); past
- * `INLINE_ATTEMPTS` they are items of their own (sk `ATT#017`…), as every attempt after the
- * first was before this layout. `dispatchItems` reads them all back as `ATT#001`, `ATT#002`….
- * While an attempt is due the item also carries its due-index entry (dispatch-due.ts). Every
- * entry of a dispatch is hash-chained: `hash = sha256(prevHash + canonical JSON of the entry
- * without hash)`, the dispatch's own creation fields being the first entry; the item keeps
- * `headHash`.
- * A new dispatch item is written packed (packed.ts, `LEDGER_PACK_DISPATCHES`): its body and
- * `firstAttempt` deflated into `dz`, what follows from the rest left out; every reader here puts
- * them back (`getDispatchState`, `dispatchItems`, `toDispatch`).
+ * `INLINE_ATTEMPTS` they are items of their own (sk `ATT#017`…). `dispatchItems` reads them
+ * all back as `ATT#001`, `ATT#002`…. While an attempt is due the item also carries its
+ * due-index entry (dispatch-due.ts). Every entry of a dispatch is hash-chained: `hash =
+ * sha256(prevHash + canonical JSON of the entry without hash)`, the dispatch's own creation
+ * fields being the first entry; the item keeps `headHash`.
+ * A dispatch item is written packed (packed.ts): its body and `firstAttempt` deflated into
+ * `dz`, what follows from the rest left out; every reader here puts them back
+ * (`getDispatchState`, `dispatchItems`, `toDispatch`).
  */
 
 export const dispatchPk = (id: string) => `DSP#${id}`;
@@ -192,10 +191,10 @@ export function principalIndexKeys(d: {
 }
 
 /**
- * Whether a dispatch is found by principal through its consent (principal.ts): its event is one
- * of a transaction's creation events, whose ids follow from the transaction (ids.ts,
- * `creationEventIds`), sent to the app's webhook. Decided from the signed body itself, so a
- * creation event whose id a writer did not derive (a version before derived ids) is not.
+ * Whether a dispatch is found by principal through its consent (principal.ts) rather than by a
+ * `gsi2` entry: its event is one of a transaction's creation events, whose ids follow from the
+ * transaction (ids.ts, `creationEventIds`), sent to the app's webhook. Decided from the signed
+ * body itself, so it holds exactly when the principal's reader derives this dispatch's id.
  */
 export function foundThroughConsent(state: Pick<DispatchState, 'body' | 'appId' | 'dispatchId'>) {
   let e: { id?: unknown; createdAt?: unknown; data?: { consentId?: unknown } } | null;
@@ -216,19 +215,16 @@ export function foundThroughConsent(state: Pick<DispatchState, 'body' | 'appId' 
 }
 
 /**
- * The stored dispatch item: the state with its keys (by app + time; by principal + time unless
- * `throughConsent` and the dispatch is found through its consent instead: `foundThroughConsent`).
+ * The dispatch item, before packing: the state with its keys, by app + time and, unless the
+ * dispatch is found through its consent (`foundThroughConsent`), by principal + time.
  */
-export function dispatchItem(
-  state: DispatchState,
-  throughConsent: boolean,
-): Record<string, unknown> {
+export function dispatchItem(state: DispatchState): Record<string, unknown> {
   return {
     ...state,
     pk: dispatchPk(state.dispatchId),
     sk: DISPATCH_SK,
     ...appIndexKeys(state),
-    ...(throughConsent && foundThroughConsent(state) ? {} : principalIndexKeys(state)),
+    ...(foundThroughConsent(state) ? {} : principalIndexKeys(state)),
   };
 }
 
@@ -239,10 +235,9 @@ export function appIndexKeys(d: { appId: string; createdAt: string; dispatchId: 
 
 /**
  * What an update of a dispatch item that moves its `retainUntil` on adds: its `gsi1` keys when
- * it has none. A dispatch written with others of its app is listed by a page or a carrier
- * instead (app-pages.ts), and a carrier is kept from its own last change, not this one's: one
- * that changes later lists itself, so it stays listed as long as it is kept. An index write
- * then, once; one already in `gsi1` is left as it is.
+ * it has none. A dispatch named by a carrier (app-pages.ts) would otherwise outlive it: the
+ * carrier is kept from its own last change, not this one's. An index write then, once; one
+ * already in `gsi1` is left as it is.
  */
 export function appIndexUpdate(d: { appId: string; createdAt: string; dispatchId: string }) {
   const k = appIndexKeys(d);
@@ -250,14 +245,6 @@ export function appIndexUpdate(d: { appId: string; createdAt: string; dispatchId
     sets: ['gsi1pk = if_not_exists(gsi1pk, :g1pk)', 'gsi1sk = if_not_exists(gsi1sk, :g1sk)'],
     values: { ':g1pk': k.gsi1pk, ':g1sk': k.gsi1sk },
   };
-}
-
-/** A new dispatch item as written: packed unless `LEDGER_PACK_DISPATCHES` is off (packed.ts). */
-export function storedDispatch(
-  rt: Runtime,
-  item: Record<string, unknown>,
-): Record<string, unknown> {
-  return rt.config.LEDGER_PACK_DISPATCHES ? packDispatch(item) : item;
 }
 
 /**
@@ -304,8 +291,8 @@ export function newDispatchItems(
       {
         Put: {
           TableName: rt.tables.ledger,
-          Item: storedDispatch(rt, {
-            ...dispatchItem(state, rt.config.LEDGER_LIST_CREATIONS_THROUGH_CONSENT),
+          Item: packDispatch({
+            ...dispatchItem(state),
             [RETAIN_ATTR]: o.retainUntil ?? retainUntilFor(undefined),
           }),
           ConditionExpression: 'attribute_not_exists(pk)',
@@ -502,7 +489,7 @@ export async function getDispatchState(
   );
   if (!r.Item) return undefined;
   const state = unpackDispatch(r.Item);
-  // Only an item changed by hand (or by a newer format) has a packed body that cannot be read:
+  // Only an item changed by hand (or of a newer format) has a packed body that cannot be read:
   // nothing is sent from it, and verification reports its chain (dispatchItems).
   if (state.packedUnreadable)
     throw new Error(`dispatch ${dispatchId}: its packed body cannot be read; nothing is sent`);

@@ -6,7 +6,7 @@ import { principalDispatches } from './principal.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
- * (an app's from app-pages.ts, gsi1 and its listing pages; one principal's from principal.ts,
+ * (an app's from app-pages.ts, gsi1 and its carriers; one principal's from principal.ts,
  * gsi2 and its consents) and a constant-memory iterator for the export. Both sort on
  * `{createdAt}#{dispatchId}`, so a time range is a key condition (cost grows with the range,
  * not the table); event and flag are filters.
@@ -104,7 +104,7 @@ const matches = (q: DispatchQuery) => (d: Record<string, unknown>) => {
 };
 
 /**
- * One page of matching dispatches (app-pages.ts: `gsi1` and the listing pages, or principal.ts),
+ * One page of matching dispatches (app-pages.ts: `gsi1` and the carriers, or principal.ts),
  * evaluating at most `maxEvaluated` index entries past what it needs: a sparse filter may then
  * end a page short, even empty, with a key that moves forward.
  */

@@ -3,27 +3,27 @@ import { CREATION_FIELDS } from './creation.js';
 import { GENESIS, chainHash } from './hash.js';
 
 /**
- * The dispatch item's packed form (`LEDGER_PACK_DISPATCHES`). AWS bills a write a unit per
- * started KB, and a first attempt's dispatch item was about 1.9 KB: two units. Packed, the same
- * item is about 0.94 KB: one.
+ * How a dispatch item is stored. AWS bills a write a unit per started KB; a first attempt's
+ * dispatch item with its body and attempt as plain attributes is about 1.9 KB (two units),
+ * packed about 0.94 KB (one).
  *
  * - What only the dispatch's own readers need, the signed webhook body and the first attempt's
  *   entry when the item was created with it, is kept in one binary attribute, `dz`: their JSON
  *   deflated against a dictionary of a fixed template and the dispatch's creation fields, which
  *   never change and which the body and the entry repeat (event id, app id, referenceId, times,
- *   the creation hash the entry chains to). About 920 B as plain attributes, about 210 packed.
+ *   the creation hash the entry chains to).
  * - What follows from the rest is left out (`impliedFields` puts it back): the constants every
  *   dispatch item holds (`type`, `prevHash`), its id (its key holds it), the creation hash
  *   (`entryHash`, the hash of the creation fields) and the view attributes that are null
  *   (`NULLABLE`).
  *
  * Every reader of a dispatch item or of an index entry of one puts them back first
- * (`unpackDispatch`, `impliedFields`), so the chain's entries and the API's fields are what
- * they were, byte for byte. The evidence is unchanged: a creation field changed by hand changes
- * the creation hash the reader computes and the dictionary the first attempt is read back with,
- * so the chain no longer checks out at its first attempt (or, with no attempt yet, at the stored
- * `headHash`); the checkpoints seal `headHash` as before. Updates touch only plain attributes; the erasure's redaction rewrites `dz`
- * (redact.ts). An item without `dz` is read as stored, with only what is missing filled in.
+ * (`unpackDispatch`, `impliedFields`), so the chain's entries and the API's fields are exact.
+ * A creation field changed by hand changes the creation hash the reader computes and the
+ * dictionary the first attempt is read back with, so the chain no longer checks out at its
+ * first attempt (or, with no attempt yet, at the stored `headHash`). Updates touch only plain
+ * attributes; the erasure's redaction rewrites `dz` (redact.ts). `dz` is the only place a
+ * dispatch's body and first attempt are read from.
  */
 
 /** The attribute holding the packed body and first attempt. */
@@ -118,15 +118,18 @@ export function impliedFields<T extends Record<string, unknown>>(item: T): T {
 }
 
 /**
- * A dispatch item as stored packed. An item that is not a plain dispatch item as created (no
- * body, or a creation entry that is not the implied one) is returned as it is.
+ * A dispatch item as stored. Only a dispatch item as created is stored (a body, the implied
+ * creation entry): anything else would lose what the reader recomputes, and is refused.
  */
 export function packDispatch(item: Record<string, unknown>): Record<string, unknown> {
-  if (typeof item.body !== 'string' || item.type !== 'dispatch' || item.prevHash !== GENESIS)
-    return item;
-  // Only what the reader recomputes is left out: a hash that is not the creation's stays.
   const derived = impliedFields({ ...item, entryHash: undefined }).entryHash;
-  if (derived !== item.entryHash) return item;
+  if (
+    typeof item.body !== 'string' ||
+    item.type !== 'dispatch' ||
+    item.prevHash !== GENESIS ||
+    derived !== item.entryHash
+  )
+    throw new Error(`dispatch ${String(item.dispatchId)}: not a dispatch item as created`);
   const json = JSON.stringify(
     item.firstAttempt === undefined ? { b: item.body } : { b: item.body, a: item.firstAttempt },
   );
@@ -143,16 +146,15 @@ export function packDispatch(item: Record<string, unknown>): Record<string, unkn
 
 /**
  * A stored dispatch item as the ledger's readers know it: everything `packDispatch` left out
- * back in place. A packed attribute that cannot be read back (a newer format, or the item
- * changed by hand) leaves the item without its body and first attempt, marked
+ * back in place. A packed attribute that is missing or cannot be read back (a newer format, or
+ * the item changed by hand) leaves the item without its body and first attempt, marked
  * `packedUnreadable`: verification then finds the chain broken instead of failing to run, and
  * nothing is sent from it.
  */
 export function unpackDispatch<T extends Record<string, unknown>>(item: T): T {
   const raw = item[PACKED_ATTR];
-  const full: Record<string, unknown> = impliedFields(item);
-  if (raw === undefined) return full as T;
-  delete full[PACKED_ATTR];
+  const { [PACKED_ATTR]: _z, body: _b, firstAttempt: _a, ...rest } = impliedFields(item);
+  const full: Record<string, unknown> = rest;
   try {
     const bytes = raw instanceof Uint8Array ? Buffer.from(raw) : undefined;
     if (!bytes || bytes[0] !== VERSION) throw new Error('unknown format');

@@ -15,14 +15,13 @@ import { impliedFields } from './packed.js';
 /**
  * One principal's dispatches, as the ledger's listings by principal show them. Two sources:
  *
- * - `gsi2` (by principal, then event time): every dispatch written before
- *   `LEDGER_LIST_CREATIONS_THROUGH_CONSENT`, or with it off, and every dispatch of an event
- *   that is not one of a consent's creation events (a withdrawal, an expiry, a reminder…);
+ * - `gsi2` (by principal, then event time): every dispatch of an event that is not one of a
+ *   consent's creation events (a withdrawal, an expiry, a reminder…);
  * - the principal's transactions: a creation event's id follows from its transaction's id and
  *   `createdAt` (ids.ts, `creationEventIds`), and a dispatch's id from its event's and the app's
  *   webhook (`dispatchIdFor`), so the dispatch items are read by key (BatchGetItem, consistent).
- *   The dispatcher leaves the `gsi2` entry out exactly for these (`foundThroughConsent`), which
- *   saves each a write unit: the commonest dispatches, two for each new consent.
+ *   These have no `gsi2` entry (`foundThroughConsent`), which saves each a write unit: the
+ *   commonest dispatches, two for each new consent.
  *
  * Transactions are never deleted (the erasure scrubs them: consent/scrub.ts), so a dispatch
  * stays listed as long as the ledger keeps it. Only items of this app and this principal are
@@ -64,10 +63,8 @@ export async function principalDispatches(
   for (const t of transactions) {
     const ms = Date.parse(String(t.createdAt));
     if (typeof t.transactionId !== 'string' || !Number.isFinite(ms)) continue;
-    for (const eventId of creationEventIds(t.transactionId, ms)) {
-      const id = dispatchIdFor(eventId, endpoint);
-      if (!byId.has(id)) wanted.add(id);
-    }
+    for (const eventId of creationEventIds(t.transactionId, ms))
+      wanted.add(dispatchIdFor(eventId, endpoint));
   }
   for (const item of await readDispatchViews(rt, [...wanted])) {
     const d = impliedFields(item);

@@ -100,7 +100,7 @@ function decodeCursor(c: string | undefined): Record<string, unknown> | undefine
 
 /**
  * An app's dispatches by event time (oldest first unless `order: 'desc'`): `gsi1` and the
- * listing pages (app-pages.ts).
+ * carriers (app-pages.ts).
  */
 export async function listDispatchesByApp(
   rt: Runtime,

@@ -37,12 +37,12 @@ export async function redactDispatchBodies(
         new UpdateCommand({
           TableName: rt.tables.ledger,
           Key: key,
-          UpdateExpression: `SET #b = :body, bodyRedactedAt = :at`,
+          UpdateExpression: `SET #z = :z, bodyRedactedAt = :at`,
           // Only the body that was read: a concurrent change is picked up by the next sweep.
-          ConditionExpression: '#b = :old',
-          ExpressionAttributeNames: { '#b': update.attr },
+          ConditionExpression: '#z = :old',
+          ExpressionAttributeNames: { '#z': PACKED_ATTR },
           ExpressionAttributeValues: {
-            ':body': update.value,
+            ':z': update.value,
             ':old': update.old,
             ':at': now.toISOString(),
           },
@@ -57,20 +57,15 @@ export async function redactDispatchBodies(
 }
 
 /**
- * What redacts a stored dispatch item's body: the plain `body`, or the packed attribute of a
- * packed item (packed.ts) packed again around the redacted body. Undefined when there is
- * nothing to redact (or a packed attribute that cannot be read back).
+ * What redacts a stored dispatch item's body: its packed attribute (packed.ts) packed again
+ * around the redacted body. Undefined when there is nothing to redact (or a packed attribute
+ * that cannot be read back).
  */
 function redaction(item: Record<string, unknown>) {
-  const packed = item[PACKED_ATTR];
-  if (packed === undefined) {
-    const value = redactedBody(item.body);
-    return value === undefined ? undefined : { attr: 'body', old: item.body, value };
-  }
   const full = unpackDispatch(item);
   const body = full.packedUnreadable ? undefined : redactedBody(full.body);
   if (body === undefined) return undefined;
-  return { attr: PACKED_ATTR, old: packed, value: packDispatch({ ...full, body })[PACKED_ATTR] };
+  return { old: item[PACKED_ATTR], value: packDispatch({ ...full, body })[PACKED_ATTR] };
 }
 
 /** The body with `data.userId` nulled, or undefined when it holds none (or is not an event). */

@@ -20,8 +20,8 @@ import { dispatchItems, type DispatchRecord, dispatchKey, isDispatchHead } from 
  *   (counted when it accepts one, before the worker records it), capped by
  *   POSTBACK_MAX_PER_DISPATCH.
  *
- * A dispatch item written before these existed is read in full once; the worker's next write
- * stores the summary.
+ * The dispatcher writes a dispatch item without them: the compliance worker reads it in full
+ * once, and its first write stores the summary.
  */
 
 export type PostbackFact = Pick<PostbackMessage, 'postbackId' | 'status' | 'risk' | 'receivedAt'>;
@@ -47,7 +47,7 @@ export interface ComplianceState {
   flagCount: number;
   lastFlagAt: string | undefined;
   worstFlag: ComplianceFlag | null;
-  /** False for an item written before the summary existed: the next write stores it. */
+  /** False for an item the compliance worker has not written yet: its next write stores it. */
   summaryStored: boolean;
 }
 

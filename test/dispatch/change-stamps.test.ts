@@ -104,7 +104,7 @@ describe('change stamps of first attempts (fast mode)', () => {
     expect((await stored(first))?.gsi3pk).toMatch(/^CHG#/);
     expect(await stored(second)).not.toHaveProperty('gsi3pk');
     expect(await stored(third)).not.toHaveProperty('gsi3pk');
-    // Left out of the change index, not out of the app's listing (gsi1 or a listing page).
+    // Left out of the change index, not out of the app's listing (gsi1 or a carrier).
     const listed = (await listDispatchesByApp(rt, app.appId)).items.map((d) => d.dispatchId);
     expect(listed.sort()).toEqual([first, second, third, old].map((r) => r.dispatchId).sort());
     expect((await stored(old))?.gsi3sk).toContain(old.dispatchId);

@@ -142,8 +142,12 @@ export function deliveredFirstAttempt(
   rt: Runtime,
   app: Pick<App, 'appId' | 'environment'>,
   createdAt?: string,
+  type?: ConsentEvent['type'],
 ) {
-  const event = consentEvent(app, createdAt ? { createdAt } : {});
+  const event = consentEvent(app, {
+    ...(createdAt ? { createdAt } : {}),
+    ...(type ? { type } : {}),
+  });
   const nowMs = Date.now();
   const state = newDispatchState({
     event,

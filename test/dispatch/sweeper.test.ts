@@ -13,8 +13,7 @@ import { consentEvent } from './helpers.js';
 
 /**
  * The retry due-index (the ledger's `due` index of dispatch items) against DynamoDB Local:
- * claims, catch-up after downtime, entries the index still shows after a move, dispatch items
- * written before `dueKind`.
+ * claims, catch-up after downtime, entries the index still shows after a move.
  */
 let rt: Runtime;
 beforeAll(async () => {
@@ -197,38 +196,6 @@ describe('retry due-index sweeper', () => {
     const after = await getDispatchState(rt, state.dispatchId);
     expect(after!.dueSk).toBe(state.dueSk);
     expect(after!.attempts).toBe(0);
-  });
-
-  it('reads the kind of an entry of a dispatch item written before dueKind from its timers item', async () => {
-    const state = await storedDispatch(Date.now() - 100);
-    // As the dispatch and its operator resend were stored before: the kind only in the
-    // timers table's item.
-    await setStored(state.dispatchId, 'SET deliveryStatus = :f REMOVE dueKind', { ':f': 'failed' });
-    const at = state.dueSk!.split('#')[0]!;
-    await rt.dynamo.doc.send(
-      new PutCommand({
-        TableName: rt.tables.timers,
-        Item: {
-          pk: state.duePk,
-          sk: state.dueSk,
-          dueAt: at,
-          dispatchId: state.dispatchId,
-          appId: app.appId,
-          kind: 'manual',
-        },
-      }),
-    );
-    const shard = Number(state.duePk!.split('#').at(-1));
-    const [listed] = (
-      await listDispatchDue(rt, bucketOf(Date.parse(at)), shard, Date.now(), 100)
-    ).filter((e) => e.dispatchId === state.dispatchId);
-    expect(listed).toMatchObject({ legacy: true, kind: 'attempt' });
-    const jobs: AttemptJob[] = [];
-    await sweeper(jobs).fire(listed!);
-    // A failed dispatch's automatic entry would be retired; a resend is made.
-    expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ trigger: 'manual', state: { dispatchId: state.dispatchId } });
-    expect((await getDispatchState(rt, state.dispatchId))!.dueKind).toBe('manual');
   });
 
   it('hands a never-attempted dispatch to the first-attempt lane and a retry to the retry lane', async () => {

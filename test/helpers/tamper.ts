@@ -9,9 +9,9 @@ import type { Runtime } from '../../shared/runtime.js';
 
 /**
  * Changes one field of a dispatch's first attempt where it is stored: its own `ATT#001` item,
- * or the dispatch item's `firstAttempt` when the dispatch was created with it (inside its
- * packed attribute when packed: shared/ledger/packed.ts). What an attacker with write access
- * to the table could do; verification must notice.
+ * or the dispatch item's packed attribute when the dispatch was created with it
+ * (shared/ledger/packed.ts). What an attacker with write access to the table could do;
+ * verification must notice.
  */
 export async function tamperFirstAttempt(
   rt: Runtime,
@@ -23,34 +23,37 @@ export async function tamperFirstAttempt(
   const own = await rt.dynamo.doc.send(
     new GetCommand({ TableName: rt.tables.ledger, Key: { pk, sk: attemptSk(1) } }),
   );
+  if (own.Item) {
+    await rt.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: rt.tables.ledger,
+        Key: { pk, sk: attemptSk(1) },
+        UpdateExpression: 'SET #f = :v',
+        ExpressionAttributeNames: { '#f': field },
+        ExpressionAttributeValues: { ':v': value },
+      }),
+    );
+    return;
+  }
   const head = (
     await rt.dynamo.doc.send(
       new GetCommand({ TableName: rt.tables.ledger, Key: { pk, sk: 'DSP' } }),
     )
   ).Item;
-  if (!own.Item && head?.[PACKED_ATTR] !== undefined) {
-    const full = unpackDispatch(head);
-    const attempt = { ...(full.firstAttempt as Record<string, unknown>), [field]: value };
-    const packed = packDispatch({ ...full, firstAttempt: attempt });
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.ledger,
-        Key: { pk, sk: 'DSP' },
-        UpdateExpression: 'SET #z = :z',
-        ExpressionAttributeNames: { '#z': PACKED_ATTR },
-        ExpressionAttributeValues: { ':z': packed[PACKED_ATTR] },
-      }),
-    );
-    return;
-  }
+  if (!head) throw new Error(`no dispatch ${dispatchId}`);
+  const full = unpackDispatch(head);
+  const attempt = { ...(full.firstAttempt as Record<string, unknown>), [field]: value };
+  await setPacked(rt, pk, packDispatch({ ...full, firstAttempt: attempt })[PACKED_ATTR]);
+}
+
+async function setPacked(rt: Runtime, pk: unknown, z: unknown): Promise<void> {
   await rt.dynamo.doc.send(
     new UpdateCommand({
       TableName: rt.tables.ledger,
-      Key: { pk, sk: own.Item ? attemptSk(1) : 'DSP' },
-      UpdateExpression: own.Item ? 'SET #f = :v' : 'SET firstAttempt.#f = :v',
-      ConditionExpression: own.Item ? 'attribute_exists(pk)' : 'attribute_exists(firstAttempt)',
-      ExpressionAttributeNames: { '#f': field },
-      ExpressionAttributeValues: { ':v': value },
+      Key: { pk, sk: 'DSP' },
+      UpdateExpression: 'SET #z = :z',
+      ExpressionAttributeNames: { '#z': PACKED_ATTR },
+      ExpressionAttributeValues: { ':z': z },
     }),
   );
 }
@@ -131,17 +134,16 @@ async function rewriteChain(
     update += ', gsi3pk = :cpk, gsi3sk = :csk';
     Object.assign(values, { ':cpk': keys.gsi3pk, ':csk': keys.gsi3sk });
   }
-  // The first attempt may live inside the head item (packed with the body when the item is
-  // packed: shared/ledger/packed.ts): it is now a stored entry of its own, the body plain.
-  if (typeof head.body === 'string') {
-    update += ', body = :body';
-    values[':body'] = head.body;
-  }
+  // The first attempt lives inside the head item's packed attribute (shared/ledger/packed.ts):
+  // it is now a stored entry of its own, the body packed alone.
+  update += ', #z = :z';
+  values[':z'] = packDispatch(head)[PACKED_ATTR];
   await rt.dynamo.doc.send(
     new UpdateCommand({
       TableName: T,
       Key: { pk: head.pk, sk: 'DSP' },
-      UpdateExpression: `${update} REMOVE firstAttempt, ${PACKED_ATTR}`,
+      UpdateExpression: update,
+      ExpressionAttributeNames: { '#z': PACKED_ATTR },
       ExpressionAttributeValues: values,
     }),
   );

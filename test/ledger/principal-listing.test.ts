@@ -69,7 +69,7 @@ describe('a principal’s dispatches', () => {
     expect(mine[2]!.event).toBe('consent.withdrawn');
     const items = await Promise.all(mine.map((d) => stored(d.dispatchId)));
     expect(items.map((i) => i.gsi2pk)).toEqual([undefined, undefined, `APP#${a.appId}#REF#${ref}`]);
-    // Listed by app through gsi1 or a listing page (app-pages.ts): never neither.
+    // Listed by app through gsi1 or a carrier (app-pages.ts): never neither.
     const byApp = (await f.call('GET', `${LIST}?limit=200`, { key: a.auditor })).body.items as {
       dispatchId: string;
     }[];
@@ -132,31 +132,4 @@ describe('a principal’s dispatches', () => {
     }
     expect(got).toEqual(ids(mine));
   });
-});
-
-describe('with LEDGER_LIST_CREATIONS_THROUGH_CONSENT=false (a rolling upgrade)', () => {
-  it('writes every dispatch’s principal-index entry, and lists them once', async () => {
-    const g = await startLedgerProcess('ledger-principal-off', {
-      env: { LEDGER_LIST_CREATIONS_THROUGH_CONSENT: 'false' },
-    });
-    try {
-      const app = await g.createApp('off');
-      const r = await g.consent(app, 'user-off', { marketing: true });
-      await g.settle(app, 2);
-      const listed = await g.call('GET', `${LIST}?referenceId=${r}`, { key: app.auditor });
-      expect(listed.body.items).toHaveLength(2);
-      for (const d of listed.body.items as { dispatchId: string }[]) {
-        const { Item } = await g.p.rt.dynamo.doc.send(
-          new GetCommand({
-            TableName: g.p.rt.tables.ledger,
-            Key: { pk: dispatchPk(d.dispatchId), sk: DISPATCH_SK },
-            ConsistentRead: true,
-          }),
-        );
-        expect(Item!.gsi2pk).toBe(`APP#${app.appId}#REF#${r}`);
-      }
-    } finally {
-      await g.close();
-    }
-  }, 60_000);
 });

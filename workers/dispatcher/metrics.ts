@@ -74,7 +74,7 @@ export function dispatcherMetrics(registry: Registry) {
     ),
     ledgerPaged: counter(
       'svc_webhook_ledger_paged_total',
-      'First attempts whose dispatch is listed by a listing page or a carrier instead of a gsi1 entry (dispatch), and the page items and carriers that list them (page, carrier)',
+      'First attempts whose dispatch is listed by a carrier instead of a gsi1 entry (dispatch), and the carriers among them (carrier)',
       ['item'],
     ),
     ledgerRechecks: counter(

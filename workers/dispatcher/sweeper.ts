@@ -3,7 +3,7 @@ import {
   getDispatchState,
   moveDispatchDue,
 } from '../../shared/ledger/dispatches.js';
-import { legacyKind, listDispatchDue } from '../../shared/ledger/dispatch-due.js';
+import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
 import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -140,12 +140,11 @@ export class Sweeper {
     return p;
   }
 
-  private async claim(found: DueEntry & { legacy?: true }): Promise<void> {
+  private async claim(e: DueEntry): Promise<void> {
     const { rt } = this;
-    const state = await getDispatchState(rt, found.dispatchId);
+    const state = await getDispatchState(rt, e.dispatchId);
     // Not the dispatch's current entry: the index had not caught up with a move yet.
-    if (!state || state.dueSk !== found.sk) return;
-    const e = found.legacy ? { ...found, kind: await legacyKind(rt, found) } : found;
+    if (!state || state.dueSk !== e.sk) return;
     if (state.deliveryStatus !== 'pending' && e.kind !== 'manual') {
       await this.retire(e);
       return;

@@ -1,23 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, coerceError } from '../../shared/errors.js';
 import {
-  batchPutsOf,
   commitFirstAttempts,
-  missingPages,
   firstAttemptPhases,
   missingFirstAttempts,
   writeBatch,
   type BatchPuts,
   type FirstAttemptRecord,
 } from '../../shared/ledger/attempts.js';
-import { PAGES_INDEX } from '../../shared/ledger/app-pages.js';
 import { needsStamp } from '../../shared/ledger/changes.js';
 import { stampLate } from '../../shared/ledger/dispatches.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
-import { indexActive } from '../../shared/storage/index-state.js';
 import { RecentWrites } from '../../shared/storage/recent-writes.js';
 import type { DispatcherMetrics } from './metrics.js';
 
@@ -25,10 +21,10 @@ import type { DispatcherMetrics } from './metrics.js';
  * How a first attempt and its dispatch reach the ledger.
  * - `fast`: the event's partition is certainly this worker's, so nobody else can be writing
  *   this dispatch: records are group-committed with BatchWriteItem, 25 items a request, the
- *   SLA checks and the listings (page items, or carriers: dispatch items that hold one) first
- *   and the other dispatch items (holding their first attempt and, when it failed, their
- *   retry's due entry) after them, so a dispatch item in the ledger always has its SLA check
- *   and, without a `gsi1` entry, its listing (app-pages.ts). A
+ *   SLA checks and the carriers (dispatch items that list others of their app) first and the
+ *   other dispatch items (holding their first attempt and, when it failed, their retry's due
+ *   entry) after them, so a dispatch item in the ledger always has its SLA check and, without
+ *   a `gsi1` entry, its carrier (app-pages.ts). A
  *   dispatch item goes without a change-index stamp (one index write less) unless it is the
  *   first of its app this writer writes, or its period's first sealing may come before it
  *   lands (shared/ledger/changes.ts); one that landed that late after all is stamped before
@@ -83,15 +79,13 @@ export class FirstAttemptWriter {
       maxFlushes: number;
       /**
        * How long a fast record waits for others before a flush that is not full starts (0: not
-       * at all). Records written together share a listing page (app-pages.ts); the webhook was
-       * sent before, so only the event's commit in Kafka waits.
+       * at all). Records of one app written together share a carrier (app-pages.ts); the
+       * webhook was sent before, so only the event's commit in Kafka waits.
        */
       lingerMs?: number;
     },
   ) {
     this.unwatch = this.recent.watch(rt.storeOutages, (since) => this.recheck(since));
-    // Carriers are written once the index is seen ACTIVE: the first look starts now.
-    if (rt.config.LEDGER_PAGE_CARRIERS) indexActive(rt, rt.tables.ledger, PAGES_INDEX);
   }
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
@@ -132,12 +126,6 @@ export class FirstAttemptWriter {
         const results = await Promise.all(batch.map((rec) => this.write(rec, 'safe')));
         restored += results.filter((r) => r === 'recorded').length;
       }
-      // A page gone with its dispatch item still there would leave the item unlisted by app.
-      const pages = await missingPages(this.rt, recs);
-      for (const puts of batchPutsOf(pages.map((item) => ({ table: this.rt.tables.ledger, item }))))
-        await this.batchWrite(puts);
-      if (pages.length > 0)
-        this.o.log.warn({ pages: pages.length }, 'listing pages the store lost were written again');
       this.o.metrics.ledgerRestored.inc(restored);
       if (gone.length > 0)
         this.o.log.warn(
@@ -207,10 +195,8 @@ export class FirstAttemptWriter {
         await this.batchWrite(phase);
       await this.stampLanded(recs.filter((r) => !stamped.has(r)));
       for (const r of stamped) this.announced.add(String(r.head.appId));
-      const pages = new Set(recs.flatMap((r) => (r.page ? [r.page] : [])));
       const carriers = recs.filter((r) => r.listedBy === 'itself').length;
       const listed = recs.filter((r) => r.listedBy).length;
-      if (pages.size > 0) this.o.metrics.ledgerPaged.inc({ item: 'page' }, pages.size);
       if (carriers > 0) this.o.metrics.ledgerPaged.inc({ item: 'carrier' }, carriers);
       if (listed > 0) this.o.metrics.ledgerPaged.inc({ item: 'dispatch' }, listed);
       this.recent.add(recs);
