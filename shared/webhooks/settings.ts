@@ -11,29 +11,13 @@ export const webhookSettings = {
   WEBHOOK_ALLOW_LOOPBACK_SANDBOX: envBoolUnset,
   /** An endpoint with no success for this long is disabled and its contact e-mailed. */
   WEBHOOK_DISABLE_AFTER_MS: positiveInt(5 * 24 * 3_600_000),
-  /** Concurrent first attempts per endpoint, and concurrent retries per endpoint. */
+  /** Concurrent first attempts per endpoint (retries: 2 per endpoint). */
   DISPATCH_CONCURRENCY_PER_ENDPOINT: positiveInt(8),
-  DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT: positiveInt(2),
-  /** Keep-alive sockets per destination origin. */
-  DISPATCH_MAX_SOCKETS_PER_ORIGIN: positiveInt(64),
-  /** Concurrent attempts per dispatcher process: first attempts, and retries. */
-  DISPATCH_MAX_IN_FLIGHT: positiveInt(512),
-  DISPATCH_MAX_RETRY_IN_FLIGHT: positiveInt(128),
-  /** Queued first attempts per process before the consumer waits. */
-  DISPATCH_MAX_BACKLOG: positiveInt(5_000),
-  /** Queued attempts per endpoint; beyond it they are left to the durable due-index. */
-  DISPATCH_ENDPOINT_MAX_BACKLOG: positiveInt(500),
-  /** Per partition, consent events the dispatcher may take past the committed offset. */
-  DISPATCH_MAX_UNCOMMITTED: positiveInt(10_000),
   /** How far producers' clocks may run ahead of the dispatcher's. */
   DISPATCH_CLOCK_SKEW_MS: z.coerce.number().int().nonnegative().default(60_000),
-  /** Group-commit ledger writes in flight per dispatcher. */
-  DISPATCH_LEDGER_FLUSHES: positiveInt(2),
   /** An attempt not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: positiveInt(60_000),
   /** How often the retry sweeper reads the due-index, and its shards (grow only). */
   DISPATCH_SWEEP_INTERVAL_MS: positiveInt(1_000),
   DISPATCH_TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
-  /** How long a copy's lease of a retry shard lasts (renewed every third of it). */
-  DISPATCH_RETRY_LEASE_MS: positiveInt(30_000),
 };

@@ -21,6 +21,23 @@ import { FirstAttemptWriter } from './writer.js';
 const LEDGER_LINGER_MS = 250;
 
 /**
+ * A dispatcher process's fixed limits: ledger writes in flight, keep-alive sockets per
+ * destination origin, attempts in flight (first, retries), queued first attempts before the
+ * consumer waits, queued attempts per endpoint before they are left to the durable due-index,
+ * and consent events a partition may run ahead of its committed offset.
+ */
+const LIMITS = {
+  ledgerFlushes: 2,
+  socketsPerOrigin: 64,
+  firstInFlight: 512,
+  retryInFlight: 128,
+  retriesPerEndpoint: 2,
+  backlog: 5_000,
+  endpointBacklog: 500,
+  uncommitted: 10_000,
+} as const;
+
+/**
  * The dispatcher's parts, wired: consumer → lanes → attempter → ledger, and the sweeper
  * feeding due retries into the retry lane.
  */
@@ -43,7 +60,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     allowLoopbackSandbox: c.WEBHOOK_ALLOW_LOOPBACK_SANDBOX,
   };
   const client = new WebhookClient({
-    maxSocketsPerDestination: c.DISPATCH_MAX_SOCKETS_PER_ORIGIN,
+    maxSocketsPerDestination: LIMITS.socketsPerOrigin,
   });
   const abort = new AbortController();
   // Every running attempt listens on it (and stops listening when it ends).
@@ -51,7 +68,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
   const writer = new FirstAttemptWriter(rt, {
     metrics,
     log,
-    maxFlushes: c.DISPATCH_LEDGER_FLUSHES,
+    maxFlushes: LIMITS.ledgerFlushes,
     lingerMs: LEDGER_LINGER_MS,
   });
   const attempter = new Attempter(rt, {
@@ -65,14 +82,14 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
   });
   const lanes: Lanes<AttemptJob> = new Lanes<AttemptJob>({
     limits: {
-      first: { perEndpoint: c.DISPATCH_CONCURRENCY_PER_ENDPOINT, total: c.DISPATCH_MAX_IN_FLIGHT },
+      first: { perEndpoint: c.DISPATCH_CONCURRENCY_PER_ENDPOINT, total: LIMITS.firstInFlight },
       retry: {
-        perEndpoint: c.DISPATCH_RETRY_CONCURRENCY_PER_ENDPOINT,
-        total: c.DISPATCH_MAX_RETRY_IN_FLIGHT,
+        perEndpoint: LIMITS.retriesPerEndpoint,
+        total: LIMITS.retryInFlight,
       },
     },
-    maxBacklog: c.DISPATCH_MAX_BACKLOG,
-    endpointMaxBacklog: c.DISPATCH_ENDPOINT_MAX_BACKLOG,
+    maxBacklog: LIMITS.backlog,
+    endpointMaxBacklog: LIMITS.endpointBacklog,
     run: (job) => attempter.run(job).finally(() => job.done?.()),
     onError: (err) => log.error({ err }, 'attempt job failed'),
     onChange: () => sample(),
@@ -97,7 +114,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     topics: [rt.topics.consentEvents],
     handler: consentEventHandler(rt, { lanes, metrics }),
     log,
-    maxUncommitted: c.DISPATCH_MAX_UNCOMMITTED,
+    maxUncommitted: LIMITS.uncommitted,
     // The handler never waits for an endpoint, so every partition can progress at once.
     partitionsConsumedConcurrently: topicDefs.consentEvents.partitions,
   });

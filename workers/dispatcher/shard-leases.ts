@@ -41,17 +41,14 @@ const copySk = (owner: string) => `copy#${owner}`;
 export const SKEW_MS = 2_000;
 
 /**
- * The dispatcher's leases: `DISPATCH_RETRY_LEASE_MS`, but never so short that a lease renewed
+ * The dispatcher's leases: 30 s, but never so short that a lease renewed
  * on time could end before an attempt found by the sweep after the renewal.
  */
 export function retryShardLeases(rt: Runtime, log: Logger): ShardLeases {
   const c = rt.config;
   return new ShardLeases(rt, {
     shards: c.DISPATCH_TIMER_SHARDS,
-    leaseMs: Math.max(
-      c.DISPATCH_RETRY_LEASE_MS,
-      2 * (c.WEBHOOK_TIMEOUT_MS + DEADLINE_MARGIN_MS) + SKEW_MS,
-    ),
+    leaseMs: Math.max(30_000, 2 * (c.WEBHOOK_TIMEOUT_MS + DEADLINE_MARGIN_MS) + SKEW_MS),
     log,
   });
 }
