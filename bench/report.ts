@@ -52,14 +52,26 @@ export function machineLine(m: Machine): string {
 const notMeasured = (command: string) => `not measured yet — run \`${command}\``;
 const benchCommand = (name: string) => `npm run bench -- ${name}`;
 
-/** "Measured on … ; reproduce: …" under a table, with a link to the file from `linkBase`. */
+/**
+ * "Measured on … Reproduce: …" under a table, with links from `linkBase`. Several fault runs
+ * made with their plain command are named by `npm run chaos -- all` and their folder, so the
+ * line stays one line however many scenarios ran.
+ */
 function provenance(files: ResultFile[], linkBase: string, dir: string): string {
   const machines = [...new Set(files.map((f) => machineLine(f.machine)))];
   const dates = files.map((f) => f.date.slice(0, 10)).sort();
   const when = dates[0] === dates.at(-1) ? dates[0] : `${dates[0]} to ${dates.at(-1)}`;
   const dirty = files.some((f) => f.commit?.dirty) ? ' (from a work tree with changes)' : '';
-  const links = files.map((f) => `[${f.name}.json](${linkBase}${dir}/${f.name}.json)`);
-  const commands = [...new Set(files.map((f) => `\`${f.command}\``))];
+  const plain = files.every(
+    (f) => f.kind === 'chaos' && f.command === `npm run chaos -- ${f.name}`,
+  );
+  const many = files.length > 1 && plain;
+  const links = many
+    ? [`[${dir}/](${linkBase}${dir}/)`]
+    : files.map((f) => `[${f.name}.json](${linkBase}${dir}/${f.name}.json)`);
+  const commands = many
+    ? ['`npm run chaos -- all` (or one scenario)']
+    : [...new Set(files.map((f) => `\`${f.command}\``))];
   return [
     `Measured ${when}${dirty} on ${machines.join('; ')}.`,
     `Reproduce: ${commands.join(', ')}. Result${files.length > 1 ? 's' : ''}: ${links.join(', ')}.`,
