@@ -13,6 +13,7 @@ import { benchStack, kafkaFloor, percentile } from './lib.js';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { firstAttemptRecord } from '../shared/ledger/attempts.js';
 import { newDispatchState } from '../shared/ledger/dispatches.js';
+import type { BenchOutcome } from './record.js';
 
 const N_THROUGHPUT = Number(process.env.BENCH_DISPATCH_EVENTS ?? 4000);
 const RATE = Number(process.env.BENCH_DISPATCH_RATE ?? 1000);
@@ -23,6 +24,17 @@ const MID_RATE = Number(process.env.BENCH_DISPATCH_MID_RATE ?? 300);
 /** A rate under the dispatcher's capacity on DynamoDB Local, where latency is not queueing. */
 const LOW_RATE = Number(process.env.BENCH_DISPATCH_LOW_RATE ?? 20);
 const LOW_SECONDS = Number(process.env.BENCH_DISPATCH_LOW_SECONDS ?? 10);
+/** DynamoDB Local runs several times faster once its JIT is warm: an unmeasured burst first. */
+const WARMUP_EVENTS = Number(process.env.BENCH_DISPATCH_WARMUP_EVENTS ?? 600);
+const SETTINGS = {
+  events: N_THROUGHPUT,
+  rate: RATE,
+  rateSeconds: RATE_SECONDS,
+  midRate: MID_RATE,
+  lowRate: LOW_RATE,
+  lowSeconds: LOW_SECONDS,
+  warmupEvents: WARMUP_EVENTS,
+};
 
 /**
  * A loopback receiver recording, per path, when each webhook first arrived (and its
@@ -246,7 +258,7 @@ async function rawBaseline(url: string, n: number, concurrency: number) {
  * client's loopback POST rate; end-to-end latency at a fixed event rate; and the effect of
  * one hanging endpoint among 20 on the others.
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
   const stack = await benchStack();
   const recv = await receiver('/hang');
   const config = loadConfig({
@@ -283,13 +295,12 @@ export async function run(): Promise<void> {
     const apps = await Promise.all(Array.from({ length: 20 }, (_, i) => mk(`/ep${i}`)));
 
     // DynamoDB Local runs several times faster once its JIT is warm: an unmeasured burst first.
-    const warmN = Number(process.env.BENCH_DISPATCH_WARMUP_EVENTS ?? 600);
     const warmStart = recv.arrivals.length;
     await publish(
       p,
-      Array.from({ length: warmN }, (_, i) => event(apps[i % apps.length]!)),
+      Array.from({ length: WARMUP_EVENTS }, (_, i) => event(apps[i % apps.length]!)),
     );
-    await waitFor(() => recv.arrivals.length - warmStart >= warmN, DRAIN_S);
+    await waitFor(() => recv.arrivals.length - warmStart >= WARMUP_EVENTS, DRAIN_S);
 
     // Steady state: in its first minute on a partition the dispatcher looks every event up in
     // the ledger (it cannot yet tell fresh events from ones a previous owner handled).
@@ -395,13 +406,46 @@ export async function run(): Promise<void> {
     console.log(
       `            receiver saw ${recv.counts.retries} retries and ${recv.counts.duplicates} duplicate sends in all`,
     );
+    const counters: { name: string; labels: object; value: number }[] = [];
     for (const name of [
       'svc_webhook_deliveries_total',
       'svc_webhook_attempts_deferred_total',
       'svc_webhook_ledger_writes_total',
     ])
-      for (const v of (await p.rt.registry.getSingleMetric(name)?.get())?.values ?? [])
+      for (const v of (await p.rt.registry.getSingleMetric(name)?.get())?.values ?? []) {
         console.log(`            ${name}${JSON.stringify(v.labels)} ${v.value}`);
+        counters.push({ name, labels: v.labels, value: v.value });
+      }
+    return {
+      figures: {
+        throughput: { deliveriesPerS: rate, delivered, events: N_THROUGHPUT, drained: done },
+        ratioToPlainPost: rate / baseline,
+        ratioToCeiling: rate / ceiling,
+        cpuUsPerDelivery: cpuUs,
+        dynamodbPerDelivery: Object.fromEntries(
+          [...requests].map(([k, r]) => [k, { perDelivery: r.n / delivered, meanMs: r.ms / r.n }]),
+        ),
+        latency: [
+          { rate: RATE, seconds: RATE_SECONDS, endpoints: 20, hanging: 0, ...fast },
+          { rate: MID_RATE, seconds: RATE_SECONDS * 2, endpoints: 20, hanging: 0, ...mid },
+          { rate: LOW_RATE, seconds: LOW_SECONDS, endpoints: 20, hanging: 0, ...healthy },
+          { rate: LOW_RATE, seconds: LOW_SECONDS, endpoints: 20, hanging: 1, ...withHang },
+        ],
+        isolationP99Ratio: withHang.p99 / healthy.p99,
+        receiver: { ...recv.counts },
+        counters,
+        targets: { ratioToPlainPost: 0.5, ratioToCeiling: 0.7, cpuUsPerDelivery: 300 },
+      },
+      baseline: {
+        plainPostPerS: baseline,
+        ledgerCeilingItemsPerS: ceiling,
+        kafkaFloor: [
+          { rate: MID_RATE, ...floor },
+          { rate: RATE, ...floorHigh },
+        ],
+      },
+      settings: SETTINGS,
+    };
   } finally {
     await p.close();
     await recv.close();

@@ -19,6 +19,7 @@ import { itemBytes } from '../shared/storage/billing.js';
 import { USER_CLAIMS } from '../shared/domain/apps.js';
 import { kafkaFloor, onTmpfs, percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
+import type { BenchOutcome } from './record.js';
 
 /**
  * `npm run bench -- e2e`: what a user gets. The service runs as a user starts it
@@ -616,7 +617,14 @@ function renice(t: Target): void {
  * treats every event as possibly recorded by a previous owner (a lookup and a conditional
  * transaction each), which is the first minute after a start, not the steady state.
  */
-async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<RateResult[]> {
+/** One side's run: a row per rate, then (ours) twice its sustained rate, then the burst. */
+interface Side {
+  rates: RateResult[];
+  twice?: RateResult;
+  burst?: RateResult;
+}
+
+async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Side> {
   renice(t);
   let round = 0;
   do {
@@ -666,9 +674,13 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Rate
     );
     if (!sustainedOk(r)) break;
   }
-  if (t.metrics && process.env.BENCH_E2E_TWICE !== '0') await twice(t, receiver, results);
-  if (process.env.BENCH_E2E_BURST !== '0') await burst(t, receiver, results);
-  return results;
+  const side: Side = { rates: results };
+  if (t.metrics && process.env.BENCH_E2E_TWICE !== '0') {
+    const r = await twice(t, receiver, results);
+    if (r) side.twice = r;
+  }
+  if (process.env.BENCH_E2E_BURST !== '0') side.burst = await burst(t, receiver, results);
+  return side;
 }
 
 /** How long the idle measurement lasts (BENCH_E2E_IDLE_SECONDS; 0 skips it). */
@@ -713,9 +725,13 @@ async function idle(t: Target): Promise<void> {
  * row already ran that rate: whether anything answered 201 was lost (not delivered within
  * BENCH_E2E_BURST_DRAIN_MS), and how the rest was answered.
  */
-async function twice(t: Target, receiver: Receiver, steps: RateResult[]): Promise<void> {
+async function twice(
+  t: Target,
+  receiver: Receiver,
+  steps: RateResult[],
+): Promise<RateResult | undefined> {
   const sustained = sustainedOf(steps);
-  if (!sustained) return;
+  if (!sustained) return undefined;
   const rate = sustained * 2;
   const row = steps.find((s) => s.rate === rate);
   if (!row) console.error(`[${t.name}] twice the sustained rate: ${SECONDS} s at ${rate}/s`);
@@ -724,6 +740,7 @@ async function twice(t: Target, receiver: Receiver, steps: RateResult[]): Promis
   console.log(
     `  twice the sustained rate, ${rate}/s for ${SECONDS} s${row ? ' (its row above)' : ''}: sent ${r.sent}; answers ${answers} (refusals without Retry-After: ${r.noRetryAfter}); lost ${r.undelivered} of ${r.accepted} answered 201 (not delivered within ${(row ? DRAIN_MS : BURST_DRAIN_MS) / 1000} s after the load), the last delivered ${f1(Math.max(0, r.drainedAfterMs) / 1000)} s after it; POST→webhook p50/p99 ${f0(r.p50)}/${f0(r.p99)} ms`,
   );
+  return r;
 }
 
 /** How long after a burst its consents may still arrive before they count as undelivered. */
@@ -736,7 +753,7 @@ const BURST_DRAIN_MS = Number(process.env.BENCH_E2E_BURST_DRAIN_MS ?? 120_000);
  * load the last one did, and, for ours, what the outbox published by path (a storm would show
  * as retry or relay publishes far above the accepted commits).
  */
-async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promise<void> {
+async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promise<RateResult> {
   const rate = Number(process.env.BENCH_E2E_BURST_RATE ?? (sustainedOf(steps) || RATES[0]!) * 10);
   console.error(`[${t.name}] burst: ${SECONDS} s at ${rate}/s`);
   const b = await runRate(t, receiver, rate, 'burst', BURST_DRAIN_MS);
@@ -759,6 +776,7 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
       `        outbox messages published during it: ${[...b.published].map(([k, v]) => `${k} ${v}`).join(', ')} (2 per stored consent, whether or not its caller saw the 201); items written/consent ${f1(b.itemsWritten)}; DynamoDB requests/consent ${f1(b.requests)}`,
     );
   }
+  return b;
 }
 
 /**
@@ -771,7 +789,23 @@ async function burst(t: Target, receiver: Receiver, steps: RateResult[]): Promis
  * other tables' writes (the consents' own, the retry shards' leases and the sweep watermarks,
  * endpoint health) are printed beside it, not charged to the attempts.
  */
-async function retryPhase(url: string, adminToken: string, receiver: Receiver): Promise<void> {
+interface RetryFigures {
+  accepted: number;
+  dispatchesDelivered: number;
+  attempts: number;
+  firstAttempts: number;
+  laterAttempts: number;
+  ledgerItems: number;
+  laneFullUpdates: number;
+  ledgerItemsPerLaterAttempt: number;
+  otherTables: Record<string, number>;
+}
+
+async function retryPhase(
+  url: string,
+  adminToken: string,
+  receiver: Receiver,
+): Promise<RetryFigures> {
   const tenant = await createTenant(url, adminToken, receiver, 'retries');
   const patched = await fetch(`${url}/api/v1/admin/apps/${tenant.appId}`, {
     method: 'PATCH',
@@ -821,23 +855,39 @@ async function retryPhase(url: string, adminToken: string, receiver: Receiver): 
   const later = attempts - created;
   const snoozes = diff('svc_webhook_attempts_deferred_total{reason="endpoint_busy"}');
   const items = (table: string) => diff(`svc_dynamodb_items_written_total@${table}`);
-  const others = [...after.keys()]
-    .filter((k) => k.startsWith('svc_dynamodb_items_written_total@') && !k.endsWith('@ledger'))
-    .map((k) => `${k.split('@')[1]} ${diff(k)}`)
+  const otherTables = Object.fromEntries(
+    [...after.keys()]
+      .filter((k) => k.startsWith('svc_dynamodb_items_written_total@') && !k.endsWith('@ledger'))
+      .map((k) => [k.split('@')[1]!, diff(k)]),
+  );
+  const others = Object.entries(otherTables)
+    .map(([k, v]) => `${k} ${v}`)
     .join(', ');
+  const laterItems = items('ledger') - created - snoozes;
   console.log(
     `
 retries (ours; 100 consents at 20/s, endpoint down 8 s, SLA time scale 1,000): accepted ${refs.size}, dispatches delivered ${delivered()} of ${2 * refs.size}; webhook attempts ${attempts}, of them first attempts ${created} and later attempts ${later}`,
   );
   console.log(
-    `        ledger items written ${items('ledger')}: first attempts ${created} (one item each), entries moved on while their endpoint's retry lane was full ${snoozes} (one update each), later attempts ${items('ledger') - created - snoozes} = ${f1((items('ledger') - created - snoozes) / later)} per later attempt; other tables over the phase: ${others}`,
+    `        ledger items written ${items('ledger')}: first attempts ${created} (one item each), entries moved on while their endpoint's retry lane was full ${snoozes} (one update each), later attempts ${laterItems} = ${f1(laterItems / later)} per later attempt; other tables over the phase: ${others}`,
   );
+  return {
+    accepted: refs.size,
+    dispatchesDelivered: delivered(),
+    attempts,
+    firstAttempts: created,
+    laterAttempts: later,
+    ledgerItems: items('ledger'),
+    laneFullUpdates: snoozes,
+    ledgerItemsPerLaterAttempt: laterItems / later,
+    otherTables,
+  };
 }
 
 const sustainedOf = (rs: RateResult[]) =>
   rs.filter(sustainedOk).reduce((m, r) => Math.max(m, r.rate), 0);
 
-async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
+async function measureOurs(receiver: Receiver): Promise<Side & { retries?: RetryFigures }> {
   const log = (m: string) => console.error(m);
   const stack = await ChaosStack.create(log);
   const dir = path.join(stackPaths().root, 'bench', `e2e-${Date.now().toString(36)}`);
@@ -877,11 +927,12 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
       receiver,
       steadyAt,
     );
-    if (process.env.BENCH_E2E_RETRIES !== '0')
-      await retryPhase(app.url, adminToken, receiver).catch((err: unknown) =>
-        console.error(`retry phase not measured: ${String(err)}`),
-      );
-    return results;
+    if (process.env.BENCH_E2E_RETRIES === '0') return results;
+    const retries = await retryPhase(app.url, adminToken, receiver).catch((err: unknown) => {
+      console.error(`retry phase not measured: ${String(err)}`);
+      return undefined;
+    });
+    return retries ? { ...results, retries } : results;
   } finally {
     await app.stop();
     await storeFloor(`http://127.0.0.1:${stack.ports.dynamo}`, prefix, stack.pid('dynamodb')).catch(
@@ -895,7 +946,7 @@ async function measureOurs(receiver: Receiver): Promise<RateResult[]> {
   }
 }
 
-async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
+async function measurePeer(receiver: Receiver): Promise<Side | string> {
   const missing = peerMissing();
   if (missing) return `not run: install ${missing} (apt-get install -y postgresql redis-server)`;
   const peer = await startPeer({ webhookUrl: receiver.url('peer'), log: (m) => console.error(m) });
@@ -924,55 +975,98 @@ async function measurePeer(receiver: Receiver): Promise<RateResult[] | string> {
  * BatchWriteItem puts on its own, where PostgreSQL syncs many commits at once), not a
  * headline: nothing on tmpfs survives a restart of the machine.
  */
-export async function run(): Promise<void> {
-  if (process.env.BENCH_E2E_TMPFS !== '1') return runSides();
+export async function run(): Promise<BenchOutcome> {
+  const settings = { rates: RATES.join(','), seconds: SECONDS, drainMs: DRAIN_MS };
+  if (process.env.BENCH_E2E_TMPFS !== '1') return { ...(await runSides()), settings };
   return onTmpfs(async (dir) => {
     console.log(
       `BENCH_E2E_TMPFS=1: both sides' stores keep their files in ${dir} (tmpfs: syncs cost nothing). A breakdown, not the headline.`,
     );
-    await runSides();
+    return { ...(await runSides()), settings: { ...settings, tmpfs: true } };
   });
 }
 
-async function runSides(): Promise<void> {
+/**
+ * Ours is the figures; the peer and the floors (Kafka's and the store's, on the same broker and
+ * DynamoDB Local after the service stopped) are the baseline.
+ */
+async function runSides(): Promise<Omit<BenchOutcome, 'settings'>> {
   const receiver = new Receiver();
   await receiver.start();
   try {
     // One after the other, each alone on the machine.
     const only = process.env.BENCH_E2E_ONLY; // 'ours' or 'peer': one side alone
-    const ours = only === 'peer' ? [] : await measureOurs(receiver);
-    const peer = only === 'ours' ? 'not run (BENCH_E2E_ONLY=ours)' : await measurePeer(receiver);
+    const oursSide: Side = only === 'peer' ? { rates: [] } : await measureOurs(receiver);
+    const peerSide =
+      only === 'ours' ? 'not run (BENCH_E2E_ONLY=ours)' : await measurePeer(receiver);
+    const ours = oursSide.rates;
+    const peer = typeof peerSide === 'string' ? peerSide : peerSide.rates;
     const s = sustainedOf(ours);
-    console.log('\nsustained rate (every consent accepted and delivered, p99 ≤ 1 s):');
-    if (only === 'peer') console.log('  ours: not run (BENCH_E2E_ONLY=peer)');
-    else console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);
-    if (typeof peer === 'string') console.log(`  peer: ${peer}`);
-    else {
-      const p = sustainedOf(peer);
-      console.log(`  peer: ${p ? `${p}/s` : `below ${RATES[0]}/s`}`);
-      if (s && p) console.log(`  ratio ours/peer: ${(s / p).toFixed(2)}`);
-      const at = (rs: RateResult[], rate: number) => rs.find((r) => r.rate === rate);
-      for (const rate of [25, 100]) {
-        const o = at(ours, rate);
-        const q = at(peer, rate);
-        if (o && q)
-          console.log(
-            `  at ${rate}/s: ours p50 ${f0(o.p50)} / p99 ${f0(o.p99)} ms, peer p50 ${f0(q.p50)} / p99 ${f0(q.p99)} ms; CPU per consent ours ${f1(o.cpuMs)} ms, peer ${f1(q.cpuMs)} ms`,
-          );
-      }
-      if (s && p) machineBudget(ours, peer, Math.ceil(p / 2));
-      const o = at(ours, 100);
-      const q = at(peer, 100);
-      if (o && q && kafkaFloorAt100) {
-        const bound = q.p50 + kafkaFloorAt100.p50 + 5;
-        console.log(
-          `  at 100/s, the targets: p50 ${f0(o.p50)} ms ≤ peer p50 ${f0(q.p50)} + Kafka floor p50 ${f0(kafkaFloorAt100.p50)} + 5 = ${f0(bound)} ms: ${o.p50 <= bound ? 'met' : 'not met'}; p99 ${f0(o.p99)} ms ≤ 100 ms: ${o.p99 <= 100 ? 'met' : 'not met'}`,
-        );
-      }
-    }
+    const p = typeof peer === 'string' ? 0 : sustainedOf(peer);
+    const budget = printSummary(only, ours, peer);
+    return {
+      figures: {
+        sustained: { ours: s || null, peer: p || null, ratio: s && p ? s / p : null },
+        ours: oursSide,
+        budget,
+      },
+      baseline: {
+        peer: peerSide,
+        kafkaFloorAt100: kafkaFloorAt100 ?? null,
+        storeFloorCpuMs: Object.fromEntries(storeFloorCpuMs),
+      },
+    };
   } finally {
     await receiver.stop();
   }
+}
+
+/** Prints the two sides against each other; returns the CPU budget's lines. */
+function printSummary(
+  only: string | undefined,
+  ours: RateResult[],
+  peer: RateResult[] | string,
+): BudgetLine[] {
+  const s = sustainedOf(ours);
+  let budget: BudgetLine[] = [];
+  console.log('\nsustained rate (every consent accepted and delivered, p99 ≤ 1 s):');
+  if (only === 'peer') console.log('  ours: not run (BENCH_E2E_ONLY=peer)');
+  else console.log(`  ours: ${s ? `${s}/s` : `below ${RATES[0]}/s`}`);
+  if (typeof peer === 'string') console.log(`  peer: ${peer}`);
+  else {
+    const p = sustainedOf(peer);
+    console.log(`  peer: ${p ? `${p}/s` : `below ${RATES[0]}/s`}`);
+    if (s && p) console.log(`  ratio ours/peer: ${(s / p).toFixed(2)}`);
+    const at = (rs: RateResult[], rate: number) => rs.find((r) => r.rate === rate);
+    for (const rate of [25, 100]) {
+      const o = at(ours, rate);
+      const q = at(peer, rate);
+      if (o && q)
+        console.log(
+          `  at ${rate}/s: ours p50 ${f0(o.p50)} / p99 ${f0(o.p99)} ms, peer p50 ${f0(q.p50)} / p99 ${f0(q.p99)} ms; CPU per consent ours ${f1(o.cpuMs)} ms, peer ${f1(q.cpuMs)} ms`,
+        );
+    }
+    if (s && p) budget = machineBudget(ours, peer, Math.ceil(p / 2));
+    const o = at(ours, 100);
+    const q = at(peer, 100);
+    if (o && q && kafkaFloorAt100) {
+      const bound = q.p50 + kafkaFloorAt100.p50 + 5;
+      console.log(
+        `  at 100/s, the targets: p50 ${f0(o.p50)} ms ≤ peer p50 ${f0(q.p50)} + Kafka floor p50 ${f0(kafkaFloorAt100.p50)} + 5 = ${f0(bound)} ms: ${o.p50 <= bound ? 'met' : 'not met'}; p99 ${f0(o.p99)} ms ≤ 100 ms: ${o.p99 <= 100 ? 'met' : 'not met'}`,
+      );
+    }
+  }
+  return budget;
+}
+
+/** One line of the CPU budget: CPU ms a consent by part, and the cores that needs. */
+interface BudgetLine {
+  label: string;
+  parts: Record<string, number>;
+  msPerConsent: number;
+  rate: number;
+  cores: number;
+  machineCores: number;
 }
 
 /**
@@ -984,10 +1078,11 @@ async function runSides(): Promise<void> {
  * that with DynamoDB Local at its own floor (the store floor at 12 consents a transaction), and
  * without DynamoDB Local on the machine, as on AWS DynamoDB. The peer at the target rate.
  */
-function machineBudget(ours: RateResult[], peer: RateResult[], target: number): void {
+function machineBudget(ours: RateResult[], peer: RateResult[], target: number): BudgetLine[] {
   const cores = os.availableParallelism();
   const o = ours.filter(sustainedOk).at(-1);
-  if (!o) return;
+  if (!o) return [];
+  const lines: BudgetLine[] = [];
   const q = peer.find((r) => r.rate === target) ?? peer.filter(sustainedOk).at(-1)!;
   const parts = (r: RateResult, name: string) => [
     [name, r.cpuMs] as const,
@@ -997,6 +1092,14 @@ function machineBudget(ours: RateResult[], peer: RateResult[], target: number): 
   const line = (label: string, ps: (readonly [string, number])[]) => {
     const sum = ps.reduce((t, [, v]) => t + v, 0);
     const need = (sum * target) / 1000;
+    lines.push({
+      label,
+      parts: Object.fromEntries(ps),
+      msPerConsent: sum,
+      rate: target,
+      cores: need,
+      machineCores: cores,
+    });
     console.log(
       `  ${label}: ${ps.map(([k, v]) => `${k} ${f1(v)}`).join(' + ')} = ${f1(sum)} ms a consent → ${need.toFixed(2)} of ${cores} cores at ${target}/s${need > cores ? ' (more than the machine has)' : ''}`,
     );
@@ -1025,6 +1128,7 @@ function machineBudget(ours: RateResult[], peer: RateResult[], target: number): 
     lowest.filter(([k]) => k !== 'DynamoDB Local'),
   );
   line(`peer, as measured at ${q.rate}/s`, parts(q, 'service'));
+  return lines;
 }
 
 /** DynamoDB Local's CPU per consent in the store floor, by consents per transaction. */

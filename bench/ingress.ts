@@ -7,6 +7,7 @@ import { startProcess } from '../shared/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
 import { benchStack, closedLoop, fmt } from './lib.js';
+import type { BenchOutcome } from './record.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -44,7 +45,7 @@ function post(
  * POST /api/v1/consents throughput and latency, next to the raw DynamoDB Local
  * TransactWriteItems rate of a transaction of the same size, measured in the same run.
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
   const stack = await benchStack();
   const admin = `bench-admin-token-${randomUUID()}`;
   const config = loadConfig({
@@ -148,6 +149,15 @@ export async function run(): Promise<void> {
     console.log(
       `ratio     service / baseline throughput:    ${(api.perSecond / raw.perSecond).toFixed(2)}  (target ≥ 0.70; p99 target ≤ 30 ms)`,
     );
+    return {
+      figures: {
+        service: api,
+        ratio: api.perSecond / raw.perSecond,
+        targets: { ratio: 0.7, p99Ms: 30 },
+      },
+      baseline: { rawTransactWriteItems: { items: ITEMS, ...raw } },
+      settings: { concurrency: CONCURRENCY, seconds: SECONDS, warmupSeconds: WARMUP_S },
+    };
   } finally {
     await p.close();
     await stack.stop();

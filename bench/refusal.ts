@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BenchOutcome } from './record.js';
 
 /**
  * `npm run bench -- refusal`: what one refusal by admission control (HTTP_MAX_IN_FLIGHT) costs
@@ -29,7 +30,7 @@ const body = JSON.stringify({
   consents: { analytics: true, marketing: false },
 });
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(here, 'refusal', 'server.ts')],
@@ -114,6 +115,17 @@ export async function run(): Promise<void> {
     console.log(`  a refusal costs ${(a / b).toFixed(2)} of what it cost through Express`);
     held.destroy();
     agent.destroy();
+    const passes = rows.map((r) => ({
+      name: r.name,
+      cpuUsPerRequest: r.cpuUs,
+      requestsPerS: COUNT / (r.ms / 1000),
+      answers: Object.fromEntries(r.statuses),
+    }));
+    return {
+      figures: { admissionCpuUs: a, ratio: a / b, passes: passes.filter((_, i) => i % 2 === 0) },
+      baseline: { throughExpressCpuUs: b, passes: passes.filter((_, i) => i % 2 === 1) },
+      settings: { requestsPerPass: COUNT, connections: 64 },
+    };
   } finally {
     child.kill('SIGKILL');
   }

@@ -13,6 +13,7 @@ import { createTableInput, tableDefs, type TableDef } from '../infra/definitions
 import { itemBytes } from '../shared/storage/billing.js';
 import { ChaosStack } from '../test/chaos/harness.js';
 import { onTmpfs } from './lib.js';
+import type { BenchOutcome } from './record.js';
 
 /**
  * `npm run bench -- store`: what each kind of request the service sends costs DynamoDB Local in
@@ -47,7 +48,8 @@ function sized(item: Record<string, unknown>, bytes: number): Record<string, unk
   };
 }
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
+  const cases: StoreCase[] = [];
   const stack = await ChaosStack.create((m) => console.error(`[stack] ${m}`));
   const client = new DynamoDBClient({
     endpoint: stack.dynamoEndpoint,
@@ -83,7 +85,7 @@ export async function run(): Promise<void> {
     const entities = `${prefix}${tableDefs.entities.name}`;
     const timers = `${prefix}${tableDefs.timers.name}`;
 
-    const measurers = [measurer(pid, false), measurer(pid, true)];
+    const measurers = [measurer(pid), measurer(pid, cases)];
     console.log(
       `DynamoDB Local, every case run once unmeasured (its JIT compiles over the first thousands of requests, so a case measured early would pay for it), then ${COUNT} requests per case after ${WARM} not counted (fewer for the large ones), 4 in flight:`,
     );
@@ -158,7 +160,28 @@ export async function run(): Promise<void> {
     client.destroy();
     await stack.stop();
   }
-  if (process.env.BENCH_STORE_SYNC !== '0') await syncCost();
+  const sync = process.env.BENCH_STORE_SYNC !== '0' ? await syncCost() : [];
+  return {
+    figures: { cases, sync },
+    settings: { count: COUNT, warm: WARM, inFlight: 4 },
+  };
+}
+
+/** DynamoDB Local's CPU for one kind of request, from the second (warm) pass. */
+interface StoreCase {
+  label: string;
+  cpuMsPerRequest: number;
+  /** Items or consents in one request (1, 12 or 25). */
+  per: number;
+  requestsPerS: number;
+}
+
+/** One kind of write one at a time: p50 as the client waited, on disk and on tmpfs. */
+interface SyncCase {
+  label: string;
+  items: number;
+  diskP50Ms: number;
+  tmpfsP50Ms: number;
 }
 
 /**
@@ -168,7 +191,7 @@ export async function run(): Promise<void> {
  * (/dev/shm), where a sync costs nothing. Each first takes SYNC_WARM writes of every kind
  * unmeasured (its JIT). BENCH_STORE_SYNC=0 skips it.
  */
-async function syncCost(): Promise<void> {
+async function syncCost(): Promise<SyncCase[]> {
   const SYNC_COUNT = Number(process.env.BENCH_STORE_SYNC_COUNT ?? 200);
   const SYNC_WARM = Number(process.env.BENCH_STORE_SYNC_WARM ?? 1_500);
   const entities = (prefix: string) => `${prefix}${tableDefs.entities.name}`;
@@ -248,6 +271,12 @@ async function syncCost(): Promise<void> {
       `  ${label.padEnd(52)} disk ${disk[k]!.toFixed(2).padStart(6)} ms, tmpfs ${tmpfs[k]!.toFixed(2).padStart(6)} ms: syncs ${syncs.toFixed(2)} ms a request${items > 1 ? ` (${(syncs / items).toFixed(2)} an item)` : ''}`,
     );
   }
+  return cases.map(({ label, items }, k) => ({
+    label,
+    items,
+    diskP50Ms: disk[k]!,
+    tmpfsP50Ms: tmpfs[k]!,
+  }));
 }
 
 /**
@@ -306,10 +335,10 @@ const dispatch = (tag: string) =>
 let n = 0;
 
 /**
- * Runs one case and, when `print`, prints DynamoDB Local's CPU per request (and per item or
- * consent).
+ * Runs one case and, when it has `into`, prints DynamoDB Local's CPU per request (and per item
+ * or consent) and keeps it there.
  */
-function measurer(pid: number, print: boolean) {
+function measurer(pid: number, into?: StoreCase[]) {
   return async (label: string, per: number, op: (i: number) => Promise<unknown>, share = 1) => {
     const count = Math.max(1, Math.round(COUNT * share));
     const warm = Math.max(1, Math.round(WARM * share));
@@ -329,7 +358,8 @@ function measurer(pid: number, print: boolean) {
     n += next;
     const cpu = (cpuMs(pid) - c0) / count;
     const rate = count / ((Date.now() - t0) / 1000);
-    if (print)
+    into?.push({ label, cpuMsPerRequest: cpu, per, requestsPerS: rate });
+    if (into)
       console.log(
         `  ${label.padEnd(72)} ${cpu.toFixed(2).padStart(6)} ms CPU a request${per > 1 ? ` (${(cpu / per).toFixed(2)} per ${per === 25 ? 'item' : 'consent'})` : ''}, ${rate.toFixed(0)} requests/s`,
       );

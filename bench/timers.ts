@@ -5,6 +5,7 @@ import { timerKey, type TimerEntry } from '../shared/timers/due.js';
 import { applyDefinitions, createRuntime, type Runtime } from '../shared/runtime.js';
 import { FamilySweeper } from '../workers/timers/sweep.js';
 import { benchStack, percentile } from './lib.js';
+import type { BenchOutcome } from './record.js';
 
 const SHARDS = 8;
 const DUE = Number(process.env.BENCH_TIMERS_DUE ?? 100);
@@ -89,7 +90,7 @@ async function sweepTimes(rt: Runtime, label: string): Promise<number[]> {
  * then LARGE not-due entries stored in the same due-index. A sweep reads only due buckets, so
  * the two should match.
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
   const stack = await benchStack();
   const config = loadConfig({
     LOG_LEVEL: 'silent',
@@ -115,6 +116,15 @@ export async function run(): Promise<void> {
       `sweep firing ${DUE} due timers, ${LARGE} stored: median ${med(large).toFixed(1)} ms  (runs: ${large.map((x) => x.toFixed(0)).join(', ')})`,
     );
     console.log(`ratio large/small: ${(med(large) / med(small)).toFixed(2)}  (target ≤ 1.2)`);
+    return {
+      figures: {
+        large: { stored: LARGE, medianMs: med(large), runsMs: large },
+        ratio: med(large) / med(small),
+        target: 1.2,
+      },
+      baseline: { small: { stored: SMALL, medianMs: med(small), runsMs: small } },
+      settings: { due: DUE, small: SMALL, large: LARGE, repeat: REPEAT, shards: SHARDS },
+    };
   } finally {
     await rt.close();
     await stack.stop();

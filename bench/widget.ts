@@ -9,6 +9,7 @@ import {
 } from '../services/widget-assets/index.js';
 import { launchChromium } from '../test/helpers/chromium.js';
 import { percentile } from './lib.js';
+import type { BenchOutcome } from './record.js';
 
 /**
  * The widget's budgets (issue 6): `svc-consent.v1.js` ≤ 10 KB gzip, and triggers gated within
@@ -75,10 +76,14 @@ const stats = (xs: number[]) => {
 };
 const ms = (x: number) => `${x.toFixed(2).padStart(6)} ms`;
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchOutcome> {
   const assets = await loadWidgetAssets();
+  const files: { name: string; rawBytes: number; gzipBytes: number }[] = [];
+  const gate: { page: string; placement: string; p50Ms: number; p95Ms: number; maxMs: number }[] =
+    [];
   for (const name of WIDGET_FILES) {
     const a = assets.get(name)!;
+    files.push({ name, rawBytes: a.body.length, gzipBytes: a.gzip.length });
     const budget =
       name === 'svc-consent.v1.js'
         ? `  (budget ${BUDGET_GZIP_BYTES} B: ${a.gzip.length <= BUDGET_GZIP_BYTES ? 'ok' : 'OVER'})`
@@ -127,10 +132,19 @@ export async function run(): Promise<void> {
       const e = stats(exec);
       // p95, not max: on a shared machine one load in twenty can lose the CPU for a while.
       const verdict = e.p95 <= BUDGET_GATE_MS ? 'ok' : 'OVER';
+      gate.push({ page: s.name, placement: s.placement, p50Ms: e.p50, p95Ms: e.p95, maxMs: e.max });
       console.log(
         `${`${s.name}, script at ${s.placement}:`.padEnd(70)} p50 ${ms(e.p50)}   p95 ${ms(e.p95)}   max ${ms(e.max)}   (budget ${BUDGET_GATE_MS} ms at p95: ${verdict})`,
       );
     }
+    return {
+      figures: {
+        files,
+        gate,
+        budgets: { gzipBytes: BUDGET_GZIP_BYTES, gateP95Ms: BUDGET_GATE_MS },
+      },
+      settings: { loads: LOADS },
+    };
   } finally {
     await browser.close();
     await new Promise((r) => pageServer.close(r));
