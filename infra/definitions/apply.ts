@@ -49,10 +49,8 @@ async function addMissingIndexes(
 }
 
 /**
- * Turns on the table's stream when its definition has one and the table has none (a table
- * created before the definition gained it). Never turns a stream off or changes its view. A
- * stream on AWS starts empty: the relay reads commits written since, and the carriers written
- * before have their index entries (`OUTBOX_CARRIER_STREAM` writes them only once it is on).
+ * Turns on the table's stream when its definition has one and the table has none. Never turns a
+ * stream off or changes its view.
  */
 async function enableStream(
   client: DynamoDBClient,
@@ -67,7 +65,7 @@ async function enableStream(
     log(`enabled the stream of ${TableName}`);
   } catch (err) {
     // Another process is changing the table (its stream, or an index) right now: the next start
-    // tries again; the relay says so meanwhile if it finds no stream.
+    // tries again (a start fails while a carrier table has no stream: Outbox.assertStreams).
     const name = (err as { name?: string }).name;
     if (name !== 'ResourceInUseException' && name !== 'LimitExceededException') throw err;
     log(`could not enable the stream of ${TableName} yet (${name}); the next start tries again`);

@@ -1,11 +1,9 @@
 import {
   BatchGetCommand,
-  BatchWriteCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
-  ScanCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
@@ -22,7 +20,7 @@ import type { StoreOutages } from '../storage/outages.js';
 import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
-import { CarrierStream, CHECKPOINT_PREFIX, STREAM_WRITER_ATTR } from './carrier-stream.js';
+import { CarrierStream, STREAM_WRITER_ATTR } from './carrier-stream.js';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 
@@ -35,10 +33,8 @@ export interface OutboxItem extends OutMessage {
 }
 
 /**
- * The messages of one commit, in order, under the first one's id, stored as gzip-compressed JSON
- * (`packed` in an outbox item, `obx` in a carrier item): a commit's events repeat most of their
- * text, and DynamoDB bills writes by the kilobyte. `envelopeOf` also reads the shape written
- * before: one message per item, at the top level.
+ * The messages of one commit, in order, under the first one's id and the commit's creation time
+ * (both in `obxt`).
  */
 interface Envelope {
   id: string;
@@ -64,47 +60,32 @@ export function packMessages(messages: readonly OutMessage[]): Uint8Array {
 }
 
 /**
- * The envelope an item holds. A carrier written with `derived` (see `commit`) holds no messages:
- * its source's `derive` rebuilds them from the item. One that cannot be rebuilt is an error,
- * never an empty commit: the relay pass fails and says which item.
+ * The envelope an item holds: its messages packed (`packed` in an outbox item, `obx` in a
+ * carrier), or, in a carrier written with `derived` (see `commit`), rebuilt from the item by its
+ * source's `derive`. One that cannot be rebuilt is an error, never an empty commit: the relay
+ * pass fails and says which item.
  */
 function envelopeOf(item: Record<string, unknown>, derive?: CarrierSource['derive']): Envelope {
-  const id = String(item.id);
-  const createdAtMs = Number(item.createdAtMs);
-  if (item.packed instanceof Uint8Array)
-    return {
-      id,
-      createdAtMs,
-      messages: JSON.parse(gunzipSync(item.packed).toString('utf8')) as OutMessage[],
-    };
-  const at = item[ATTR.at];
-  const packed = item[ATTR.packed];
-  if (typeof at === 'string' && packed instanceof Uint8Array) {
-    const first = parseAt(at);
-    return {
-      id: first.id,
-      createdAtMs: first.ms,
-      messages: JSON.parse(gunzipSync(packed).toString('utf8')) as OutMessage[],
-    };
-  }
-  if (typeof at === 'string' && derive) {
-    const first = parseAt(at);
-    const messages = derive(item);
-    if (!messages)
-      throw new Error(
-        `outbox carrier ${String(item.pk)}/${String(item.sk)} holds no events and they cannot be rebuilt from it`,
-      );
-    return { id: first.id, createdAtMs: first.ms, messages };
-  }
-  const { topic, key, value, headers } = item as unknown as OutMessage;
-  return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
+  const first = parseAt(String(item[ATTR.at]));
+  const packed = item.packed ?? item[ATTR.packed];
+  const messages =
+    packed instanceof Uint8Array
+      ? (JSON.parse(gunzipSync(packed).toString('utf8')) as OutMessage[])
+      : derive?.(item);
+  if (!messages)
+    throw new Error(
+      `outbox carrier ${String(item.pk)}/${String(item.sk)} holds no events and they cannot be rebuilt from it`,
+    );
+  return { id: first.id, createdAtMs: first.ms, messages };
 }
 
 /**
- * Attribute names of the writer layout. An outbox item, and any item of another table that
- * carries a commit's events (a "carrier", see `commit`), holds `obxw` = `{writer id}#{shard}` and
- * `obxt` = `{createdAtMs, 15 digits}#{first event id}`, the keys of a sparse index over which the
- * relay finds a dead writer's events; a carrier holds the packed messages in `obx`.
+ * Attribute names of a stored commit. An outbox item holds `obxw` = `{writer id}#{shard}` and
+ * `obxt` = `{createdAtMs, 15 digits}#{first event id}`, the keys of the outbox table's sparse
+ * `writer` index, over which the relay finds a stopped writer's commits. An item of another
+ * table that carries a commit's events (a "carrier", see `commit`) holds its writer in `obxs`
+ * instead (carrier-stream.ts: the relay finds it through the table's stream), `obxt`, and the
+ * packed messages in `obx` unless they are derived from the item.
  */
 export const ATTR = { writer: 'obxw', at: 'obxt', packed: 'obx' } as const;
 /** Index partitions per writer, so one busy writer never makes one hot index partition. */
@@ -112,7 +93,6 @@ export const WRITER_SHARDS = 8;
 /** The index partition listing every writer's progress item. */
 const WRITERS = 'writers';
 const PROGRESS_PREFIX = 'writer#';
-const LEGACY_MARKER = 'legacy#drained';
 const RETENTION_S = 14 * 86_400;
 
 const atKey = (ms: number, id: string) => `${String(ms).padStart(15, '0')}#${id}`;
@@ -123,22 +103,17 @@ function parseAt(at: string): { ms: number; id: string } {
 const shardOf = (id: string) =>
   createHash('sha256').update(id).digest().readUInt8(0) % WRITER_SHARDS;
 
-/** A table whose items may carry a commit's events, and its index over `obxw` / `obxt`. */
+/**
+ * A table whose items may carry a commit's events: it has a DynamoDB stream (new images), which
+ * the relay reads to find them (`CarrierStream`).
+ */
 export interface CarrierSource {
   table: string;
-  index: string;
   /**
    * Rebuilds the messages of a carrier written with `derived` (it holds no `obx`) from the item
    * itself; undefined when the item cannot say what they were.
    */
   derive?: (item: Record<string, unknown>) => OutMessage[] | undefined;
-  /** The relay reads the table's DynamoDB stream (`CarrierStream`) besides `index`. */
-  stream?: boolean;
-  /**
-   * With `stream`: a new carrier holds its writer in `obxs` rather than `obxw`, so the relay
-   * finds it through the stream alone and it has no `index` entry (which bills a write unit).
-   */
-  streamOnly?: boolean;
 }
 
 export interface OutboxDeps {
@@ -155,7 +130,7 @@ export interface OutboxDeps {
   writerIndex?: string;
   /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
   carriers?: CarrierSource[];
-  /** The clients the relay reads a `stream` carrier source with. */
+  /** The clients the relay reads the carrier tables' streams with (needed with `carriers`). */
   streams?: { client: DynamoDBClient; streams: DynamoDBStreamsClient };
 }
 
@@ -300,10 +275,10 @@ function settlement(
  * memory, publishes them itself when Kafka is back, and saves a progress item once a second:
  * its watermark (every commit created before it is published) and a heartbeat. If a writer stops
  * (killed, or its machine gone), its progress item goes stale, and the relay (`relayOnce`, any
- * process) reads the writer's commits from its watermark on through the sparse `obxw`/`obxt`
- * index and publishes them, then deletes the progress item. Outbox items expire by TTL
- * (`expiresAt`, 14 days; TTL deletes cost no write units on AWS). Delivery is at-least-once:
- * consumers deduplicate by event id (see idempotency.ts).
+ * process) finds the writer's commits from its watermark on, outbox items through the `writer`
+ * index and carriers through their tables' streams, publishes them, then deletes the progress
+ * item. Outbox items expire by TTL (`expiresAt`, 14 days; TTL deletes cost no write units on
+ * AWS). Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
  */
 export class Outbox {
   private readonly m;
@@ -316,7 +291,6 @@ export class Outbox {
   private loop: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private failures = 0;
-  private legacyDone = false;
   private beat: NodeJS.Timeout | undefined;
   private saving = false;
   /** Relay: each writer's heartbeat as last read, and since when (this process's clock) it has not changed. */
@@ -331,6 +305,8 @@ export class Outbox {
     private readonly d: OutboxDeps,
     private readonly o: OutboxOptions = {},
   ) {
+    if (d.carriers?.length && !d.streams)
+      throw new Error('carrier tables are found through their streams: give the streams client');
     this.m = outboxMetrics(d.registry);
     this.group = new GroupCommit(
       (items) =>
@@ -469,7 +445,6 @@ export class Outbox {
           Item: {
             id: env.id,
             packed,
-            createdAtMs: env.createdAtMs,
             [ATTR.writer]: writer,
             [ATTR.at]: at,
             // Kept for the relay in case this writer stops; TTL removes it at no write cost.
@@ -484,14 +459,13 @@ export class Outbox {
     if (!put?.TableName || !put.Item)
       throw new Error('an outbox carrier must be a Put of the same commit');
     const items = [...changes];
-    const streamed = this.streamed.has(put.TableName);
     items[carrier] = {
       Put: {
         ...put,
         Item: {
           ...put.Item,
           ...(derived ? {} : { [ATTR.packed]: packMessages(env.messages) }),
-          [streamed ? STREAM_WRITER_ATTR : ATTR.writer]: writer,
+          [STREAM_WRITER_ATTR]: writer,
           [ATTR.at]: at,
         },
       },
@@ -741,11 +715,9 @@ export class Outbox {
 
   /**
    * One relay pass: for every writer whose heartbeat this relay has seen unchanged for
-   * `staleMs` (it stopped),
-   * publishes its commits from its watermark on, a bounded batch at a time, moving its watermark
-   * after each batch, then deletes its progress item. Also publishes (and deletes) items of the
-   * layout written before writers, until a pass finds none. Stops at the first batch Kafka does
-   * not take. Returns how many messages were published.
+   * `staleMs` (it stopped), publishes its commits from its watermark on, a bounded batch at a
+   * time, moving its watermark after each batch, then deletes its progress item. Stops at the
+   * first batch Kafka does not take. Returns how many messages were published.
    */
   async relayOnce(o: { staleMs?: number; now?: number } = {}): Promise<number> {
     try {
@@ -757,40 +729,27 @@ export class Outbox {
     }
   }
 
-  /** Carrier tables with `streamOnly` whose stream `checkStreams` found on. */
-  private readonly streamed = new Set<string>();
-
   /**
-   * Finds which `streamOnly` carrier tables have their stream on (the process's start calls it
-   * after `applyTables`): only their carriers leave out the index entry. A table whose stream is
-   * not on (its table being changed when the start tried to turn it on) keeps getting carriers
-   * with the index entry, which the relay finds without the stream.
+   * Fails unless every carrier table has its stream on (the process's start calls it after
+   * `applyTables`): without it the relay could not find a stopped writer's carriers.
    */
-  async checkStreams(): Promise<void> {
+  async assertStreams(): Promise<void> {
     for (const c of this.d.carriers ?? []) {
-      if (!c.stream || !c.streamOnly || !this.d.streams) continue;
-      const t = await this.d.streams.client.send(new DescribeTableCommand({ TableName: c.table }));
-      if (t.Table?.StreamSpecification?.StreamEnabled === true) this.streamed.add(c.table);
-      else {
-        this.streamed.delete(c.table);
-        this.d.log.warn(
-          { table: c.table },
-          'the table has no stream: its new carriers keep their outbox index entry',
+      const t = await this.d.streams!.client.send(new DescribeTableCommand({ TableName: c.table }));
+      if (t.Table?.StreamSpecification?.StreamEnabled !== true)
+        throw new Error(
+          `table ${c.table} has no stream: the outbox relay finds its carriers through it (infra/definitions/tables.ts)`,
         );
-      }
     }
   }
 
-  /** The relay's readers of the `stream` carrier sources, made at its first pass. */
+  /** The relay's readers of the carrier tables' streams, made at its first pass. */
   private streamReaders: { src: CarrierSource; reader: CarrierStream }[] | undefined;
 
   private readers(): { src: CarrierSource; reader: CarrierStream }[] {
     if (this.streamReaders) return this.streamReaders;
-    const sources = (this.d.carriers ?? []).filter((c) => c.stream);
     const clients = this.d.streams;
-    if (sources.length > 0 && !clients)
-      throw new Error('a carrier source found through its stream needs the streams client');
-    this.streamReaders = sources.map((src) => ({
+    this.streamReaders = (this.d.carriers ?? []).map((src) => ({
       src,
       reader: new CarrierStream({
         client: clients!.client,
@@ -807,12 +766,7 @@ export class Outbox {
   }
 
   private async relayPass(staleMs: number, now: number): Promise<number> {
-    const legacy = await this.relayLegacy();
-    if (legacy === false) {
-      this.m.passes.inc({ result: 'kafka_unavailable' });
-      return 0;
-    }
-    let sent = legacy;
+    let sent = 0;
     // The streams are read before the progress items: a commit read here whose writer's
     // watermark (read after) has passed it was published. At most every 5 s, unless a writer is
     // to be taken over (below).
@@ -920,14 +874,6 @@ export class Outbox {
     return out;
   }
 
-  /** The sources a writer's commits may be in: the outbox table and the carrier tables. */
-  private sources(): CarrierSource[] {
-    return [
-      { table: this.d.table, index: this.d.writerIndex ?? 'writer' },
-      ...(this.d.carriers ?? []),
-    ];
-  }
-
   /** Publishes a stopped writer's commits after its watermark, in creation order. */
   private async recoverWriter(
     w: string,
@@ -993,7 +939,7 @@ export class Outbox {
     }
   }
 
-  /** A writer's commits the indexes hold after `after` (from `from` on when undefined). */
+  /** A writer's outbox items after `after` (from `from` on when undefined), by its index. */
   private async indexedCommits(
     w: string,
     after: string | undefined,
@@ -1001,28 +947,21 @@ export class Outbox {
     limit: number,
   ): Promise<{ table: string; key: Record<string, unknown>; at: string }[]> {
     const found: { table: string; key: Record<string, unknown>; at: string }[] = [];
-    for (const src of this.sources())
-      for (let s = 0; s < WRITER_SHARDS; s++) {
-        const page = await this.d.doc.send(
-          new QueryCommand({
-            TableName: src.table,
-            IndexName: src.index,
-            KeyConditionExpression:
-              after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
-            ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
-            ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
-            Limit: limit,
-          }),
-        );
-        const names =
-          this.d.keyAttributes?.(src.table) ?? (src.table === this.d.table ? ['id'] : ['pk', 'sk']);
-        for (const i of page.Items ?? [])
-          found.push({
-            table: src.table,
-            key: Object.fromEntries(names.map((k) => [k, i[k]])),
-            at: String(i[ATTR.at]),
-          });
-      }
+    for (let s = 0; s < WRITER_SHARDS; s++) {
+      const page = await this.d.doc.send(
+        new QueryCommand({
+          TableName: this.d.table,
+          IndexName: this.d.writerIndex ?? 'writer',
+          KeyConditionExpression:
+            after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
+          ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
+          ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
+          Limit: limit,
+        }),
+      );
+      for (const i of page.Items ?? [])
+        found.push({ table: this.d.table, key: { id: i.id }, at: String(i[ATTR.at]) });
+    }
     return found;
   }
 
@@ -1053,77 +992,9 @@ export class Outbox {
         request = (res.UnprocessedKeys ?? {}) as typeof request;
       }
     }
-    // An item whose carrier changed since (its index entry moved) is skipped: its events are
-    // those of the commit now stored there, found under their own key.
+    // An item that no longer holds the commit (gone, or scrubbed of the events it carried) is
+    // skipped.
     return refs.flatMap((r) => byAt.get(r.at) ?? []);
-  }
-
-  /**
-   * Items of the layout written before writers (deleted once published, no `obxw`): read,
-   * published and deleted a bounded batch at a time until a whole pass finds none; a marker item
-   * then keeps later passes (and processes) from scanning again. False when Kafka refused.
-   */
-  private async relayLegacy(): Promise<number | false> {
-    if (this.legacyDone) return 0;
-    const marker = await this.d.doc.send(
-      new GetCommand({ TableName: this.d.table, Key: { id: LEGACY_MARKER }, ConsistentRead: true }),
-    );
-    if (marker.Item) {
-      this.legacyDone = true;
-      return 0;
-    }
-    const limit = this.o.relayBatch ?? 500;
-    let start: Record<string, unknown> | undefined;
-    let sent = 0;
-    let found = 0;
-    do {
-      const page = await this.d.doc.send(
-        new ScanCommand({
-          TableName: this.d.table,
-          ConsistentRead: true,
-          Limit: limit,
-          ExclusiveStartKey: start,
-          // Neither a writer's progress item nor a stream checkpoint (carrier-stream.ts).
-          FilterExpression:
-            'attribute_not_exists(#w) AND attribute_not_exists(watermark) AND id <> :marker AND NOT begins_with(id, :checkpoint)',
-          ExpressionAttributeNames: { '#w': ATTR.writer },
-          ExpressionAttributeValues: { ':marker': LEGACY_MARKER, ':checkpoint': CHECKPOINT_PREFIX },
-        }),
-      );
-      const items = (page.Items ?? [])
-        .map((i) => envelopeOf(i))
-        .sort((a, b) => a.createdAtMs - b.createdAtMs);
-      found += items.length;
-      if (items.length > 0) {
-        const messages = items.flatMap((e) => e.messages);
-        try {
-          await this.d.producer.send(messages);
-        } catch (err) {
-          this.d.log.warn({ err, count: messages.length }, 'outbox relay publish failed');
-          return false;
-        }
-        this.m.published.inc({ path: 'relay' }, messages.length);
-        sent += messages.length;
-        for (let i = 0; i < items.length; i += 25)
-          await this.d.doc.send(
-            new BatchWriteCommand({
-              RequestItems: {
-                [this.d.table]: items
-                  .slice(i, i + 25)
-                  .map((e) => ({ DeleteRequest: { Key: { id: e.id } } })),
-              },
-            }),
-          );
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    if (found === 0) {
-      await this.d.doc.send(
-        new PutCommand({ TableName: this.d.table, Item: { id: LEGACY_MARKER, at: Date.now() } }),
-      );
-      this.legacyDone = true;
-    }
-    return sent;
   }
 }
 
