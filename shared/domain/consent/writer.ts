@@ -7,7 +7,9 @@ import { ownCancellation } from '../../storage/group-commit.js';
 import { newEventId, newReferenceId, recordNumber, recordUuid, transactionUuid } from '../ids.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
-import { ATTR, certainlyNotApplied, packMessages } from '../../outbox/outbox.js';
+import { assertParentalGate } from './apply.js';
+import { ATTR, packMessages } from '../../outbox/commits.js';
+import { certainlyNotApplied } from '../../outbox/outbox.js';
 import {
   carriesDerived,
   creationIds,
@@ -510,30 +512,6 @@ export interface Mutation {
   events?: (c: EventContext) => ConsentEvent[];
   /** Write even when no record changed (e.g. only the e-mail or the user link changed). */
   force?: boolean;
-}
-
-/**
- * A transaction captured under a notice that requires verifiable parental consent grants
- * nothing until the app has confirmed the verification (`verify`): any other grant, and any
- * new granted record, is refused (409). Checked here, where every change passes.
- */
-function assertParentalGate(txn: StoredTransaction, changes: readonly RecordChange[]) {
-  const status = txn.parental?.status;
-  if (status === undefined || status === 'verified') return;
-  const grants = changes.filter((c) => c.to === 'granted' && c.operation !== 'verify');
-  if (grants.length === 0) return;
-  throw new AppError(
-    'SVC_CONFLICT',
-    status === 'pending'
-      ? 'This consent awaits verifiable parental consent; nothing is granted before the app confirms it'
-      : 'Verifiable parental consent failed for this consent; capture it again',
-    {
-      errors: grants.map((c) => ({
-        path: `/records/${c.recordId}`,
-        message: `${c.purpose}: parental verification ${status}`,
-      })),
-    },
-  );
 }
 
 /**
