@@ -1,4 +1,4 @@
-import { ATTR } from '../../outbox/outbox.js';
+import { ATTR } from '../../outbox/commits.js';
 import { STREAM_WRITER_ATTR } from '../../outbox/carrier-stream.js';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
