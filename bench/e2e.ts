@@ -3,6 +3,7 @@ import {
   BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   ScanCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
@@ -16,7 +17,6 @@ import { Kafka, logLevel } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
-import { USER_CLAIMS } from '../shared/domain/apps.js';
 import { kafkaFloor, onTmpfs, percentile } from './lib.js';
 import { peerMissing, startPeer } from './peers/pg-bullmq/stack.js';
 import type { BenchOutcome } from './record.js';
@@ -1117,11 +1117,11 @@ function machineBudget(ours: RateResult[], peer: RateResult[], target: number): 
       ] as const,
   );
   line('ours, each part at its lowest over the rates run', lowest);
-  const floor12 = storeFloorCpuMs.get(12);
-  if (floor12 !== undefined)
+  const floor = storeFloorCpuMs.get('puts');
+  if (floor !== undefined)
     line(
-      'the same with DynamoDB Local at its own floor (12 consents a transaction)',
-      lowest.map(([k, v]) => [k, k === 'DynamoDB Local' ? Math.min(floor12, v) : v] as const),
+      'the same with DynamoDB Local at its own floor (the same puts, raw)',
+      lowest.map(([k, v]) => [k, k === 'DynamoDB Local' ? Math.min(floor, v) : v] as const),
     );
   line(
     'the same without DynamoDB Local on the machine (AWS DynamoDB)',
@@ -1131,8 +1131,9 @@ function machineBudget(ours: RateResult[], peer: RateResult[], target: number): 
   return lines;
 }
 
-/** DynamoDB Local's CPU per consent in the store floor, by consents per transaction. */
-const storeFloorCpuMs = new Map<number, number>();
+type StoreFloorVariant = 'puts' | 'transaction×12';
+/** DynamoDB Local's CPU per consent in the store floor, by how the consent's items are written. */
+const storeFloorCpuMs = new Map<StoreFloorVariant, number>();
 
 /** Kafka's floor at 100/s, measured after ours on its broker (see `kafkaFloorOf`). */
 let kafkaFloorAt100: { p50: number; p99: number } | undefined;
@@ -1180,12 +1181,12 @@ async function kafkaFloorOf(
 /**
  * The store's own floor, in the same run, on the same DynamoDB Local, after the service stopped:
  * the DynamoDB writes of one consent, copied from a consent the service wrote in this run (the
- * same tables and indexes, the same item sizes), with fresh keys: its `TransactWriteItems`
- * (principal, transaction item carrying its events and first timer, and the check that the user
- * has no pointer item when the app is one created before the claim layout) and its two dispatch
- * items, `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them.
- * 4 requests in flight; one consent per transaction, then 12 per transaction (as group commit
- * sends them under load). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
+ * same tables and indexes, the same item sizes), with fresh keys, and its two dispatch items by
+ * `BatchWriteItem` 25 at a time as the dispatcher's group commit sends them; 4 consents in
+ * flight. `puts`: as the service writes a new consent, two conditional puts (the principal, then
+ * the transaction item carrying its events and first timer). `transaction×12`: the same items 12
+ * consents to a `TransactWriteItems`, for comparison (AWS bills each item of a transaction
+ * twice). A breakdown, not the headline: no HTTP, no Kafka, no service, no reads.
  */
 async function storeFloor(
   endpoint: string,
@@ -1208,7 +1209,7 @@ async function storeFloor(
       return;
     }
     console.log(
-      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: TransactWriteItems of ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')}${sample.pointerCheck ? ' and a condition check' : ''}, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 requests in flight):`,
+      `\nstore floor (same DynamoDB Local, raw writes of a consent copied from this run: ${sample.entities.map((x) => `${itemBytes(x)} B`).join(' + ')}, 2 dispatch items ${sample.dispatches.map((x) => `${itemBytes(x)} B`).join(' + ')} by BatchWriteItem; 4 consents in flight):`,
     );
     let n = 0;
     const fresh = (item: Record<string, unknown>, tag: string) => {
@@ -1217,7 +1218,16 @@ async function storeFloor(
         if (typeof out[k] === 'string') out[k] = `${String(out[k])}#floor${tag}`;
       return out;
     };
-    for (const perRequest of [1, 12]) {
+    const put = (item: Record<string, unknown>, tag: string) => ({
+      TableName: entities,
+      Item: fresh(item, tag),
+      ConditionExpression: 'attribute_not_exists(pk)',
+    });
+    const variants: { name: StoreFloorVariant; perRequest: number }[] = [
+      { name: 'puts', perRequest: 1 },
+      { name: 'transaction×12', perRequest: 12 },
+    ];
+    for (const { name, perRequest } of variants) {
       let done = 0;
       const cpuBefore = cpuSeconds(dynamoPid);
       const end = Date.now() + seconds * 1000;
@@ -1238,33 +1248,18 @@ async function storeFloor(
         Array.from({ length: 4 }, async () => {
           while (Date.now() < end) {
             const tags = Array.from({ length: perRequest }, () => String(n++));
-            await doc.send(
-              new TransactWriteCommand({
-                TransactItems: tags.flatMap((tag) => [
-                  ...sample.entities.map((item) => ({
-                    Put: {
-                      TableName: entities,
-                      Item: fresh(item, tag),
-                      ConditionExpression: 'attribute_not_exists(pk)',
-                    },
-                  })),
-                  // As the service writes it: the check of a pointer item only in an app
-                  // created before the claim layout.
-                  ...(sample.pointerCheck
-                    ? [
-                        {
-                          ConditionCheck: {
-                            TableName: entities,
-                            Key: { pk: `USER#${sample.userPointer}#floor${tag}`, sk: 'USER' },
-                            ConditionExpression: 'attribute_not_exists(pk)',
-                          },
-                        },
-                      ]
-                    : []),
-                ]),
-                ClientRequestToken: randomUUID(),
-              }),
-            );
+            if (name === 'puts')
+              for (const item of sample.entities)
+                await doc.send(new PutCommand(put(item, tags[0]!)));
+            else
+              await doc.send(
+                new TransactWriteCommand({
+                  TransactItems: tags.flatMap((tag) =>
+                    sample.entities.map((item) => ({ Put: put(item, tag) })),
+                  ),
+                  ClientRequestToken: randomUUID(),
+                }),
+              );
             for (const tag of tags)
               for (const d of sample.dispatches) pendingDispatches.push(fresh(d, tag));
             await flushDispatches();
@@ -1274,9 +1269,9 @@ async function storeFloor(
       );
       await flushDispatches(true);
       const dynamoMs = ((cpuSeconds(dynamoPid) - cpuBefore) * 1000) / done;
-      storeFloorCpuMs.set(perRequest, dynamoMs);
+      storeFloorCpuMs.set(name, dynamoMs);
       console.log(
-        `  ${String(perRequest).padStart(2)} consent(s) per transaction: ${f0(done / seconds)} consents/s; DynamoDB Local CPU ${f1(dynamoMs)} ms a consent`,
+        `  ${name.padEnd(15)}: ${f0(done / seconds)} consents/s; DynamoDB Local CPU ${f1(dynamoMs)} ms a consent`,
       );
     }
   } finally {
@@ -1285,8 +1280,8 @@ async function storeFloor(
 }
 
 /**
- * One consent of the run, as stored: its entities items (principal, transaction), the user id
- * whose pointer its transaction checks is absent, and two dispatch items.
+ * One consent of the run, as stored: its entities items (principal, transaction) and two
+ * dispatch items.
  */
 async function sampleConsent(
   doc: DynamoDBDocumentClient,
@@ -1296,9 +1291,6 @@ async function sampleConsent(
   | {
       entities: Record<string, unknown>[];
       dispatches: Record<string, unknown>[];
-      userPointer: string;
-      /** The app keeps the check of a user pointer item (created before the claim layout). */
-      pointerCheck: boolean;
     }
   | undefined
 > {
@@ -1315,12 +1307,11 @@ async function sampleConsent(
   const get = async (table: string, key: Record<string, unknown>) =>
     (await doc.send(new GetCommand({ TableName: table, Key: key }))).Item;
   const principal = await get(entities, { pk: txn.pk, sk: 'PRINCIPAL' });
-  const app = await get(entities, { pk: `APP#${String(txn.appId)}`, sk: 'APP' });
   const heads = await doc.send(
     new ScanCommand({
       TableName: ledger,
-      // A first attempt's item: its attempt in `firstAttempt`, or packed into `dz` (packed.ts).
-      FilterExpression: 'sk = :dsp AND (attribute_exists(firstAttempt) OR attribute_exists(dz))',
+      // A dispatch item: its body and first attempt packed into `dz` (packed.ts).
+      FilterExpression: 'sk = :dsp AND attribute_exists(dz)',
       ExpressionAttributeValues: { ':dsp': 'DSP' },
     }),
   );
@@ -1329,7 +1320,5 @@ async function sampleConsent(
   return {
     entities: [principal, txn],
     dispatches,
-    userPointer: String(txn.userId),
-    pointerCheck: app?.userClaims !== USER_CLAIMS,
   };
 }

@@ -75,14 +75,11 @@ export function createRuntime(
       storeOutages,
       writerIndex: 'writer',
       streams: { client: dynamo.client, streams: dynamo.streams },
-      // A new transaction's item holds no events: the relay rebuilds them from it, and finds it
-      // through the table's stream (OUTBOX_CARRIER_STREAM) or, when written before, the index.
+      // A new transaction's item carries its creation events (mostly as derivable from it): the
+      // relay finds it through the table's stream and rebuilds them.
       carriers: [
         {
           table: tables.entities,
-          index: 'outbox',
-          stream: true,
-          streamOnly: config.OUTBOX_CARRIER_STREAM,
           derive: (item) =>
             deriveCreationMessages(item, {
               topic: topics.consentEvents,
@@ -140,8 +137,8 @@ export async function applyDefinitions(rt: Runtime): Promise<void> {
       ),
       applyTables(rt.dynamo.client, rt.config.TABLE_PREFIX, (m) => rt.log.info(m)),
     ]);
-    // Carriers leave out their index entry only where the table's stream is on.
-    await rt.outbox.checkStreams();
+    // The relay finds carriers through their table's stream alone.
+    await rt.outbox.assertStreams();
   } finally {
     await admin.disconnect();
   }

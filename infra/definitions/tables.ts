@@ -72,14 +72,6 @@ export const tableDefs = {
     indexes: [
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
-      // Sparse: transactions by id (`txnk`), keys only: the item's pk names the principal
-      // (shared/domain/consent/txn-index.ts; those written before it are in gsi1).
-      { name: 'txn', partitionKey: 'txnk', keysOnly: true },
-      // Sparse: items that carry the events of the commit that created them, by writer and
-      // creation time (shared/outbox/outbox.ts, `commit`'s carrier), for the relay. Since the
-      // relay reads this table's stream (`stream`, OUTBOX_CARRIER_STREAM) a carrier holds its
-      // writer in `obxs` and has no entry here; those written before (or with the setting off) do.
-      { name: 'outbox', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true },
       // Sparse: the due entries derived from the items they belong to (shared/timers/derived.ts),
       // with only what their sweep needs. A lease or any other change of the item writes nothing here.
       {
@@ -89,9 +81,11 @@ export const tableDefs = {
         include: ['duekind', 'appId', 'referenceId', 'transactionId'],
       },
     ],
+    // The outbox relay finds the items that carry their commit's events (new transactions)
+    // through it (shared/outbox/carrier-stream.ts).
     stream: true,
     description:
-      'Apps, keys, notices, principals, transactions, records and their history (one table, typed keys)',
+      'Apps, keys, notices, principals, users’ claims and transactions with their records and history (one table, typed keys)',
   },
   outbox: {
     name: 'outbox',

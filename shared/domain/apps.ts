@@ -58,7 +58,7 @@ const SEALED = [
 ] as const;
 const newReferenceKeyBox = (rt: Runtime, appId: string) =>
   sealSecret(rt.config, randomBytes(32).toString('base64'), referenceAad(appId));
-const STORAGE_ATTRS = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'userClaims']);
+const STORAGE_ATTRS = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
 
 /** The API shape: storage keys and every encrypted attribute (`…Enc`) removed. */
 export function toApp(item: Record<string, unknown>): App {
@@ -130,7 +130,6 @@ export async function createApp(
         gsi2sk: 'APP',
         secretKeyEnc: sealSecret(rt.config, secretKey, secretAad(appId)),
         referenceKeyEnc: newReferenceKeyBox(rt, appId),
-        userClaims: USER_CLAIMS,
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     }),
@@ -167,67 +166,29 @@ export function getAppCached(
 }
 
 /**
- * The app's reference key: 32 random bytes, sealed in the app item (`referenceKeyEnc`), under
- * which a user id gives its first referenceId (ids.ts, `derivedReferenceId`). It never changes
- * (a key rotation reseals the box, `resealSecrets`), so it is cached for the process's life. An
- * app created before the key gets one on first use, by a conditional write: concurrent first
- * uses all read the one that landed.
+ * The app's reference key: 32 random bytes, sealed in the app item (`referenceKeyEnc`) when the
+ * app is created, under which a user id gives its first referenceId (ids.ts,
+ * `derivedReferenceId`). It never changes (a key rotation reseals the box, `resealSecrets`), so
+ * it is cached for the process's life.
  */
-export async function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
-  return (await userKeys(rt, appId)).key;
-}
-
-/**
- * Whether the app keeps every user's claim at the referenceId its user id derives to (the
- * claim layout, `USER_CLAIMS`; repository.ts, `putClaim`): true for apps created since that
- * layout. Then a user pointer item exists only beside another principal at that referenceId,
- * so a new user claimed there needs no check of a pointer item. Set at creation and never
- * changed, so cached with the reference key.
- */
-export async function claimsAtDerived(rt: Runtime, appId: string): Promise<boolean> {
-  return (await userKeys(rt, appId)).claimsAtDerived;
-}
-
-/** `userClaims` of an app created since the claim layout (stored, never shown: `toApp`). */
-export const USER_CLAIMS = 'derived';
-
-interface UserKeys {
-  key: Buffer;
-  claimsAtDerived: boolean;
-}
-
-function userKeys(rt: Runtime, appId: string): Promise<UserKeys> {
+export function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
   let byApp = referenceKeys.get(rt);
-  if (!byApp) referenceKeys.set(rt, (byApp = new Map<string, Promise<UserKeys>>()));
+  if (!byApp) referenceKeys.set(rt, (byApp = new Map<string, Promise<Buffer>>()));
   const known = byApp.get(appId);
   if (known) return known;
-  const keys = loadUserKeys(rt, appId);
-  byApp.set(appId, keys);
-  keys.catch(() => byApp.delete(appId));
-  return keys;
+  const key = loadReferenceKey(rt, appId);
+  byApp.set(appId, key);
+  key.catch(() => byApp.delete(appId));
+  return key;
 }
 
-const referenceKeys = new WeakMap<Runtime, Map<string, Promise<UserKeys>>>();
+const referenceKeys = new WeakMap<Runtime, Map<string, Promise<Buffer>>>();
 
-async function loadUserKeys(rt: Runtime, appId: string): Promise<UserKeys> {
-  let item = await getAppItem(rt, appId);
-  if (item && typeof item.referenceKeyEnc !== 'string') {
-    // A concurrent first use may have set it first: either way, the stored one is read back.
-    await updateIfHolds(rt.dynamo.doc, {
-      TableName: rt.tables.entities,
-      Key: { pk: appPk(appId), sk: 'APP' },
-      UpdateExpression: 'SET referenceKeyEnc = :box',
-      ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(referenceKeyEnc)',
-      ExpressionAttributeValues: { ':box': newReferenceKeyBox(rt, appId) },
-    });
-    item = await getAppItem(rt, appId);
-  }
+async function loadReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
+  const item = await getAppItem(rt, appId);
   if (!item || typeof item.referenceKeyEnc !== 'string')
     throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-  return {
-    key: Buffer.from(openSecret(rt.config, item.referenceKeyEnc, referenceAad(appId)), 'base64'),
-    claimsAtDerived: item.userClaims === USER_CLAIMS,
-  };
+  return Buffer.from(openSecret(rt.config, item.referenceKeyEnc, referenceAad(appId)), 'base64');
 }
 
 /** Resolves an index entry to the app id, then reads the item itself (indexes lag a little). */

@@ -102,15 +102,11 @@ export function uuidv7(nowMs = Date.now()): string {
 }
 
 /**
- * Record ids derived from their transaction's id, so a record's transaction is found without a
- * pointer item: a transaction id from `transactionUuid` is a UUID v7 whose last byte is 00, and
- * its n-th record (n 1–255) has the same id with last byte n. `transactionOfRecord` inverts it.
- * Transactions created before this layout have random last bytes; their records keep random
- * ids and pointer items.
- *
- * Given its principal's referenceId, a transaction id also carries it (bytes 10–14, 40 bits; 26
- * random bits stay beside the millisecond), so the transaction is read by id with one GetItem
- * and its item needs no entry in an index to be found (`referenceOfTransaction`).
+ * A transaction id: a UUID v7 whose last byte is 00. Its n-th record (n 1–255) has the same id
+ * with last byte n (`recordUuid`; `transactionOfRecord` inverts it), so a record's transaction
+ * is found from the record id alone. Given its principal's referenceId, the id also carries it
+ * (bytes 10–14, 40 bits; 26 random bits stay beside the millisecond), so the transaction is
+ * read by id with one GetItem and needs no index (`referenceOfTransaction`).
  */
 export function transactionUuid(nowMs = Date.now(), referenceId?: string): string {
   const t = `${uuidv7(nowMs).slice(0, 34)}00`;
@@ -123,10 +119,9 @@ export function transactionUuid(nowMs = Date.now(), referenceId?: string): strin
 }
 
 /**
- * The referenceId a transaction id would carry (`transactionUuid` with a referenceId): bytes
- * 10–14 read as a referenceId. Any transaction-shaped id reads as one, so this names where to
- * look first, never proof: a transaction whose item is not at that referenceId (one created
- * before ids carried it) is found through the `txn` index (repository.ts, `loadTransaction`).
+ * The referenceId a transaction id carries (`transactionUuid` with a referenceId): bytes 10–14
+ * read as a referenceId. Any transaction-shaped id reads as one, so this names where the
+ * transaction would be, never proof that it is there (repository.ts, `loadTransaction`).
  */
 export function referenceOfTransaction(transactionId: string): string | undefined {
   if (!patterns.uuid.test(transactionId) || !transactionId.endsWith('00')) return undefined;

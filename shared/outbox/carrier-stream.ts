@@ -14,9 +14,8 @@ import type { Logger } from '../logger.js';
 import { getOrCreate } from '../metrics.js';
 
 /**
- * Where a carrier table's items hold their writer when the relay finds them through the table's
- * DynamoDB stream instead of a sparse index (`CarrierSource.stream`): not `obxw`, so the item has
- * no entry in the `outbox` index and its write bills no index unit.
+ * Where a carrier holds its writer (`{writer id}#{shard}`): the relay finds it through its
+ * table's DynamoDB stream, so it is in no index and its write bills no index unit.
  */
 export const STREAM_WRITER_ATTR = 'obxs';
 
@@ -86,8 +85,8 @@ const isName = (err: unknown, name: string) =>
 
 /**
  * Reads a carrier table's DynamoDB stream (NEW_IMAGE) and holds the commits it shows whose
- * writer has not been seen to publish them: the relay's way to find the commits of a writer that
- * stopped without an index entry on every carrier (shared/outbox/outbox.ts, `relayPass`).
+ * writer has not been seen to publish them: how the relay finds the carriers of a writer that
+ * stopped (shared/outbox/outbox.ts, `relayPass`).
  *
  * - `poll` reads every shard of the stream to its current end (or `PAGES_PER_POLL` pages) and
  *   holds each record whose new image has `obxs` and `obxt`.
@@ -211,7 +210,6 @@ export class CarrierStream {
 
   private async readAll(): Promise<boolean> {
     const arn = await this.streamArn();
-    if (arn === undefined) return true;
     const shardIds = await this.listShards(arn);
     let caughtUp = true;
     for (const id of shardIds) {
@@ -231,18 +229,15 @@ export class CarrierStream {
   }
 
   /**
-   * The table's stream, or undefined (asked again at the next read) when it has none: there is
-   * nothing to read. Carriers leave out their index entry only where their writer found the
-   * stream on at its start (`Outbox.checkStreams`).
+   * The table's stream. A table without one fails the read (and so the relay pass): its
+   * carriers could not be found (the process's start checks it, `Outbox.assertStreams`).
    */
-  private async streamArn(): Promise<string | undefined> {
+  private async streamArn(): Promise<string> {
     if (this.arn) return this.arn;
     const t = await this.d.client.send(new DescribeTableCommand({ TableName: this.d.table }));
     const arn = t.Table?.LatestStreamArn;
-    if (!arn || t.Table?.StreamSpecification?.StreamEnabled !== true) {
-      this.d.log.warn({ table: this.d.table }, 'the table has no stream to read');
-      return undefined;
-    }
+    if (!arn || t.Table?.StreamSpecification?.StreamEnabled !== true)
+      throw new Error(`table ${this.d.table} has no stream: its carriers cannot be found`);
     return (this.arn = arn);
   }
 

@@ -1,30 +1,35 @@
 import {
-  BatchGetCommand,
-  BatchWriteCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
-  QueryCommand,
-  ScanCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { createHash, randomUUID } from 'node:crypto';
-import { gunzipSync, gzipSync } from 'node:zlib';
-import { Gauge, Counter, Histogram, type Registry } from 'prom-client';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { randomUUID } from 'node:crypto';
+import { Gauge, Histogram, type Registry } from 'prom-client';
+import { ulid } from 'ulid';
+import type { OutMessage, Producer } from '../bus/producer.js';
+import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { STEP_SECONDS_BUCKETS, getOrCreate } from '../metrics.js';
-import { backoffMs } from '../backoff.js';
-import { AppError } from '../errors.js';
-import { ulid } from 'ulid';
+import { writeItems } from '../storage/dynamo.js';
 import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
 import type { StoreOutages } from '../storage/outages.js';
-import type { OutMessage, Producer } from '../bus/producer.js';
 import { withTraceHeaders } from '../telemetry.js';
-import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
-import { CarrierStream, CHECKPOINT_PREFIX, STREAM_WRITER_ATTR } from './carrier-stream.js';
-import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import {
+  ATTR,
+  PROGRESS_PREFIX,
+  RETENTION_S,
+  WRITERS,
+  placeCommit,
+  publishedCounter,
+  type CarrierSource,
+  type Envelope,
+  type Placed,
+} from './commits.js';
+import { Relay } from './relay.js';
 
 export type { TransactItem };
 
@@ -32,113 +37,6 @@ export interface OutboxItem extends OutMessage {
   /** The event id. */
   id: string;
   createdAtMs: number;
-}
-
-/**
- * The messages of one commit, in order, under the first one's id, stored as gzip-compressed JSON
- * (`packed` in an outbox item, `obx` in a carrier item): a commit's events repeat most of their
- * text, and DynamoDB bills writes by the kilobyte. `envelopeOf` also reads the shape written
- * before: one message per item, at the top level.
- */
-interface Envelope {
-  id: string;
-  messages: OutMessage[];
-  createdAtMs: number;
-}
-
-/**
- * The messages of a commit as stored: gzip-compressed JSON (`packed` in an outbox item, `obx` in
- * a carrier item).
- */
-export function packMessages(messages: readonly OutMessage[]): Uint8Array {
-  return gzipSync(
-    JSON.stringify(
-      messages.map((m) => ({
-        topic: m.topic,
-        key: m.key,
-        value: m.value,
-        headers: m.headers ?? {},
-      })),
-    ),
-  );
-}
-
-/**
- * The envelope an item holds. A carrier written with `derived` (see `commit`) holds no messages:
- * its source's `derive` rebuilds them from the item. One that cannot be rebuilt is an error,
- * never an empty commit: the relay pass fails and says which item.
- */
-function envelopeOf(item: Record<string, unknown>, derive?: CarrierSource['derive']): Envelope {
-  const id = String(item.id);
-  const createdAtMs = Number(item.createdAtMs);
-  if (item.packed instanceof Uint8Array)
-    return {
-      id,
-      createdAtMs,
-      messages: JSON.parse(gunzipSync(item.packed).toString('utf8')) as OutMessage[],
-    };
-  const at = item[ATTR.at];
-  const packed = item[ATTR.packed];
-  if (typeof at === 'string' && packed instanceof Uint8Array) {
-    const first = parseAt(at);
-    return {
-      id: first.id,
-      createdAtMs: first.ms,
-      messages: JSON.parse(gunzipSync(packed).toString('utf8')) as OutMessage[],
-    };
-  }
-  if (typeof at === 'string' && derive) {
-    const first = parseAt(at);
-    const messages = derive(item);
-    if (!messages)
-      throw new Error(
-        `outbox carrier ${String(item.pk)}/${String(item.sk)} holds no events and they cannot be rebuilt from it`,
-      );
-    return { id: first.id, createdAtMs: first.ms, messages };
-  }
-  const { topic, key, value, headers } = item as unknown as OutMessage;
-  return { id, createdAtMs, messages: [{ topic, key, value, headers: headers ?? {} }] };
-}
-
-/**
- * Attribute names of the writer layout. An outbox item, and any item of another table that
- * carries a commit's events (a "carrier", see `commit`), holds `obxw` = `{writer id}#{shard}` and
- * `obxt` = `{createdAtMs, 15 digits}#{first event id}`, the keys of a sparse index over which the
- * relay finds a dead writer's events; a carrier holds the packed messages in `obx`.
- */
-export const ATTR = { writer: 'obxw', at: 'obxt', packed: 'obx' } as const;
-/** Index partitions per writer, so one busy writer never makes one hot index partition. */
-export const WRITER_SHARDS = 8;
-/** The index partition listing every writer's progress item. */
-const WRITERS = 'writers';
-const PROGRESS_PREFIX = 'writer#';
-const LEGACY_MARKER = 'legacy#drained';
-const RETENTION_S = 14 * 86_400;
-
-const atKey = (ms: number, id: string) => `${String(ms).padStart(15, '0')}#${id}`;
-function parseAt(at: string): { ms: number; id: string } {
-  const i = at.indexOf('#');
-  return { ms: Number(at.slice(0, i)), id: at.slice(i + 1) };
-}
-const shardOf = (id: string) =>
-  createHash('sha256').update(id).digest().readUInt8(0) % WRITER_SHARDS;
-
-/** A table whose items may carry a commit's events, and its index over `obxw` / `obxt`. */
-export interface CarrierSource {
-  table: string;
-  index: string;
-  /**
-   * Rebuilds the messages of a carrier written with `derived` (it holds no `obx`) from the item
-   * itself; undefined when the item cannot say what they were.
-   */
-  derive?: (item: Record<string, unknown>) => OutMessage[] | undefined;
-  /** The relay reads the table's DynamoDB stream (`CarrierStream`) besides `index`. */
-  stream?: boolean;
-  /**
-   * With `stream`: a new carrier holds its writer in `obxs` rather than `obxw`, so the relay
-   * finds it through the stream alone and it has no `index` entry (which bills a write unit).
-   */
-  streamOnly?: boolean;
 }
 
 export interface OutboxDeps {
@@ -155,23 +53,13 @@ export interface OutboxDeps {
   writerIndex?: string;
   /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
   carriers?: CarrierSource[];
-  /** The clients the relay reads a `stream` carrier source with. */
+  /** The clients the relay reads the carrier tables' streams with (needed with `carriers`). */
   streams?: { client: DynamoDBClient; streams: DynamoDBStreamsClient };
 }
 
 function outboxMetrics(registry: Registry) {
   return {
-    published: getOrCreate(
-      registry,
-      'svc_outbox_published_total',
-      () =>
-        new Counter({
-          name: 'svc_outbox_published_total',
-          help: 'Outbox messages published, by path (fast = at write time, retry = later by the writer itself, relay = by the relay for a writer that stopped)',
-          labelNames: ['path'],
-          registers: [registry],
-        }),
-    ),
+    published: publishedCounter(registry),
     backlog: getOrCreate(
       registry,
       'svc_outbox_backlog',
@@ -192,17 +80,6 @@ function outboxMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
-    passes: getOrCreate(
-      registry,
-      'svc_outbox_relay_passes_total',
-      () =>
-        new Counter({
-          name: 'svc_outbox_relay_passes_total',
-          help: 'Relay passes by result (ok, kafka_unavailable, failed)',
-          labelNames: ['result'],
-          registers: [registry],
-        }),
-    ),
     commitSeconds: getOrCreate(
       registry,
       'svc_outbox_commit_seconds',
@@ -215,16 +92,6 @@ function outboxMetrics(registry: Registry) {
           registers: [registry],
         }),
     ),
-    recovered: getOrCreate(
-      registry,
-      'svc_outbox_writers_recovered_total',
-      () =>
-        new Counter({
-          name: 'svc_outbox_writers_recovered_total',
-          help: 'Writers that stopped (no progress within OUTBOX_WRITER_STALE_MS) whose events the relay published from their watermark',
-          registers: [registry],
-        }),
-    ),
   };
 }
 
@@ -234,7 +101,7 @@ export interface OutboxOptions {
    * events are already stored; the writer publishes them itself later, or the relay if it dies).
    */
   publishWaitMs?: number;
-  /** Commits one relay or retry step publishes at once. */
+  /** Commits one retry step (and this process's relay step) publishes at once. */
   relayBatch?: number;
   /**
    * Commit transactions in flight at once; commits made meanwhile wait and leave together in
@@ -264,7 +131,7 @@ interface Open {
   /** A publish of it is in flight (fast path or retry). */
   sending: boolean;
   /** Where its events are stored (to look up an `unknown` one). */
-  where: { table: string; key: Record<string, unknown> };
+  where: Placed['where'];
   at: string;
   /** unknown: when the transaction failed, and when it was last found absent. */
   failedAt?: number;
@@ -281,17 +148,6 @@ export function certainlyNotApplied(err: unknown): boolean {
 /** A failed transaction whose outcome is unknown is taken for not applied once found absent this long after it failed, twice. */
 const UNKNOWN_SETTLE_MS = 60_000;
 
-/** What a writer's progress item (undefined: gone) says of its commits the stream showed. */
-function settlement(
-  p: Record<string, unknown> | undefined,
-): Parameters<CarrierStream['settle']>[1] {
-  if (!p) return { gone: true };
-  return {
-    below: atKey(Number(p.watermark), ''),
-    ...(typeof p.after === 'string' ? { after: p.after } : {}),
-  };
-}
-
 /**
  * Transactional outbox without deletes. `commit` writes a change and its events in one
  * TransactWriteItems (the events together in one outbox item, or inside one of the change's own
@@ -300,10 +156,10 @@ function settlement(
  * memory, publishes them itself when Kafka is back, and saves a progress item once a second:
  * its watermark (every commit created before it is published) and a heartbeat. If a writer stops
  * (killed, or its machine gone), its progress item goes stale, and the relay (`relayOnce`, any
- * process) reads the writer's commits from its watermark on through the sparse `obxw`/`obxt`
- * index and publishes them, then deletes the progress item. Outbox items expire by TTL
- * (`expiresAt`, 14 days; TTL deletes cost no write units on AWS). Delivery is at-least-once:
- * consumers deduplicate by event id (see idempotency.ts).
+ * process) finds the writer's commits from its watermark on, outbox items through the `writer`
+ * index and carriers through their tables' streams, publishes them, then deletes the progress
+ * item. Outbox items expire by TTL (`expiresAt`, 14 days; TTL deletes cost no write units on
+ * AWS). Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
  */
 export class Outbox {
   private readonly m;
@@ -316,22 +172,28 @@ export class Outbox {
   private loop: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private failures = 0;
-  private legacyDone = false;
   private beat: NodeJS.Timeout | undefined;
   private saving = false;
-  /** Relay: each writer's heartbeat as last read, and since when (this process's clock) it has not changed. */
-  private readonly observed = new Map<string, { beat: number; since: number }>();
 
   /** This process's writer id: the partition of its commits in the writer index. */
   readonly writerId = `w${ulid()}`;
   /** Concurrent commits share TransactWriteItems requests (group commit). */
   readonly group: GroupCommit;
+  /** This process's relay of other writers' commits (relay.ts). */
+  readonly relay: Relay;
 
   constructor(
     private readonly d: OutboxDeps,
     private readonly o: OutboxOptions = {},
   ) {
     this.m = outboxMetrics(d.registry);
+    this.relay = new Relay(
+      { ...d, self: { writerId: this.writerId, watermark: () => this.watermark() } },
+      {
+        ...(o.relayBatch !== undefined ? { relayBatch: o.relayBatch } : {}),
+        ...(o.staleMs !== undefined ? { staleMs: o.staleMs } : {}),
+      },
+    );
     this.group = new GroupCommit(
       (items) =>
         d.doc.send(
@@ -452,55 +314,6 @@ export class Outbox {
     this.m.oldest.set(oldest === undefined ? 0 : (Date.now() - oldest) / 1000);
   }
 
-  /** Where a commit's events go: an outbox item, or attributes of its carrier item. */
-  private place(
-    changes: TransactItem[],
-    env: Envelope,
-    carrier: number | undefined,
-    derived: boolean,
-  ): { items: TransactItem[]; where: Open['where']; at: string } {
-    const at = atKey(env.createdAtMs, env.id);
-    const writer = `${this.writerId}#${shardOf(env.id)}`;
-    if (carrier === undefined) {
-      const packed = packMessages(env.messages);
-      const item: TransactItem = {
-        Put: {
-          TableName: this.d.table,
-          Item: {
-            id: env.id,
-            packed,
-            createdAtMs: env.createdAtMs,
-            [ATTR.writer]: writer,
-            [ATTR.at]: at,
-            // Kept for the relay in case this writer stops; TTL removes it at no write cost.
-            expiresAt: Math.floor(env.createdAtMs / 1000) + RETENTION_S,
-          },
-          ConditionExpression: 'attribute_not_exists(id)',
-        },
-      };
-      return { items: [...changes, item], where: { table: this.d.table, key: { id: env.id } }, at };
-    }
-    const put = changes[carrier]?.Put;
-    if (!put?.TableName || !put.Item)
-      throw new Error('an outbox carrier must be a Put of the same commit');
-    const items = [...changes];
-    const streamed = this.streamed.has(put.TableName);
-    items[carrier] = {
-      Put: {
-        ...put,
-        Item: {
-          ...put.Item,
-          ...(derived ? {} : { [ATTR.packed]: packMessages(env.messages) }),
-          [streamed ? STREAM_WRITER_ATTR : ATTR.writer]: writer,
-          [ATTR.at]: at,
-        },
-      },
-    };
-    const names = this.d.keyAttributes?.(put.TableName) ?? ['pk', 'sk'];
-    const key = Object.fromEntries(names.map((k) => [k, put.Item![k]]));
-    return { items, where: { table: put.TableName, key }, at };
-  }
-
   /**
    * Writes `changes` and the messages atomically, then publishes. The messages go into one
    * outbox item, or, with `carrier` (the index of a Put in `changes` that creates its item), into
@@ -547,7 +360,13 @@ export class Outbox {
     };
     if (o.derived && o.carrier === undefined)
       throw new Error('only a carrier can hold derived events');
-    const placed = this.place(changes, env, o.carrier, o.derived === true);
+    const placed = placeCommit(changes, env, {
+      table: this.d.table,
+      writerId: this.writerId,
+      carrier: o.carrier,
+      derived: o.derived === true,
+      keyAttributes: this.d.keyAttributes,
+    });
     const n = this.seq++;
     const entry: Open = {
       env,
@@ -739,424 +558,13 @@ export class Outbox {
     if (this.beat) clearInterval(this.beat);
   }
 
-  /**
-   * One relay pass: for every writer whose heartbeat this relay has seen unchanged for
-   * `staleMs` (it stopped),
-   * publishes its commits from its watermark on, a bounded batch at a time, moving its watermark
-   * after each batch, then deletes its progress item. Also publishes (and deletes) items of the
-   * layout written before writers, until a pass finds none. Stops at the first batch Kafka does
-   * not take. Returns how many messages were published.
-   */
-  async relayOnce(o: { staleMs?: number; now?: number } = {}): Promise<number> {
-    try {
-      return await this.relayPass(o.staleMs ?? this.o.staleMs ?? 10_000, o.now ?? Date.now());
-    } catch (err) {
-      this.observed.clear();
-      this.m.passes.inc({ result: 'failed' });
-      throw err;
-    }
+  /** One pass of this process's relay (`Relay.relayOnce`). */
+  relayOnce(o: { staleMs?: number; now?: number } = {}): Promise<number> {
+    return this.relay.relayOnce(o);
   }
 
-  /** Carrier tables with `streamOnly` whose stream `checkStreams` found on. */
-  private readonly streamed = new Set<string>();
-
-  /**
-   * Finds which `streamOnly` carrier tables have their stream on (the process's start calls it
-   * after `applyTables`): only their carriers leave out the index entry. A table whose stream is
-   * not on (its table being changed when the start tried to turn it on) keeps getting carriers
-   * with the index entry, which the relay finds without the stream.
-   */
-  async checkStreams(): Promise<void> {
-    for (const c of this.d.carriers ?? []) {
-      if (!c.stream || !c.streamOnly || !this.d.streams) continue;
-      const t = await this.d.streams.client.send(new DescribeTableCommand({ TableName: c.table }));
-      if (t.Table?.StreamSpecification?.StreamEnabled === true) this.streamed.add(c.table);
-      else {
-        this.streamed.delete(c.table);
-        this.d.log.warn(
-          { table: c.table },
-          'the table has no stream: its new carriers keep their outbox index entry',
-        );
-      }
-    }
+  /** Fails unless every carrier table has its stream on (`Relay.assertStreams`). */
+  assertStreams(): Promise<void> {
+    return this.relay.assertStreams();
   }
-
-  /** The relay's readers of the `stream` carrier sources, made at its first pass. */
-  private streamReaders: { src: CarrierSource; reader: CarrierStream }[] | undefined;
-
-  private readers(): { src: CarrierSource; reader: CarrierStream }[] {
-    if (this.streamReaders) return this.streamReaders;
-    const sources = (this.d.carriers ?? []).filter((c) => c.stream);
-    const clients = this.d.streams;
-    if (sources.length > 0 && !clients)
-      throw new Error('a carrier source found through its stream needs the streams client');
-    this.streamReaders = sources.map((src) => ({
-      src,
-      reader: new CarrierStream({
-        client: clients!.client,
-        streams: clients!.streams,
-        doc: this.d.doc,
-        table: src.table,
-        keys: this.d.keyAttributes?.(src.table) ?? ['pk', 'sk'],
-        checkpointTable: this.d.table,
-        log: this.d.log,
-        registry: this.d.registry,
-      }),
-    }));
-    return this.streamReaders;
-  }
-
-  private async relayPass(staleMs: number, now: number): Promise<number> {
-    const legacy = await this.relayLegacy();
-    if (legacy === false) {
-      this.m.passes.inc({ result: 'kafka_unavailable' });
-      return 0;
-    }
-    let sent = legacy;
-    // The streams are read before the progress items: a commit read here whose writer's
-    // watermark (read after) has passed it was published. At most every 5 s, unless a writer is
-    // to be taken over (below).
-    const readers = this.readers();
-    const read = async (force: boolean) => {
-      let caughtUp = true;
-      let fresh = true;
-      for (const r of readers) {
-        const x = await r.reader.poll(force);
-        caughtUp &&= x.caughtUp;
-        fresh &&= x.read;
-      }
-      return { caughtUp, fresh };
-    };
-    let streams = await read(false);
-    const writers = await this.listWriters();
-    for (const w of this.observed.keys()) if (!writers.includes(w)) this.observed.delete(w);
-    await this.settleUnlisted(readers, writers);
-    for (const w of writers) {
-      if (w === this.writerId) {
-        for (const r of readers) r.reader.settle(w, { below: atKey(this.watermark(), '') });
-        continue;
-      }
-      const p = await this.progressOf(w);
-      for (const r of readers) r.reader.settle(w, settlement(p));
-      if (!p || !this.stopped(w, p, now, staleMs)) continue;
-      // Stopped: the streams are read in this pass, after it stopped, so they hold all of its
-      // commits; a read short of its end may not yet.
-      if (!streams.fresh) {
-        streams = await read(true);
-        for (const r of readers) r.reader.settle(w, settlement(p));
-      }
-      if (!streams.caughtUp) continue;
-      const r = await this.recoverWriter(w, p);
-      sent += r.sent;
-      if (!r.ok) {
-        this.m.passes.inc({ result: 'kafka_unavailable' });
-        return sent;
-      }
-    }
-    for (const r of readers) await r.reader.saveCheckpoints();
-    this.m.passes.inc({ result: 'ok' });
-    if (sent > 0) this.d.log.info({ sent }, 'outbox relay published events of stopped writers');
-    return sent;
-  }
-
-  private async progressOf(w: string): Promise<Record<string, unknown> | undefined> {
-    return (
-      await this.d.doc.send(
-        new GetCommand({
-          TableName: this.d.table,
-          Key: { id: `${PROGRESS_PREFIX}${w}` },
-          ConsistentRead: true,
-        }),
-      )
-    ).Item;
-  }
-
-  /**
-   * Stopped: its heartbeat has not moved for `staleMs` as this relay saw it, on its own clock,
-   * with the store answering all along (a pass that fails starts the watch again). So no clocks
-   * of two machines are compared, and a store outage, during which no writer can save progress,
-   * does not make every writer look stopped. 0: it closed with commits left over.
-   */
-  private stopped(w: string, p: Record<string, unknown>, now: number, staleMs: number): boolean {
-    const beat = Number(p.heartbeatAt);
-    let seen = this.observed.get(w);
-    if (seen?.beat !== beat) this.observed.set(w, (seen = { beat, since: now }));
-    return beat === 0 || now - seen.since >= staleMs;
-  }
-
-  /**
-   * Writers the streams hold commits of that the (eventually consistent) index did not list:
-   * gone (closed with nothing left, or taken over), or too new to be listed yet.
-   */
-  private async settleUnlisted(
-    readers: { reader: CarrierStream }[],
-    writers: readonly string[],
-  ): Promise<void> {
-    const unlisted = new Set(readers.flatMap((r) => r.reader.writers()));
-    for (const w of unlisted) {
-      if (w === this.writerId || writers.includes(w)) continue;
-      const s = settlement(await this.progressOf(w));
-      for (const r of readers) r.reader.settle(w, s);
-    }
-  }
-
-  private async listWriters(): Promise<string[]> {
-    const out: string[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.d.doc.send(
-        new QueryCommand({
-          TableName: this.d.table,
-          IndexName: this.d.writerIndex ?? 'writer',
-          KeyConditionExpression: '#w = :w',
-          ExpressionAttributeNames: { '#w': ATTR.writer },
-          ExpressionAttributeValues: { ':w': WRITERS },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const i of page.Items ?? []) out.push(String(i[ATTR.at]));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return out;
-  }
-
-  /** The sources a writer's commits may be in: the outbox table and the carrier tables. */
-  private sources(): CarrierSource[] {
-    return [
-      { table: this.d.table, index: this.d.writerIndex ?? 'writer' },
-      ...(this.d.carriers ?? []),
-    ];
-  }
-
-  /** Publishes a stopped writer's commits after its watermark, in creation order. */
-  private async recoverWriter(
-    w: string,
-    p: Record<string, unknown>,
-  ): Promise<{ sent: number; ok: boolean }> {
-    const limit = this.o.relayBatch ?? 500;
-    const seenBeat = Number(p.heartbeatAt);
-    let after = typeof p.after === 'string' ? p.after : undefined;
-    const from = atKey(Number(p.watermark), '');
-    let sent = 0;
-    for (;;) {
-      const found = await this.indexedCommits(w, after, from, limit);
-      for (const r of this.readers())
-        for (const h of r.reader.heldFor(w, after).slice(0, limit))
-          found.push({ table: r.src.table, key: h.key, at: h.at });
-      found.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-      const batch = found.slice(0, limit);
-      if (batch.length === 0) {
-        const deleted = await this.d.doc
-          .send(
-            new DeleteCommand({
-              TableName: this.d.table,
-              Key: { id: `${PROGRESS_PREFIX}${w}` },
-              ConditionExpression: 'heartbeatAt = :hb',
-              ExpressionAttributeValues: { ':hb': seenBeat },
-            }),
-          )
-          .then(
-            () => true,
-            (err: unknown) => {
-              if (!isConditionFailure(err)) throw err;
-              return false;
-            },
-          );
-        // Came back meanwhile (its heartbeat moved): it publishes its own commits.
-        if (deleted) for (const r of this.readers()) r.reader.settle(w, { gone: true });
-        this.m.recovered.inc();
-        this.d.log.warn({ writer: w, sent }, 'outbox relay took over a stopped writer');
-        return { sent, ok: true };
-      }
-      const envelopes = await this.fetchEnvelopes(batch);
-      const messages = envelopes.flatMap((e) => e.messages);
-      try {
-        if (messages.length > 0) await this.d.producer.send(messages);
-      } catch (err) {
-        this.d.log.warn({ err, writer: w, count: messages.length }, 'outbox relay publish failed');
-        return { sent, ok: false };
-      }
-      this.m.published.inc({ path: 'relay' }, messages.length);
-      sent += messages.length;
-      after = batch[batch.length - 1]!.at;
-      const moved = await updateIfHolds(this.d.doc, {
-        TableName: this.d.table,
-        Key: { id: `${PROGRESS_PREFIX}${w}` },
-        UpdateExpression: 'SET #after = :after',
-        ConditionExpression: 'heartbeatAt = :hb',
-        ExpressionAttributeNames: { '#after': 'after' },
-        ExpressionAttributeValues: { ':after': after, ':hb': seenBeat },
-      });
-      // The writer came back (a new heartbeat): it publishes its own commits again.
-      if (!moved) return { sent, ok: true };
-      for (const r of this.readers()) r.reader.settle(w, { after });
-    }
-  }
-
-  /** A writer's commits the indexes hold after `after` (from `from` on when undefined). */
-  private async indexedCommits(
-    w: string,
-    after: string | undefined,
-    from: string,
-    limit: number,
-  ): Promise<{ table: string; key: Record<string, unknown>; at: string }[]> {
-    const found: { table: string; key: Record<string, unknown>; at: string }[] = [];
-    for (const src of this.sources())
-      for (let s = 0; s < WRITER_SHARDS; s++) {
-        const page = await this.d.doc.send(
-          new QueryCommand({
-            TableName: src.table,
-            IndexName: src.index,
-            KeyConditionExpression:
-              after === undefined ? '#w = :w AND #at >= :from' : '#w = :w AND #at > :from',
-            ExpressionAttributeNames: { '#w': ATTR.writer, '#at': ATTR.at },
-            ExpressionAttributeValues: { ':w': `${w}#${s}`, ':from': after ?? from },
-            Limit: limit,
-          }),
-        );
-        const names =
-          this.d.keyAttributes?.(src.table) ?? (src.table === this.d.table ? ['id'] : ['pk', 'sk']);
-        for (const i of page.Items ?? [])
-          found.push({
-            table: src.table,
-            key: Object.fromEntries(names.map((k) => [k, i[k]])),
-            at: String(i[ATTR.at]),
-          });
-      }
-    return found;
-  }
-
-  /** The envelopes stored in these items (consistent reads, 100 keys a request), in order. */
-  private async fetchEnvelopes(
-    refs: { table: string; key: Record<string, unknown>; at: string }[],
-  ): Promise<Envelope[]> {
-    const byAt = new Map<string, Envelope>();
-    for (let i = 0; i < refs.length; i += 100) {
-      const chunk = refs.slice(i, i + 100);
-      let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> =
-        {};
-      for (const r of chunk) {
-        request[r.table] ??= { Keys: [], ConsistentRead: true };
-        request[r.table]!.Keys.push(r.key);
-      }
-      for (let round = 0; Object.keys(request).length > 0; round++) {
-        if (round > 0)
-          await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 1_000 })));
-        const res = await this.d.doc.send(new BatchGetCommand({ RequestItems: request }));
-        for (const [table, items] of Object.entries(res.Responses ?? {})) {
-          const derive = this.d.carriers?.find((c) => c.table === table)?.derive;
-          for (const item of items) {
-            const at: unknown = item[ATTR.at];
-            if (typeof at === 'string') byAt.set(at, envelopeOf(item, derive));
-          }
-        }
-        request = (res.UnprocessedKeys ?? {}) as typeof request;
-      }
-    }
-    // An item whose carrier changed since (its index entry moved) is skipped: its events are
-    // those of the commit now stored there, found under their own key.
-    return refs.flatMap((r) => byAt.get(r.at) ?? []);
-  }
-
-  /**
-   * Items of the layout written before writers (deleted once published, no `obxw`): read,
-   * published and deleted a bounded batch at a time until a whole pass finds none; a marker item
-   * then keeps later passes (and processes) from scanning again. False when Kafka refused.
-   */
-  private async relayLegacy(): Promise<number | false> {
-    if (this.legacyDone) return 0;
-    const marker = await this.d.doc.send(
-      new GetCommand({ TableName: this.d.table, Key: { id: LEGACY_MARKER }, ConsistentRead: true }),
-    );
-    if (marker.Item) {
-      this.legacyDone = true;
-      return 0;
-    }
-    const limit = this.o.relayBatch ?? 500;
-    let start: Record<string, unknown> | undefined;
-    let sent = 0;
-    let found = 0;
-    do {
-      const page = await this.d.doc.send(
-        new ScanCommand({
-          TableName: this.d.table,
-          ConsistentRead: true,
-          Limit: limit,
-          ExclusiveStartKey: start,
-          // Neither a writer's progress item nor a stream checkpoint (carrier-stream.ts).
-          FilterExpression:
-            'attribute_not_exists(#w) AND attribute_not_exists(watermark) AND id <> :marker AND NOT begins_with(id, :checkpoint)',
-          ExpressionAttributeNames: { '#w': ATTR.writer },
-          ExpressionAttributeValues: { ':marker': LEGACY_MARKER, ':checkpoint': CHECKPOINT_PREFIX },
-        }),
-      );
-      const items = (page.Items ?? [])
-        .map((i) => envelopeOf(i))
-        .sort((a, b) => a.createdAtMs - b.createdAtMs);
-      found += items.length;
-      if (items.length > 0) {
-        const messages = items.flatMap((e) => e.messages);
-        try {
-          await this.d.producer.send(messages);
-        } catch (err) {
-          this.d.log.warn({ err, count: messages.length }, 'outbox relay publish failed');
-          return false;
-        }
-        this.m.published.inc({ path: 'relay' }, messages.length);
-        sent += messages.length;
-        for (let i = 0; i < items.length; i += 25)
-          await this.d.doc.send(
-            new BatchWriteCommand({
-              RequestItems: {
-                [this.d.table]: items
-                  .slice(i, i + 25)
-                  .map((e) => ({ DeleteRequest: { Key: { id: e.id } } })),
-              },
-            }),
-          );
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    if (found === 0) {
-      await this.d.doc.send(
-        new PutCommand({ TableName: this.d.table, Item: { id: LEGACY_MARKER, at: Date.now() } }),
-      );
-      this.legacyDone = true;
-    }
-    return sent;
-  }
-}
-
-/** Runs `relayOnce` every `intervalMs` until stopped. */
-export function startRelay(
-  outbox: Outbox,
-  o: { intervalMs: number; staleMs?: number; log: Logger },
-) {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  let failures = 0;
-  const tick = () => {
-    running = outbox
-      .relayOnce(o.staleMs === undefined ? {} : { staleMs: o.staleMs })
-      .then(
-        () => (failures = 0),
-        (err: unknown) => {
-          failures++;
-          o.log.warn({ err, failures }, 'outbox relay pass failed');
-        },
-      )
-      .finally(() => {
-        // A failing store is not hammered: the pause grows to 10 intervals at most.
-        if (!stopped) timer = setTimeout(tick, o.intervalMs * Math.min(1 + failures, 10));
-      });
-  };
-  timer = setTimeout(tick, 0);
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
 }

@@ -93,24 +93,6 @@ describe('creation events rebuilt from the transaction item', () => {
     ).toBeUndefined();
   });
 
-  it('with CONSENT_COMPACT_CREATION off (a rolling upgrade) the item holds both, as before', async () => {
-    const rt = rec.f.p.rt;
-    const made = await createUserConsent(
-      {
-        rt: { ...rt, config: { ...rt.config, CONSENT_COMPACT_CREATION: false } },
-        app: rec.a.app,
-        actor: { source: 'api', credential: 'test' },
-      },
-      { userId: uid(), email: 'old@shop.example', consents: { analytics: true } },
-    );
-    const item = await txnItem(made.referenceId, made.transactionId);
-    expect(item.obx).toBeInstanceOf(Uint8Array);
-    expect((item.history as { operation: string }[]).map((h) => h.operation)).toEqual(['create']);
-    const sent = await rec.f.waitForEvents(made.referenceId, 2);
-    const next = creationIds(made);
-    expect(sent.map((e) => e.id)).toEqual([next(), next()]);
-  });
-
   it('the relay publishes a stopped writer’s creation events, rebuilt from the item', async () => {
     const userId = uid();
     const made = await createWithStoppedWriter(userId);
@@ -215,24 +197,5 @@ describe('records stored without what follows from their transaction', () => {
     expect(times.get('marketing')).toBe(item.updatedAt);
     expect(times.get('analytics')).toBe(item.createdAt);
     expect(times.get('essential')).toBe(item.createdAt);
-  });
-
-  it('with CONSENT_COMPACT_CREATION off every record is stored whole', async () => {
-    const rt = rec.f.p.rt;
-    const made = await createUserConsent(
-      {
-        rt: { ...rt, config: { ...rt.config, CONSENT_COMPACT_CREATION: false } },
-        app: rec.a.app,
-        actor: { source: 'api', credential: 'test' },
-      },
-      { userId: uid(), email: 'full@shop.example', consents: three },
-    );
-    const item = await txnItem(made.referenceId, made.transactionId);
-    expect(
-      (item.records as Stored).every(
-        (x, i) =>
-          x.updatedAt === item.createdAt && x.recordId === recordUuid(made.transactionId, i + 1),
-      ),
-    ).toBe(true);
   });
 });

@@ -1,9 +1,8 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { ulid } from 'ulid';
 import { createTableInput, tableDefs } from '../../infra/definitions/tables.js';
 import { DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
@@ -16,17 +15,14 @@ import { useRecordApi, transactionItem } from './fixture.js';
 
 /**
  * The relay finds a new transaction's item (the carrier of its creation events) through the
- * entities table's DynamoDB stream, so the item has no `outbox` index entry
- * (shared/outbox/carrier-stream.ts, OUTBOX_CARRIER_STREAM). Against the real Kafka and DynamoDB
- * Local and its stream; a stopped writer's producer points at a closed port.
+ * entities table's DynamoDB stream, so the item is in no index (shared/outbox/carrier-stream.ts).
+ * Against the real Kafka and DynamoDB Local and its stream; a stopped writer's producer points
+ * at a closed port.
  */
 const { rec, uid, post } = useRecordApi('consent-carrier-stream');
 
 /** An outbox as the runtime builds one, over `producer`, with its own writer id. */
-async function outboxOf(
-  producer: Producer,
-  o: { streamOnly?: boolean; registry?: Registry; table?: string } = {},
-) {
+function outboxOf(producer: Producer, o: { registry?: Registry; table?: string } = {}) {
   const rt = rec.f.p.rt;
   const deps: OutboxDeps = {
     doc: rt.dynamo.doc,
@@ -40,9 +36,6 @@ async function outboxOf(
     carriers: [
       {
         table: o.table ?? rt.tables.entities,
-        index: 'outbox',
-        stream: true,
-        streamOnly: o.streamOnly ?? true,
         derive: (item) =>
           deriveCreationMessages(item, {
             topic: rt.topics.consentEvents,
@@ -51,22 +44,16 @@ async function outboxOf(
       },
     ],
   };
-  const outbox = new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
-  // As a process's start does after applying the tables.
-  await outbox.checkStreams();
-  return outbox;
+  return new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
 }
 
 /** Runs `work` with a writer that cannot publish (Kafka unreachable), then stops the writer. */
-async function withStoppedWriter<T>(
-  o: { streamOnly?: boolean; table?: string },
-  work: (writer: Outbox) => Promise<T>,
-): Promise<T> {
+async function withStoppedWriter<T>(work: (writer: Outbox) => Promise<T>): Promise<T> {
   const rt = rec.f.p.rt;
   const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
     retries: 1,
   });
-  const writer = await outboxOf(dead, o);
+  const writer = outboxOf(dead);
   try {
     return await work(writer);
   } finally {
@@ -79,8 +66,8 @@ async function withStoppedWriter<T>(
 }
 
 /** A consent whose writer could not publish (Kafka unreachable) and then stopped. */
-const createWithStoppedWriter = (userId: string, o: { streamOnly?: boolean } = {}) =>
-  withStoppedWriter(o, async (writer) => ({
+const createWithStoppedWriter = (userId: string) =>
+  withStoppedWriter(async (writer) => ({
     made: await createUserConsent(
       {
         rt: { ...rec.f.p.rt, outbox: writer },
@@ -126,26 +113,19 @@ const checkpointsOf = async () => {
 const metricSum = async (registry: Registry, name: string) =>
   (await registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
 
-/** The writer index entries of a writer's commits in the entities table. */
-async function indexed(writerId: string): Promise<number> {
+/** The key attributes of the entities table's indexes. */
+async function indexKeys(): Promise<string[]> {
   const rt = rec.f.p.rt;
-  let n = 0;
-  for (let s = 0; s < 8; s++) {
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        IndexName: 'outbox',
-        KeyConditionExpression: 'obxw = :w',
-        ExpressionAttributeValues: { ':w': `${writerId}#${s}` },
-      }),
-    );
-    n += r.Items?.length ?? 0;
-  }
-  return n;
+  const t = await rt.dynamo.client.send(
+    new DescribeTableCommand({ TableName: rt.tables.entities }),
+  );
+  return (t.Table?.GlobalSecondaryIndexes ?? []).flatMap(
+    (ix) => ix.KeySchema?.map((k) => k.AttributeName!) ?? [],
+  );
 }
 
 describe('carriers found through the entities table’s stream', () => {
-  it('a new transaction’s item holds its writer in obxs and has no outbox index entry', async () => {
+  it('a new transaction’s item holds its writer in obxs, which no index is keyed on', async () => {
     const r = await post(rec.a, {
       userId: uid(),
       email: 'live@shop.example',
@@ -162,14 +142,16 @@ describe('carriers found through the entities table’s stream', () => {
     expect(item[STREAM_WRITER_ATTR]).toMatch(new RegExp(`^${writer}#[0-7]$`));
     expect(item).not.toHaveProperty('obxw');
     expect(item.obxt).toEqual(expect.any(String));
-    expect(await indexed(writer)).toBe(0);
+    const keyed = await indexKeys();
+    expect(keyed).toContain('duepk');
+    expect(keyed).not.toContain(STREAM_WRITER_ATTR);
+    expect(keyed).not.toContain('obxt');
     await rec.f.waitForEvents(r.body.referenceId, 2);
   });
 
   it('the relay publishes a stopped writer’s creation events, found in the stream', async () => {
     const { made, writerId } = await createWithStoppedWriter(uid());
     expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
-    expect(await indexed(writerId)).toBe(0);
 
     expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
@@ -196,7 +178,7 @@ describe('carriers found through the entities table’s stream', () => {
     const rt = rec.f.p.rt;
     // The first relay sees the writer as live (its heartbeat is recent): it holds the commit
     // and saves a checkpoint at it.
-    const first = await outboxOf(rt.producer);
+    const first = outboxOf(rt.producer);
     const { made } = await createWithStoppedWriter(uid());
     await first.relayOnce({ staleMs: 600_000 });
     expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
@@ -205,14 +187,14 @@ describe('carriers found through the entities table’s stream', () => {
     first.abandon();
 
     // A new relay (a restarted process) starts from that checkpoint and takes the writer over.
-    const second = await outboxOf(rt.producer);
+    const second = outboxOf(rt.producer);
     expect(await second.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
     expect(events.map((e) => e.id)).toEqual([next(), next()]);
     second.abandon();
     // Nothing is held any more: the checkpoint moved past the commit.
-    const third = await outboxOf(rt.producer);
+    const third = outboxOf(rt.producer);
     await third.relayOnce({ staleMs: 600_000 });
     const after = await checkpointsOf();
     const seqOf = (c: Record<string, unknown>) => BigInt(String(c.at ?? c.after ?? 0));
@@ -223,7 +205,7 @@ describe('carriers found through the entities table’s stream', () => {
 
   it('reads the stream at most every 5 s, and at once when it takes a writer over', async () => {
     const registry = new Registry();
-    const relay = await outboxOf(rec.f.p.rt.producer, { registry });
+    const relay = outboxOf(rec.f.p.rt.producer, { registry });
     const reads = () => metricSum(registry, 'svc_outbox_stream_reads_total');
     try {
       await relay.relayOnce({ staleMs: 600_000 });
@@ -254,7 +236,7 @@ describe('carriers found through the entities table’s stream', () => {
         }),
       );
     const registry = new Registry();
-    const relay = await outboxOf(rt.producer, { registry });
+    const relay = outboxOf(rt.producer, { registry });
     try {
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
       expect(await metricSum(registry, 'svc_outbox_stream_gaps_total')).toBe(shards.length);
@@ -265,60 +247,19 @@ describe('carriers found through the entities table’s stream', () => {
     }
   });
 
-  it('a carrier table without its stream: carriers keep their index entry, and the relay finds them there', async () => {
+  it('a carrier table without its stream fails the start check and every relay pass', async () => {
     const rt = rec.f.p.rt;
-    // A copy of the entities table as created before it had a stream.
     const prefix = `t_nostream_${randomBytes(3).toString('hex')}_`;
-    const { stream: _, ...before } = tableDefs.entities;
-    await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, before)));
-    const table = `${prefix}entities`;
-    const id = `evt_${ulid()}`;
-    const writerId = await withStoppedWriter({ table }, async (writer) => {
-      const out = await writer.commit(
-        [{ Put: { TableName: table, Item: { pk: `T#${id}`, sk: 'T' } } }],
-        [
-          {
-            id,
-            topic: rt.topics.consentEvents,
-            key: id,
-            value: JSON.stringify({ id }),
-            createdAtMs: Date.now(),
-          },
-        ],
-        { carrier: 0 },
-      );
-      expect(out.published).toBe(false);
-      return writer.writerId;
-    });
-    const item = await rt.dynamo.doc.send(
-      new GetCommand({ TableName: table, Key: { pk: `T#${id}`, sk: 'T' }, ConsistentRead: true }),
-    );
-    expect(item.Item?.obxw).toMatch(new RegExp(`^${writerId}#[0-7]$`));
-    expect(item.Item).not.toHaveProperty(STREAM_WRITER_ATTR);
-    // A relay over it reads no stream, fails no pass, and publishes the carrier from the index.
-    const relay = await outboxOf(rt.producer, { table });
+    const { stream: _, ...withoutStream } = tableDefs.entities;
+    await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, withoutStream)));
+    const relay = outboxOf(rt.producer, { table: `${prefix}entities` });
     try {
-      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(1);
+      await expect(relay.assertStreams()).rejects.toThrow(/has no stream/);
+      await expect(relay.relayOnce({ staleMs: 0 })).rejects.toThrow(/has no stream/);
+      // The runtime's own outbox passes the check: its entities table has its stream.
+      await expect(rt.outbox.assertStreams()).resolves.toBeUndefined();
     } finally {
       relay.abandon();
     }
-  });
-
-  it('with OUTBOX_CARRIER_STREAM off the carrier gets its index entry, and the relay finds it there', async () => {
-    const rt = rec.f.p.rt;
-    // The setting off: carriers are written as before (runtime.ts: `streamOnly`).
-    const { made, writerId } = await createWithStoppedWriter(uid(), { streamOnly: false });
-    const item = (await transactionItem(
-      rt,
-      rec.a.app.appId,
-      made.referenceId,
-      made.transactionId,
-    ))!;
-    expect(item.obxw).toMatch(new RegExp(`^${writerId}#[0-7]$`));
-    expect(item).not.toHaveProperty(STREAM_WRITER_ATTR);
-    expect(await indexed(writerId)).toBe(1);
-    expect(await rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
-    const events = await rec.f.waitForEvents(made.referenceId, 2);
-    expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
   });
 });

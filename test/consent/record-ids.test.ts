@@ -1,14 +1,11 @@
-import { ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import type { StoredTransaction } from '../../shared/domain/consent/model.js';
-import { keys, putRecordPointer, putTransaction } from '../../shared/domain/consent/repository.js';
-import { recordUuid, transactionOfRecord, uuidv7 } from '../../shared/domain/ids.js';
+import { recordUuid, transactionOfRecord } from '../../shared/domain/ids.js';
 import { secret, usePublicApi, PUBLIC_TRANSACTIONS as P } from './fixture.js';
 
 /**
- * Record ids are derived from their transaction's id (shared/domain/ids.ts), so a new
- * transaction writes no record pointer items, and a record is still found by its id alone;
- * records of transactions written before that layout are found through their pointer items.
+ * Record ids are derived from their transaction's id (shared/domain/ids.ts), so a transaction
+ * writes no record pointer items, and a record is found by its id alone.
  */
 const { pub, capture, op } = usePublicApi('consent-record-ids');
 
@@ -31,8 +28,8 @@ describe('record ids derived from the transaction id', () => {
     expect(pointers).toEqual([]);
     expect(items.kinds('record')).toEqual([]);
     // All a widget capture stores: its principal and its transaction item, which carries the
-    // events (no outbox item: the relay's index keys, the events themselves rebuilt from the
-    // item) and its first timer (no timers item).
+    // events (no outbox item: the relay's keys, the events themselves rebuilt from the item)
+    // and its first timer (no timers item).
     const mine = items.all.filter((i) => i.referenceId === c.referenceId);
     expect(mine.map((i) => i.kind).sort()).toEqual(['principal', 'transaction']);
     const txn = mine.find((i) => i.kind === 'transaction')!;
@@ -99,47 +96,5 @@ describe('record ids derived from the transaction id', () => {
     });
     expect(r.status).toBe(404);
     expect(JSON.stringify(r.body)).not.toContain(c.referenceId);
-  });
-
-  it('records of a transaction from before the layout are found through their pointer items', async () => {
-    const c = await capture();
-    const rt = pub.f.p.rt;
-    const now = new Date().toISOString();
-    const transactionId = uuidv7().replace(/..$/, 'a7');
-    const recordIds = [uuidv7(), uuidv7()];
-    const legacy: StoredTransaction = {
-      appId: pub.a.app.appId,
-      transactionId,
-      referenceId: c.referenceId,
-      processId: 'signup',
-      noticeId: null,
-      noticeVersion: null,
-      language: 'en',
-      source: 'api',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      records: [
-        { recordId: recordIds[0]!, purpose: 'analytics', state: 'granted', updatedAt: now },
-        { recordId: recordIds[1]!, purpose: 'marketing', state: 'granted', updatedAt: now },
-      ],
-      version: 1,
-    };
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          putTransaction(rt, legacy),
-          ...recordIds.map((id) => putRecordPointer(rt, legacy, id)),
-        ],
-      }),
-    );
-    const r = await op(`/records/${recordIds[1]}/revoke`, { referenceId: c.referenceId });
-    expect(r.status).toBe(200);
-    expect(r.body.transactionId).toBe(transactionId);
-    expect(r.body.records.map((x: { state: string }) => x.state)).toEqual(['granted', 'revoked']);
-    const items = await pub.f.itemsOf(pub.a.app.appId);
-    expect(
-      items.kinds('record').filter((i) => i.pk === keys.record(pub.a.app.appId, recordIds[0]!).pk),
-    ).toHaveLength(1);
   });
 });

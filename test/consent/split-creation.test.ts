@@ -7,13 +7,11 @@ import { useRecordApi } from './fixture.js';
 
 /**
  * A new principal and its first transaction are two conditional puts, the principal first
- * (writer.ts, `split`; `CONSENT_SPLIT_CREATION`), against the real DynamoDB Local and Kafka. What a
- * creation cut short between them leaves, a principal with no transaction, is no consent, and the
- * user's next creation takes it over.
+ * (writer.ts, `split`), against the real DynamoDB Local and Kafka. What a creation cut short
+ * between them leaves, a principal with no transaction, is no consent, and the user's next
+ * creation takes it over.
  */
-const { rec, uid, post, get } = useRecordApi('consent-split-creation', {
-  CONSENT_SPLIT_CREATION: 'true',
-});
+const { rec, uid, post, get } = useRecordApi('consent-split-creation');
 
 /** What AWS would bill for this process's writes to `entities` so far (the model). */
 async function billed(): Promise<Record<string, number>> {
@@ -40,8 +38,7 @@ describe('a new principal and its first transaction as two puts', () => {
     const r = await post(rec.a, { userId, email: 'a@shop.example', consents: { analytics: true } });
     const after = await billed();
     // Two puts (1 + 1) and the transaction's first-timer index entry (1); the relay finds the
-    // transaction through the table's stream, with no index entry (OUTBOX_CARRIER_STREAM). No
-    // transaction.
+    // transaction through the table's stream, with no index entry. No transaction.
     expect((after.PutItem ?? 0) - (before.PutItem ?? 0)).toBe(3);
     expect(after.TransactWriteItems ?? 0).toBe(before.TransactWriteItems ?? 0);
     expect(r.status, JSON.stringify(r.body)).toBe(201);

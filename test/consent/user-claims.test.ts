@@ -1,7 +1,7 @@
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { resolveAffected } from '../../shared/breaches/affected.js';
-import { claimsAtDerived, getReferenceKey } from '../../shared/domain/apps.js';
+import { getReferenceKey } from '../../shared/domain/apps.js';
 import { captureConsent } from '../../shared/domain/consent/index.js';
 import { derivedReferenceOf, keys, loadPrincipal } from '../../shared/domain/consent/repository.js';
 import { scrubPrincipal } from '../../shared/domain/consent/scrub.js';
@@ -11,13 +11,9 @@ import { useRecordApi } from './fixture.js';
 /**
  * A user id is claimed once per app (repository.ts, `loadUser`): by the principal at the
  * referenceId the user id derives to, holding the user's transaction id (two items per new
- * user); by a claim item there naming the principal of a widget capture the user was linked to
- * (apps created since the claim layout); or by a user pointer item beside a principal at a
- * random referenceId (a user whose derived referenceId was taken, one linked to a capture in an
- * app created before the claim layout, a user of the older layout). Each claim checks the other
- * layouts are absent in its own transaction; in an app of the claim layout a new user at its
- * derived referenceId needs no check of a pointer item, since one exists only beside another
- * principal there.
+ * user); by a claim item there naming the principal of a widget capture the user was linked to;
+ * or, only when another principal holds that referenceId, by a user pointer item beside a
+ * principal at a random referenceId, whose write checks the derived principal is not the user's.
  */
 const { rec, uid, post, get, put } = useRecordApi('consent-user-claims');
 
@@ -48,42 +44,6 @@ async function squat(userId: string, appId = rec.a.app.appId) {
     }),
   );
   return ref;
-}
-
-/**
- * An app as one created before the claim layout stands: without `userClaims`, removed before
- * anything of it is read (the process caches the setting with the app's reference key).
- */
-async function appBeforeClaims(withNotice = false) {
-  const t = await rec.f.createApp(
-    withNotice
-      ? {
-          notice: {
-            triggerKey: 'newsletter_signup',
-            purposes: [{ name: 'analytics' }, { name: 'essential', required: true }],
-          },
-        }
-      : {},
-  );
-  await rec.f.p.rt.dynamo.doc.send(
-    new UpdateCommand({
-      TableName: rec.f.p.rt.tables.entities,
-      Key: { pk: `APP#${t.app.appId}`, sk: 'APP' },
-      UpdateExpression: 'REMOVE userClaims',
-    }),
-  );
-  return t;
-}
-
-/** What AWS would bill for this process's transactions on `entities` so far (the model). */
-async function billed(): Promise<number> {
-  const m = await rec.f.p.rt.registry
-    .getSingleMetric('svc_dynamodb_billed_write_units_total')!
-    .get();
-  return m.values
-    .filter((v) => v.labels.table === 'entities')
-    .filter((v) => v.labels.operation === 'TransactWriteItems' || v.labels.operation === 'PutItem')
-    .reduce((n, v) => n + v.value, 0);
 }
 
 /** Links a capture to a user (record API, `consentId`). */
@@ -170,65 +130,6 @@ describe('claiming a user id', () => {
     ).rejects.toThrow(/not known/);
   });
 
-  it('in an app created before the claim layout, a user with a pointer (the older layout) cannot be claimed again at its derived referenceId', async () => {
-    const old = await appBeforeClaims();
-    const userId = uid();
-    const squatted = await squat(userId, old.app.appId);
-    const first = await post(old, {
-      userId,
-      email: 'old@shop.example',
-      consents: { analytics: true },
-    });
-    expect(first.status).toBe(201);
-    // The derived referenceId is free again: the user now stands as one of the older layout
-    // does, a principal at a random referenceId and a pointer item.
-    await rec.f.p.rt.dynamo.doc.send(
-      new DeleteCommand({
-        TableName: rec.f.p.rt.tables.entities,
-        Key: keys.principal(old.app.appId, squatted),
-      }),
-    );
-    const before = (await rec.f.itemsOf(old.app.appId)).all.length;
-    const again = await post(old, {
-      userId,
-      email: 'old@shop.example',
-      consents: { analytics: false },
-    });
-    expect(again.status).toBe(409);
-    expect((await rec.f.itemsOf(old.app.appId)).all.length).toBe(before);
-    expect(await entity(keys.principal(old.app.appId, squatted))).toBeUndefined();
-    expect((await get(old, userId)).body).toEqual(first.body);
-  });
-
-  it('a new user costs an app of the claim layout two write units less: no check of a pointer item', async () => {
-    const old = await appBeforeClaims();
-    expect(await claimsAtDerived(rec.f.p.rt, rec.a.app.appId)).toBe(true);
-    expect(await claimsAtDerived(rec.f.p.rt, old.app.appId)).toBe(false);
-    // The app item says so, and the API does not show it.
-    expect(await entity({ pk: `APP#${rec.a.app.appId}`, sk: 'APP' })).toMatchObject({
-      userClaims: 'derived',
-    });
-    expect(rec.a.app).not.toHaveProperty('userClaims');
-    const units = async (t: typeof rec.a) => {
-      const before = await billed();
-      const r = await post(t, {
-        userId: uid(),
-        email: 'u@shop.example',
-        consents: { analytics: true },
-      });
-      expect(r.status).toBe(201);
-      return (await billed()) - before;
-    };
-    // The same request in each (ids of equal length, so items of equal size).
-    const here = await units(rec.a);
-    const before = await units(old);
-    // The older app: principal, transaction and the check in one transaction (2 + 2 + 2); the
-    // claim layout without the check (2 + 2). Index entries alike: the first timer's (1); the
-    // relay finds the transaction through the table's stream (OUTBOX_CARRIER_STREAM). Written as
-    // two puts (CONSENT_SPLIT_CREATION): split-creation.test.ts.
-    expect([here, before]).toEqual([5, 7]);
-  });
-
   it('linking a capture to a user claimed at its derived referenceId is 409, and the other way round', async () => {
     const derived = uid();
     expect(
@@ -263,7 +164,7 @@ describe('claiming a user id', () => {
     const claim = await create(rec.n, linked);
     expect(claim.status).toBe(409);
     expect((await get(rec.n, linked)).body).toEqual(ok.body);
-    // Claimed at its derived referenceId (the claim layout), with no pointer item.
+    // Claimed at its derived referenceId, with no pointer item.
     const at = await derivedReferenceOf(rec.f.p.rt, rec.n.app.appId, linked);
     expect(await entity(keys.principal(rec.n.app.appId, at))).toMatchObject({
       kind: 'claim',
@@ -280,22 +181,6 @@ describe('claiming a user id', () => {
     await expect(
       resolveAffected(rec.f.p.rt, rec.n.app.appId, [{ referenceId: at }]),
     ).rejects.toThrow(/not known/);
-  });
-
-  it('in an app created before the claim layout, a capture is linked by a pointer item', async () => {
-    const old = await appBeforeClaims(true);
-    const linked = uid();
-    const c = await capture(old);
-    const ok = await linkTo(old, linked, c.transactionId);
-    expect(ok.status).toBe(201);
-    expect(await entity(keys.user(old.app.appId, linked))).toMatchObject({
-      referenceId: c.referenceId,
-      transactionId: c.transactionId,
-    });
-    const at = await derivedReferenceOf(rec.f.p.rt, old.app.appId, linked);
-    expect(await entity(keys.principal(old.app.appId, at))).toBeUndefined();
-    expect((await create(old, linked)).status).toBe(409);
-    expect((await get(old, linked)).body).toEqual(ok.body);
   });
 
   it('a capture linked where another principal holds the derived referenceId: a pointer item, claimed once', async () => {
@@ -354,24 +239,6 @@ describe('claiming a user id', () => {
       const winner = results.find((r) => r.status === 201)!;
       expect((await get(rec.n, userId)).body).toEqual(winner.body);
     }
-  });
-
-  it('an app created before reference keys gets one on first use', async () => {
-    const b = await rec.f.createApp();
-    await rec.f.p.rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rec.f.p.rt.tables.entities,
-        Key: { pk: `APP#${b.app.appId}`, sk: 'APP' },
-        UpdateExpression: 'REMOVE referenceKeyEnc',
-      }),
-    );
-    const userId = uid();
-    const r = await post(b, { userId, email: 'e@shop.example', consents: { analytics: true } });
-    expect(r.status).toBe(201);
-    const app = await entity({ pk: `APP#${b.app.appId}`, sk: 'APP' });
-    expect(String(app!.referenceKeyEnc)).toMatch(/^v2:/);
-    expect(r.body.referenceId).toBe(await derivedReferenceOf(rec.f.p.rt, b.app.appId, userId));
-    expect((await get(b, userId)).body).toEqual(r.body);
   });
 
   it('a user who comes back after the erasure sweep gets a new referenceId', async () => {

@@ -1,5 +1,4 @@
 import {
-  DeleteCommand,
   GetCommand,
   ScanCommand,
   UpdateCommand,
@@ -12,7 +11,9 @@ import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
 import { serialConsumer } from '../../shared/bus/consumer.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
-import { Outbox, startRelay, type OutboxItem } from '../../shared/outbox/outbox.js';
+import { STREAM_WRITER_ATTR } from '../../shared/outbox/carrier-stream.js';
+import { Outbox, type OutboxItem } from '../../shared/outbox/outbox.js';
+import { startRelay } from '../../shared/outbox/relay.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';
@@ -72,11 +73,12 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     );
     const storedIds = (stored.Items ?? []).map((x) => x.id as string);
     for (const id of ids) expect(storedIds).toContain(id);
-    // The dead writer's progress item names it, with a watermark at or before its first commit.
+    // The dead writer's progress item names it, with a watermark at or before its first commit
+    // (`obxt` starts with the commit's creation time, 15 digits).
     const progress = (stored.Items ?? []).find((x) => x.writer === brokenOutbox.writerId);
-    expect(progress?.watermark).toBeLessThanOrEqual(
-      Number((stored.Items ?? []).find((x) => x.id === ids[10])?.createdAtMs),
-    );
+    const firstAt = String((stored.Items ?? []).find((x) => x.id === ids[10])?.obxt);
+    expect(firstAt).toMatch(/^\d{15}#/);
+    expect(progress?.watermark).toBeLessThanOrEqual(Number(firstAt.slice(0, 15)));
 
     // An idempotent consumer: each event increments its change's counter once, in one
     // transaction with the idempotency claim.
@@ -181,61 +183,25 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     );
     expect(none.Item).toBeUndefined();
 
-    // An item in the shape written before (one message at the top level) is relayed too.
-    const legacy = `evt_${ulid()}`;
-    const m = message(legacy, 0);
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: rt.tables.outbox,
-              Item: {
-                id: legacy,
-                topic: m.topic,
-                key: m.key,
-                value: m.value,
-                headers: {},
-                createdAtMs: m.createdAtMs,
-              },
-            },
-          },
-        ],
-      }),
-    );
-
-    // A relay that has not yet seen the table: the marker of an earlier pass is removed, so
-    // this one looks for items of the layout before writers again.
-    await rt.dynamo.doc.send(
-      new DeleteCommand({ TableName: rt.tables.outbox, Key: { id: 'legacy#drained' } }),
-    );
+    // The writer stopped: a relay takes it over and publishes the item's messages in order.
     const relay = new Outbox({ ...rtDeps(), producer: rt.producer, writerIndex: 'writer' });
     const seen = await collectTopic(rt.kafka, rt.topics.consentEvents);
     try {
-      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(3);
+      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
       await vi.waitFor(
         () => {
           const ids = seen.messages.map((x) => (x.value as { id: string }).id);
-          expect(ids.filter((id) => [first, second, legacy].includes(id))).toHaveLength(3);
+          expect(ids.filter((id) => [first, second].includes(id))).toHaveLength(2);
           // The commit's two messages keep their order (both carry key principal-0).
           expect(ids.indexOf(first)).toBeLessThan(ids.indexOf(second));
         },
         { timeout: 15_000 },
       );
-      // The legacy item is deleted once published (its layout has no writer to take over);
-      // the writer layout's item stays until its TTL.
-      const get = async (id: string) =>
-        (
-          await rt.dynamo.doc.send(
-            new GetCommand({ TableName: rt.tables.outbox, Key: { id }, ConsistentRead: true }),
-          )
-        ).Item;
-      expect(await get(legacy)).toBeUndefined();
-      expect((await get(first))?.expiresAt).toBeGreaterThan(Date.now() / 1000 + 13 * 86_400);
-      // The next pass finds none of that layout and marks the table, so later passes skip it.
-      expect(await get('legacy#drained')).toBeUndefined();
-      await relay.relayOnce({ staleMs: 0 });
-      expect(await get('legacy#drained')).toBeDefined();
+      // Published, the item stays until its TTL (no delete is written).
+      const kept = await rt.dynamo.doc.send(
+        new GetCommand({ TableName: rt.tables.outbox, Key: { id: first }, ConsistentRead: true }),
+      );
+      expect(kept.Item?.expiresAt).toBeGreaterThan(Date.now() / 1000 + 13 * 86_400);
     } finally {
       await seen.stop();
     }
@@ -333,7 +299,7 @@ describe('writers: no delete, own retries, carriers', () => {
     expect(gone.Item).toBeUndefined();
   });
 
-  it('a carrier item holds its events (no outbox item); a stopped writer’s are relayed from it', async () => {
+  it('a carrier item holds its events (no outbox item); a stopped writer’s are relayed from it through the table’s stream', async () => {
     const { producer } = switchable();
     const writer = new Outbox(
       { ...rtDeps(), producer, keyAttributes: () => ['pk', 'sk'] },
@@ -354,7 +320,11 @@ describe('writers: no delete, own retries, carriers', () => {
         ConsistentRead: true,
       }),
     );
-    expect(carried.Item).toMatchObject({ applied: 0, obxw: expect.stringContaining('#') });
+    expect(carried.Item).toMatchObject({
+      applied: 0,
+      [STREAM_WRITER_ATTR]: expect.stringMatching(new RegExp(`^${writer.writerId}#[0-7]$`)),
+    });
+    expect(carried.Item).not.toHaveProperty('obxw');
     expect(carried.Item?.obx).toBeInstanceOf(Uint8Array);
 
     const relay = new Outbox(
@@ -362,7 +332,8 @@ describe('writers: no delete, own retries, carriers', () => {
         ...rtDeps(),
         producer: rt.producer,
         keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
-        carriers: [{ table: rt.tables.entities, index: 'outbox' }],
+        carriers: [{ table: rt.tables.entities }],
+        streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
       },
       {},
     );

@@ -1,5 +1,5 @@
 import type { WorkerModule } from '../../shared/process.js';
-import { startRelay } from '../../shared/outbox/outbox.js';
+import { startRelay } from '../../shared/outbox/relay.js';
 
 /**
  * Publishes the commits of writers that stopped (killed, or their machine gone) from their

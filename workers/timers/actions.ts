@@ -59,7 +59,7 @@ export interface ExpiryTally {
 
 export const emptyTally = (): ExpiryTally => ({
   events: 0,
-  scrub: { principals: 0, userPointers: 0, transactions: 0, history: 0, dispatches: 0 },
+  scrub: { principals: 0, userPointers: 0, transactions: 0, dispatches: 0 },
 });
 
 /**
@@ -86,7 +86,6 @@ export async function fireExpiry(
     s.principals += r.counts.principals;
     s.userPointers += r.counts.userPointers;
     s.transactions += r.counts.transactions;
-    s.history += r.counts.history;
     s.dispatches += dispatches;
     return;
   }

@@ -1,5 +1,5 @@
 import { AppError, type FieldError } from '../../errors.js';
-import type { ConsentRecord, RecordChange } from './model.js';
+import type { ConsentRecord, RecordChange, StoredTransaction } from './model.js';
 import { transition, type RecordOperation } from './states.js';
 
 /**
@@ -111,4 +111,28 @@ function step(
     operation: op,
   });
   return { ...r, state: t.to, updatedAt: now };
+}
+
+/**
+ * A transaction captured under a notice that requires verifiable parental consent grants
+ * nothing until the app has confirmed the verification (`verify`): any other grant, and any
+ * new granted record, is refused (409). Checked here, where every change passes.
+ */
+export function assertParentalGate(txn: StoredTransaction, changes: readonly RecordChange[]) {
+  const status = txn.parental?.status;
+  if (status === undefined || status === 'verified') return;
+  const grants = changes.filter((c) => c.to === 'granted' && c.operation !== 'verify');
+  if (grants.length === 0) return;
+  throw new AppError(
+    'SVC_CONFLICT',
+    status === 'pending'
+      ? 'This consent awaits verifiable parental consent; nothing is granted before the app confirms it'
+      : 'Verifiable parental consent failed for this consent; capture it again',
+    {
+      errors: grants.map((c) => ({
+        path: `/records/${c.recordId}`,
+        message: `${c.purpose}: parental verification ${status}`,
+      })),
+    },
+  );
 }

@@ -1,5 +1,5 @@
 import type { OutMessage } from '../../bus/producer.js';
-import { ATTR } from '../../outbox/outbox.js';
+import { ATTR } from '../../outbox/commits.js';
 import { derivedEventId } from '../ids.js';
 import type { Environment } from '../types.js';
 import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';
@@ -12,10 +12,10 @@ import {
 
 /**
  * What a transaction item says without storing it: its creation history and its creation
- * events. A new transaction's item holds neither (each would take a third of a kilobyte, and
- * DynamoDB bills a transaction's items by the started kilobyte, twice): its records as created,
- * `createdAt`, `createdBy` and `environment` determine both. The first change of the
- * transaction writes both out (writer.ts, `mutateTransaction`), before its records move on.
+ * events. A new transaction's item holds neither, since DynamoDB bills a write by the started
+ * kilobyte: its records as created, `createdAt`, `createdBy` and `environment` determine both.
+ * The first change of the transaction writes both out (writer.ts, `mutateTransaction`), before
+ * its records move on.
  */
 
 /** A new transaction's records, as changes: each created in its first state. */
@@ -31,12 +31,12 @@ export function creations(txn: Pick<StoredTransaction, 'records'>): RecordChange
 
 /**
  * The transaction's history: as stored, or, for a transaction not changed since its creation
- * (no `history`, `createdBy` set), one `create` entry a record, at `createdAt`, by `createdBy`.
+ * (no `history`), one `create` entry a record, at `createdAt`, by `createdBy`.
  */
 export function historyOf(t: StoredTransaction): HistoryEntry[] {
   if (t.history) return t.history;
   const who = t.createdBy;
-  if (!who) return [];
+  if (!who) throw new Error(`transaction ${t.transactionId} has neither history nor createdBy`);
   return creations(t).map(({ purpose: _p, ...c }) => ({ ...c, at: t.createdAt, who }));
 }
 

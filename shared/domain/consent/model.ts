@@ -17,8 +17,8 @@ export const SOURCES = ['widget', 'api', 'portal'] as const;
 export type Source = (typeof SOURCES)[number];
 
 /**
- * Most records one transaction may hold. Creating a transaction writes ~2 items per record
- * (record pointer + history) plus a few more, and one TransactWriteItems takes 100 items.
+ * Most records one transaction may hold: its item (records and history inline) stays well under
+ * DynamoDB's 400 KB, and each record id is one of the 255 its transaction id derives.
  */
 export const MAX_RECORDS = 45;
 
@@ -150,9 +150,9 @@ export interface ParentalVerification {
   remark?: string;
 }
 
-/** The transaction item in `entities`; records inline, `version` for optimistic locking. */
 /**
- * A stored transaction. It may carry its pending first expiry-family timer and that timer's
+ * The transaction item in `entities`: records inline, `version` for optimistic locking. It may
+ * carry its pending first expiry-family timer and that timer's
  * lease (`duepk`, `duesk`, `duekind`, `dueLeaseUntil`, `dueLeaseToken`: storage attributes of
  * the derived due-index, shared/timers/derived.ts and timers.ts), loaded and written back with
  * the rest so a rewrite keeps them; no view or event shows them.
@@ -179,17 +179,16 @@ export interface StoredTransaction extends Partial<DueAttributes & DueLease> {
   parental?: ParentalVerification;
   /**
    * Every change of the transaction's records, oldest first, appended with each write and never
-   * rewritten: who, what, when. Kept in the transaction item itself (one item
-   * written per change instead of one more per changed record). Not part of any API view.
-   * Absent from a transaction as created since `createdBy`: its creation entries follow from its
-   * records and `createdBy` (carried.ts, `historyOf`), and its first change writes them out.
+   * rewritten: who, what, when. Not part of any API view. Absent while the transaction is as
+   * created: its creation entries follow from its records and `createdBy` (carried.ts,
+   * `historyOf`), and its first change writes them out.
    */
   history?: HistoryEntry[];
-  /** Who created the transaction; with `history` absent, the author of its creation entries. */
+  /** Who created the transaction: with `history` absent, the author of its creation entries. */
   createdBy?: Actor;
   /**
    * The app's environment when the transaction was created: with its records as created, what
-   * its creation events are rebuilt from (carried.ts). Absent before that layout.
+   * its creation events are rebuilt from (carried.ts).
    */
   environment?: 'sandbox' | 'live';
 }

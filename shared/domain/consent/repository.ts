@@ -5,12 +5,7 @@ import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../../storage/query.js';
 import { unchangedDueCondition } from '../../timers/derived.js';
 import { getReferenceKey } from '../apps.js';
-import {
-  derivedReferenceId,
-  patterns,
-  referenceOfTransaction,
-  transactionOfRecord,
-} from '../ids.js';
+import { derivedReferenceId, referenceOfTransaction, transactionOfRecord } from '../ids.js';
 import type {
   Actor,
   HistoryEntry,
@@ -21,38 +16,26 @@ import type {
   UserPointer,
 } from './model.js';
 import { compactRecords, withFullRecords } from './model.js';
-import { TXN_INDEX, TXN_KEY, transactionIndexKeys, txnKey } from './txn-index.js';
 
 /**
- * Storage of principals, transactions, pointers and history in `entities` (layout agreed in
- * the consent design note; keep it exactly):
+ * Storage of principals, transactions and users' claims in `entities`. Every key starts with
+ * the app id, so no lookup can reach another app's items.
  * - principal   pk APP#{appId}#REF#{ref}   sk PRINCIPAL
- * - user        pk APP#{appId}#USER#{uid}  sk USER       → referenceId, current transactionId;
- *   only for users whose principal is not at the referenceId their user id derives to (ids.ts,
- *   `derivedReferenceId`): users created before that layout, a user whose derived referenceId
- *   was taken, a user linked to a widget capture in an app created before the claim layout. A
- *   principal at its user's derived referenceId holds `userId` and `userTransactionId` instead
- *   (`loadUser`); each kind of claim checks the other kind is absent in the same transaction, so
- *   a user id is claimed once.
- * - claim       pk APP#{appId}#REF#{derived ref} sk PRINCIPAL, `kind` claim → referenceId,
- *   transactionId: in an app of the claim layout (apps.ts, `claimsAtDerived`), a user linked to
- *   a widget capture is claimed here, at its derived referenceId, instead of by a pointer item.
- *   A pointer item is then written only when another principal holds that referenceId, and
- *   principals are never deleted (the erasure scrubs them), so in such an app a new user claimed
- *   at its derived referenceId needs no check that a pointer item is absent. A claim is no
- *   principal: `loadPrincipal` does not return it.
- * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}; an id that carries its referenceId (ids.ts,
- *                 `transactionUuid`) is in no index; any other: txn APP#{appId}#TXN#{id} (`txnk`,
- *                 keys only; written before that index: gsi1 APP#{appId}#TXN#{id} / TXN; txn-index.ts)
- *                 and, while its first timer is pending, due {family}#{bucket}#{shard} /
- *                 {dueAt}#{kind}:{appId}:{id} (`duepk`/`duesk`/`duekind`, sparse; timers.ts)
- * - record      pk APP#{appId}#REC#{id}    sk REC        → transactionId, referenceId; only for
- *   records whose id is not derived from their transaction's (ids.ts, `recordUuid`): those of
- *   transactions created before that layout
- * The history of a transaction's changes is kept in the transaction item (`history`). Items
- * with sk HIST#{ISO time}#{ulid}, one per changed record, were written before that; they are
- * left as they are (the erasure sweep still scrubs them).
- * Every key starts with the app id, so no lookup can reach another app's items.
+ * - transaction pk APP#{appId}#REF#{ref}   sk TXN#{id}; its id carries its principal's
+ *   referenceId (ids.ts, `transactionUuid`) and each record's id is derived from it
+ *   (`recordUuid`), so both are read by id with no index and no pointer item. Its history is
+ *   its `history` attribute (implied while it is as created: carried.ts), and while its first
+ *   timer is pending it is in the sparse `due` index (`duepk`/`duesk`/`duekind`; timers.ts).
+ * - A user (record API) is claimed once, at the referenceId its user id derives to (ids.ts,
+ *   `derivedReferenceId`), by one of:
+ *   - the user's own principal there, holding `userId` and `userTransactionId`;
+ *   - a claim   pk APP#{appId}#REF#{derived ref} sk PRINCIPAL, `kind` claim → `claimOf` (the
+ *     referenceId of the user's principal), transactionId: a user linked to a widget capture;
+ *     no principal, so `loadPrincipal` does not return it;
+ *   - a user pointer pk APP#{appId}#USER#{uid} sk USER → referenceId, transactionId, only when
+ *     another principal holds that referenceId; its write checks that principal is not the
+ *     user's (`notDerivedUser`). Principals are never deleted (the erasure scrubs them), so a
+ *     pointer item never stands beside a free derived referenceId.
  */
 
 export const keys = {
@@ -62,15 +45,9 @@ export const keys = {
     pk: `APP#${appId}#REF#${ref}`,
     sk: `TXN#${id}`,
   }),
-  /** Where `gsi1` holds a transaction written before the `txn` index (txn-index.ts). */
-  transactionIndex: (appId: string, id: string) => ({
-    gsi1pk: txnKey(appId, id),
-    gsi1sk: 'TXN',
-  }),
-  record: (appId: string, recordId: string) => ({ pk: `APP#${appId}#REC#${recordId}`, sk: 'REC' }),
 };
 
-const STORAGE_ATTRS = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', TXN_KEY, 'kind'];
+const STORAGE_ATTRS = ['pk', 'sk', 'kind'];
 
 function strip<T>(item: Record<string, unknown>): T {
   const out = { ...item };
@@ -104,10 +81,9 @@ export async function loadPrincipal(
 }
 
 /**
- * The user's record, by user id: first the principal at the referenceId the user id derives to
- * (ids.ts, `derivedReferenceId`), which stands for the pointer when it holds this user id and
- * the user's transaction; otherwise the user pointer item (a user created before the derived
- * layout, one whose derived referenceId was taken, or one linked to a widget capture).
+ * The user's record, by user id: the item at the referenceId the user id derives to (ids.ts,
+ * `derivedReferenceId`) when it claims this user (its principal, or a claim); otherwise the user
+ * pointer item (another principal holds that referenceId).
  */
 export async function loadUser(
   rt: Runtime,
@@ -163,80 +139,31 @@ export async function loadTransactionAt(rt: Runtime, appId: string, ref: string,
   return t && withFullRecords(t);
 }
 
-/**
- * By id alone: first where the id says (ids.ts, `referenceOfTransaction`), the one read a
- * transaction created since ids carry their referenceId needs; otherwise an index names the
- * principal (`txn`, then `gsi1` for a transaction written before it: txn-index.ts), then a
- * consistent read of the item itself (an index may lag a write by a moment; the item never does).
- */
+/** By id alone: the id names its principal (ids.ts, `referenceOfTransaction`). */
 export async function loadTransaction(
   rt: Runtime,
   appId: string,
   id: string,
 ): Promise<StoredTransaction | undefined> {
-  if (!patterns.uuid.test(id)) return undefined;
-  const carried = referenceOfTransaction(id);
-  if (carried !== undefined) {
-    const t = await loadTransactionAt(rt, appId, carried, id);
-    if (t) return t;
-  }
-  const ref = (await refByTxnIndex(rt, appId, id)) ?? (await refByGsi1(rt, appId, id));
+  const ref = referenceOfTransaction(id);
   return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
 }
 
-async function refByTxnIndex(rt: Runtime, appId: string, id: string) {
-  const r = await rt.dynamo.doc
-    .send(
-      new QueryCommand({
-        TableName: rt.tables.entities,
-        IndexName: TXN_INDEX,
-        KeyConditionExpression: '#k = :k',
-        ExpressionAttributeNames: { '#k': TXN_KEY },
-        ExpressionAttributeValues: { ':k': txnKey(appId, id) },
-      }),
-    )
-    .catch((err: unknown) => {
-      // The index is not there yet (being added to an existing table): gsi1 answers.
-      if ((err as { name?: string }).name === 'ValidationException') return undefined;
-      throw err;
-    });
-  const pk: unknown = r?.Items?.[0]?.pk;
-  const prefix = keys.principal(appId, '').pk;
-  return typeof pk === 'string' && pk.startsWith(prefix) ? pk.slice(prefix.length) : undefined;
-}
-
-async function refByGsi1(rt: Runtime, appId: string, id: string) {
-  const idx = keys.transactionIndex(appId, id);
-  const r = await rt.dynamo.doc.send(
-    new QueryCommand({
-      TableName: rt.tables.entities,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk = :sk',
-      ExpressionAttributeValues: { ':pk': idx.gsi1pk, ':sk': idx.gsi1sk },
-      ProjectionExpression: 'referenceId',
-    }),
-  );
-  return r.Items?.[0]?.referenceId as string | undefined;
-}
-
 /**
- * Where a record is: its transaction and principal. A record id derived from its transaction's
- * (ids.ts, `recordUuid`) names the transaction, found by id and checked to hold the record;
- * any other record id (from before that layout) is found through its pointer item.
+ * Where a record is: its transaction and principal, both named by its id (ids.ts,
+ * `transactionOfRecord`), and checked to hold the record.
  */
 export async function loadRecordPointer(
   rt: Runtime,
   appId: string,
   recordId: string,
 ): Promise<{ transactionId: string; referenceId: string } | undefined> {
-  if (!patterns.uuid.test(recordId)) return undefined;
-  const derived = transactionOfRecord(recordId);
-  if (derived !== undefined) {
-    const t = await loadTransaction(rt, appId, derived);
-    if (t?.records.some((r) => r.recordId === recordId))
-      return { transactionId: t.transactionId, referenceId: t.referenceId };
-  }
-  return getItem(rt, keys.record(appId, recordId));
+  const transactionId = transactionOfRecord(recordId);
+  if (transactionId === undefined) return undefined;
+  const t = await loadTransaction(rt, appId, transactionId);
+  return t?.records.some((r) => r.recordId === recordId)
+    ? { transactionId: t.transactionId, referenceId: t.referenceId }
+    : undefined;
 }
 
 /** Opaque page cursor: base64url of the DynamoDB key where the next page starts. */
@@ -323,17 +250,6 @@ export function putPrincipal(rt: Runtime, p: StoredPrincipal): TransactItem {
   };
 }
 
-/** Part of a write claiming a user at its derived referenceId: the user has no pointer item. */
-export function noUserPointer(rt: Runtime, appId: string, userId: string): TransactItem {
-  return {
-    ConditionCheck: {
-      TableName: rt.tables.entities,
-      Key: keys.user(appId, userId),
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
-}
-
 /**
  * Part of a write claiming a user through a pointer item: the principal at the user's derived
  * referenceId is not the user's (no user claims it through that principal meanwhile).
@@ -356,9 +272,9 @@ export function notDerivedUser(
 }
 
 /**
- * A user's claim at its derived referenceId (the claim layout, see the layout above): what a
- * pointer item holds, at the key no other claim of the user can take. `claimOf` is the
- * referenceId of the user's principal.
+ * A user's claim at its derived referenceId (see the layout above): what a pointer item holds,
+ * at the key no other claim of the user can take. `claimOf` is the referenceId of the user's
+ * principal.
  */
 export function putClaim(rt: Runtime, derivedRef: string, u: UserPointer): TransactItem {
   const claim: StoredClaim = {
@@ -388,7 +304,8 @@ export function putUser(rt: Runtime, u: UserPointer): TransactItem {
 }
 
 /**
- * Writes the whole transaction item. `expectedVersion` undefined: it must not exist yet;
+ * Writes the whole transaction item, its records compact (model.ts, `compactRecords`).
+ * `expectedVersion` undefined: it must not exist yet;
  * otherwise the stored version must still be that one (optimistic locking), and so must its
  * derived timer and that timer's lease, which `t` carries as loaded: a timer fired (removed) or
  * leased since the load makes the write fail and be retried on a fresh read, so a rewrite never
@@ -405,10 +322,8 @@ export function putTransaction(
       TableName: rt.tables.entities,
       Item: {
         ...t,
-        // Off during a rolling upgrade: a process of an earlier version reads every record whole.
-        ...(rt.config.CONSENT_COMPACT_CREATION ? { records: compactRecords(t) } : {}),
+        records: compactRecords(t),
         ...keys.transaction(t.appId, t.referenceId, t.transactionId),
-        ...transactionIndexKeys(rt, t.appId, t.transactionId, t.referenceId),
         kind: 'transaction',
       },
       ...(expectedVersion === undefined
@@ -418,27 +333,6 @@ export function putTransaction(
             ExpressionAttributeNames: { '#v': 'version' },
             ExpressionAttributeValues: { ':v': expectedVersion, ...due.values },
           }),
-    },
-  };
-}
-
-export function putRecordPointer(
-  rt: Runtime,
-  t: StoredTransaction,
-  recordId: string,
-): TransactItem {
-  return {
-    Put: {
-      TableName: rt.tables.entities,
-      Item: {
-        ...keys.record(t.appId, recordId),
-        kind: 'record',
-        appId: t.appId,
-        recordId,
-        transactionId: t.transactionId,
-        referenceId: t.referenceId,
-      },
-      ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
 }

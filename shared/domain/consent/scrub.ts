@@ -1,4 +1,4 @@
-import { ATTR } from '../../outbox/outbox.js';
+import { ATTR } from '../../outbox/commits.js';
 import { STREAM_WRITER_ATTR } from '../../outbox/carrier-stream.js';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
@@ -18,7 +18,7 @@ import { SCRUB_AFTER_MS } from './timers.js';
  * principal's `email`/`userId`, the user pointer item (its key is the user id), the user id of
  * the user's claim at its derived referenceId (repository.ts, `putClaim`; the claim itself stays,
  * so that referenceId is never free again while a pointer item may count on it being taken), and
- * any `userId`/`email` on transaction and history items. What remains is pseudonymous proof:
+ * any `userId`/`email` on transaction items. What remains is pseudonymous proof:
  * referenceId, record ids, states and times, and `userIdHash`, a keyed hash of the user id (HMAC
  * under a key derived from the service's key), which can confirm a claimed id but not reveal one.
  * Each step is idempotent, so a sweep cut short is simply run again.
@@ -29,7 +29,6 @@ export interface ScrubCounts {
   /** User pointer items deleted, and claims at a derived referenceId scrubbed. */
   userPointers: number;
   transactions: number;
-  history: number;
 }
 
 export type ScrubOutcome =
@@ -52,7 +51,8 @@ function principalItems(rt: Runtime, appId: string, referenceId: string): Promis
 const erasedAt = (t: StoredTransaction) =>
   Math.max(Date.parse(t.updatedAt), ...t.records.map((r) => Date.parse(r.updatedAt)));
 
-const CARRIED = [ATTR.packed, ATTR.writer, STREAM_WRITER_ATTR, ATTR.at].join(', ');
+/** What a transaction item holds of the commit that created it (outbox.ts, `commit`'s carrier). */
+const CARRIED = [ATTR.packed, STREAM_WRITER_ATTR, ATTR.at].join(', ');
 
 export async function scrubPrincipal(
   rt: Runtime,
@@ -76,7 +76,7 @@ export async function scrubPrincipal(
 
   const at = now.toISOString();
   const hash = (userId: unknown) => keyedHash(rt.config, 'user', String(userId));
-  const counts: ScrubCounts = { principals: 0, userPointers: 0, transactions: 0, history: 0 };
+  const counts: ScrubCounts = { principals: 0, userPointers: 0, transactions: 0 };
   // The principal goes last: once it has no identity the whole scrub is done, and a sweep cut
   // short before that finds the principal still identified and runs again.
   const withIdentity = items
@@ -153,7 +153,6 @@ export async function scrubPrincipal(
     );
     if (item.sk === 'PRINCIPAL') counts.principals++;
     else if (isTxn) counts.transactions++;
-    else counts.history++;
   }
   return { status: 'scrubbed', counts };
 }

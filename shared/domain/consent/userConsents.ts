@@ -1,7 +1,6 @@
 import { AppError, type FieldError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import { declaredPurposes } from '../notices.js';
-import { claimsAtDerived } from '../apps.js';
 import type { App } from '../types.js';
 import { applyOperation, applyPreferences } from './apply.js';
 import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
@@ -93,8 +92,8 @@ export async function createUserConsent(
 ): Promise<UserRecord> {
   const { rt, app } = ctx;
   await assertDeclared(rt, app.appId, input.consents);
-  // No read first: the conditional put of the user pointer answers 409 for an existing user,
-  // so the common case (a new user) costs one transaction and nothing else.
+  // No read first: the conditional put of the user's principal (or pointer item) answers 409 for
+  // an existing user, so the common case (a new user) costs its two puts and nothing else.
   if (input.consentId !== undefined)
     return linkCapture(ctx, { ...input, consentId: input.consentId });
   if (Object.keys(input.consents).length === 0)
@@ -127,8 +126,8 @@ export async function createUserConsent(
 
 /**
  * Links an earlier widget capture (its transaction and principal) to the user, then applies
- * `consents` on top. The transaction, the principal and the new user pointer are written
- * together, each conditional, so two users can never claim one capture.
+ * `consents` on top. The transaction, the principal and the user's claim are written together,
+ * each conditional, so two users can never claim one capture.
  */
 async function linkCapture(
   ctx: WriteContext,
@@ -139,10 +138,10 @@ async function linkCapture(
   if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown consentId');
   const linkedElsewhere = new AppError('SVC_CONFLICT', 'This consentId is linked to another user');
   const derivedRef = await derivedReferenceOf(rt, app.appId, input.userId);
-  // The claim layout (apps.ts, `claimsAtDerived`): the user is claimed at its derived
-  // referenceId when nothing is there; a pointer item only beside another principal there.
+  // The user is claimed at its derived referenceId when nothing is there; by a pointer item
+  // only beside another principal there.
   let claimThere = false;
-  if (derivedRef !== found.referenceId && (await claimsAtDerived(rt, app.appId))) {
+  if (derivedRef !== found.referenceId) {
     const there = await loadPrincipalKey(rt, app.appId, derivedRef);
     if (there?.userId === input.userId) throw taken();
     claimThere = there === undefined;

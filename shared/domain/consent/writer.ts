@@ -4,19 +4,12 @@ import type { TransactItem } from '../../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons, writeItems } from '../../storage/dynamo.js';
 import { ownCancellation } from '../../storage/group-commit.js';
-import {
-  newEventId,
-  newReferenceId,
-  recordNumber,
-  recordUuid,
-  transactionOfRecord,
-  transactionUuid,
-  uuidv7,
-} from '../ids.js';
-import { claimsAtDerived } from '../apps.js';
+import { newEventId, newReferenceId, recordNumber, recordUuid, transactionUuid } from '../ids.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
-import { ATTR, certainlyNotApplied, packMessages } from '../../outbox/outbox.js';
+import { assertParentalGate } from './apply.js';
+import { ATTR, packMessages } from '../../outbox/commits.js';
+import { certainlyNotApplied } from '../../outbox/outbox.js';
 import {
   carriesDerived,
   creationIds,
@@ -38,10 +31,8 @@ import {
   loadPrincipal,
   loadPrincipalKey,
   loadTransactionAt,
-  noUserPointer,
   notDerivedUser,
   putPrincipal,
-  putRecordPointer,
   putTransaction,
   putUser,
   withHistory,
@@ -49,11 +40,11 @@ import {
 import { timerItems, withFirstTimer } from './timers.js';
 
 /**
- * The two write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
- * transaction item (with its history entries), pointers and the events, so a failure leaves
- * nothing half-written and no event without its change. One exception: a new principal's
- * first transaction is committed right after the principal's own put (`split`), and a failure
- * between the two leaves a principal with no transaction, no consent and no event.
+ * The write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
+ * transaction item (with its history), the user's claim items and the events, so a failure
+ * leaves nothing half-written and no event without its change. One exception: a new principal
+ * and its first transaction, when they are all there is, are two conditional puts (`split`), and
+ * a failure between the two leaves a principal with no transaction, no consent and no event.
  */
 
 const MAX_ATTEMPTS = 5;
@@ -121,29 +112,22 @@ async function commit(
   };
   const extra = o.events?.(ec) ?? [];
   const events = [...planEvents(ec), ...extra];
-  // A record whose id is derived from its transaction's is found without a pointer item.
-  const pointers = changes
-    .filter(
-      (c) => c.operation === 'create' && transactionOfRecord(c.recordId) !== txn.transactionId,
-    )
-    .map((c) => putRecordPointer(ctx.rt, txn, c.recordId));
   const timers = timerItems(ctx.rt, ctx.app, txn, { created, changes, nowMs: now.getTime() });
   // The transaction item may carry a due entry itself (its first timer, `withFirstTimer`).
   if (timers.length > 0 || txn.duesk !== undefined)
     await ensureFamily(ctx.rt, 'expiry', ctx.rt.config.TIMER_SHARDS, now.getTime());
-  const all = [...items, ...pointers, ...timers];
+  const all = [...items, ...timers];
   if (all.length + events.length > 100)
     throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
       errors: [{ path: '/consents', message: 'too many purposes for one change' }],
     });
   // A new transaction's item carries its own events: no outbox item for the commonest write.
   // Unless the creation has events beyond those its records imply, it holds only the relay's
-  // index keys: the relay rebuilds the events from the item (carried.ts).
+  // keys, and the relay rebuilds the events from the item (carried.ts).
   const carrier = created
     ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
     : -1;
-  const derived =
-    carrier >= 0 && derivable && extra.length === 0 && ctx.rt.config.CONSENT_COMPACT_CREATION;
+  const derived = carrier >= 0 && derivable && extra.length === 0;
   // With ctx.signal aborted (nobody waits for the outcome), the group commit refuses the write
   // unsent: SVC_UNAVAILABLE, nothing applied.
   await ctx.rt.outbox.commit(
@@ -160,14 +144,11 @@ async function commit(
 }
 
 /**
- * A new transaction as stored: its creation history implied (`createdBy`, carried.ts), with the
- * app's environment its creation events are rebuilt with. With `CONSENT_COMPACT_CREATION` off
- * (a rolling upgrade), its history written out as before.
+ * A new transaction as stored: its creation history implied by `createdBy` (carried.ts), with
+ * the app's environment, which its creation events are rebuilt with.
  */
-function asCreated(ctx: WriteContext, t: StoredTransaction, at: string): StoredTransaction {
-  const created = { ...t, createdBy: ctx.actor, environment: ctx.app.environment };
-  if (ctx.rt.config.CONSENT_COMPACT_CREATION) return created;
-  return withHistory(created, creations(t), ctx.actor, at);
+function asCreated(ctx: WriteContext, t: StoredTransaction): StoredTransaction {
+  return { ...t, createdBy: ctx.actor, environment: ctx.app.environment };
 }
 
 /**
@@ -207,19 +188,17 @@ export interface NewTransaction {
  * Creates a principal and its first transaction. Without a user id the referenceId is random,
  * and a collision (conditional put) is retried with a new one.
  *
- * With a user id (record API) the principal goes first to the referenceId the user id derives
- * to (ids.ts, `derivedReferenceId`) and stands for the user pointer itself, holding the user's
- * transaction id: two items, no pointer. In an app created before the claim layout (apps.ts,
- * `claimsAtDerived`) the same transaction checks the user has no pointer item (a user of the
- * older layout); in one created since, a pointer item exists only beside another principal at
- * that referenceId, which the principal's conditional put finds. If that referenceId is taken by another principal (another
- * user id derived to it, or a random one), the principal gets a random referenceId and a user
- * pointer item, and the transaction checks the derived principal is not this user's. Either way
- * a second claim of the user id fails its condition: 409.
+ * With a user id (record API) the principal goes to the referenceId the user id derives to
+ * (ids.ts, `derivedReferenceId`) and stands for the user's claim itself, holding the user's
+ * transaction id: two items. A user pointer item exists only beside another principal at that
+ * referenceId, so the principal's conditional put there is the whole check. If that referenceId
+ * is taken by another principal (another user id derived to it, or a random one), the principal
+ * gets a random referenceId and a user pointer item, and the transaction checks the derived
+ * principal is not this user's. Either way a second claim of the user id fails: 409.
  *
- * When principal and transaction are all it writes (no pointer item, no check), they go as two
- * conditional puts, the principal first (`split`, `CONSENT_SPLIT_CREATION`); otherwise, and
- * when it takes over a principal left without its transaction, in one transaction.
+ * When principal and transaction are all it writes, they go as two conditional puts, the
+ * principal first (`split`); with a pointer item, or when it takes over a principal left
+ * without its transaction, in one transaction.
  */
 export async function createWithPrincipal(
   ctx: WriteContext,
@@ -228,9 +207,6 @@ export async function createWithPrincipal(
   const { appId } = ctx.app;
   const derivedRef =
     o.userId === undefined ? undefined : await derivedReferenceOf(ctx.rt, appId, o.userId);
-  // In an app of the claim layout a pointer item exists only beside another principal at the
-  // user's derived referenceId, which the conditional put of the principal there finds.
-  const pointerCheck = o.userId !== undefined && !(await claimsAtDerived(ctx.rt, appId));
   let useDerived = derivedRef !== undefined;
   /** This user's principal whose first transaction never landed (`split`): taken over. */
   let adopt: string | undefined;
@@ -245,7 +221,6 @@ export async function createWithPrincipal(
           referenceId,
           transactionId,
           at,
-          pointerCheck,
         });
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const now = clock(ctx);
@@ -284,7 +259,8 @@ export async function createWithPrincipal(
 
 /**
  * Writes a new principal with its first transaction: as two puts (`split`) when `splittable` and
- * they are all there is, else in one transaction with the user's claim items.
+ * they are all there is, else in one transaction with the user's claim items. Refusals come by
+ * index either way: 0 the principal, 1 the transaction, 2 and 3 the claim items.
  */
 async function writeFirst(
   ctx: WriteContext,
@@ -298,7 +274,7 @@ async function writeFirst(
   },
   splittable: boolean,
 ): Promise<void> {
-  if (ctx.rt.config.CONSENT_SPLIT_CREATION && w.claims.length === 0 && splittable)
+  if (w.claims.length === 0 && splittable)
     return split(ctx, w.txn, w.changes, w.principal, w.now, w.events);
   const items = [w.principal, putTransaction(ctx.rt, w.txn), ...w.claims];
   await commit(ctx, w.txn, w.changes, items, true, w.now, { events: w.events });
@@ -321,7 +297,7 @@ function firstItems(
   const txn = withFirstTimer(
     ctx.rt,
     ctx.app,
-    asCreated(ctx, built, at),
+    asCreated(ctx, built),
     w.now.getTime(),
     o.reminderDaysBefore,
   );
@@ -340,9 +316,8 @@ function firstItems(
 /**
  * A new principal and its first transaction as two conditional puts, each billed once (in one
  * transaction each is billed twice): the principal first, which claims the referenceId (and at
- * a user's derived referenceId, the user), then the transaction with its events
- * (`CONSENT_SPLIT_CREATION`). Refusals come as the transaction's would: index 0 the principal,
- * 1 the transaction. Nothing reads a principal without its transaction as a consent: a process
+ * a user's derived referenceId, the user), then the transaction with its events. Refusals come
+ * as the transaction's would: index 0 the principal, 1 the transaction. Nothing reads a principal without its transaction as a consent: a process
  * that dies between the two leaves a principal with no transaction, which holds no consent and
  * sends no event. Such a principal is removed at once when the transaction was certainly not
  * written; otherwise the user's next creation takes it over (`orphanedFirst`), and at a random
@@ -452,25 +427,16 @@ function takeOver(principal: TransactItem, userId: string, transactionId: string
 }
 
 /**
- * What claims a new user beside its principal and transaction. At its derived referenceId the
- * principal is the claim; in an app created before the claim layout (`pointerCheck`) the
- * transaction also checks that the user has no pointer item. Elsewhere, a pointer item, and a
- * check that the derived principal is not this user's.
+ * What claims a new user beside its principal and transaction: nothing at its derived
+ * referenceId, where the principal is the claim; elsewhere a pointer item, and a check that the
+ * derived principal is not this user's.
  */
 function userClaimItems(
   ctx: WriteContext,
-  u: {
-    userId: string;
-    derivedRef: string;
-    referenceId: string;
-    transactionId: string;
-    at: string;
-    pointerCheck: boolean;
-  },
+  u: { userId: string; derivedRef: string; referenceId: string; transactionId: string; at: string },
 ): TransactItem[] {
   const { appId } = ctx.app;
-  if (u.referenceId === u.derivedRef)
-    return u.pointerCheck ? [noUserPointer(ctx.rt, appId, u.userId)] : [];
+  if (u.referenceId === u.derivedRef) return [];
   return [
     putUser(ctx.rt, {
       appId,
@@ -510,7 +476,7 @@ export async function createInPrincipal(
   const txn = withFirstTimer(
     ctx.rt,
     ctx.app,
-    asCreated(ctx, built, at),
+    asCreated(ctx, built),
     now.getTime(),
     reminderDaysBefore,
   );
@@ -546,30 +512,6 @@ export interface Mutation {
   events?: (c: EventContext) => ConsentEvent[];
   /** Write even when no record changed (e.g. only the e-mail or the user link changed). */
   force?: boolean;
-}
-
-/**
- * A transaction captured under a notice that requires verifiable parental consent grants
- * nothing until the app has confirmed the verification (`verify`): any other grant, and any
- * new granted record, is refused (409). Checked here, where every change passes.
- */
-function assertParentalGate(txn: StoredTransaction, changes: readonly RecordChange[]) {
-  const status = txn.parental?.status;
-  if (status === undefined || status === 'verified') return;
-  const grants = changes.filter((c) => c.to === 'granted' && c.operation !== 'verify');
-  if (grants.length === 0) return;
-  throw new AppError(
-    'SVC_CONFLICT',
-    status === 'pending'
-      ? 'This consent awaits verifiable parental consent; nothing is granted before the app confirms it'
-      : 'Verifiable parental consent failed for this consent; capture it again',
-    {
-      errors: grants.map((c) => ({
-        path: `/records/${c.recordId}`,
-        message: `${c.purpose}: parental verification ${status}`,
-      })),
-    },
-  );
 }
 
 /**
@@ -630,22 +572,20 @@ export async function mutateTransaction(
 
 /**
  * A new transaction's id; given the principal's referenceId it carries it (ids.ts,
- * `transactionUuid`), so the transaction is found by id without an index entry.
+ * `transactionUuid`), so the transaction is read by id with no index.
  */
 export const newTransactionId = (referenceId?: string) => transactionUuid(Date.now(), referenceId);
 
 /**
  * Ids for the new records of a transaction that already holds `existing`: derived from the
- * transaction id (ids.ts, `recordUuid`), numbered on from the highest derived one, so no record
- * pointer is written for them. A transaction from before that layout, or one past 255 records,
- * gets random ids, found through pointer items.
+ * transaction id (ids.ts, `recordUuid`), numbered on from the highest one, so a record is found
+ * by its id alone. A transaction holds at most `MAX_RECORDS` (45) of the 255 numbers.
  */
 export function recordIdsFor(
   transactionId: string,
   existing: readonly { recordId: string }[] = [],
 ): () => string {
-  if (!transactionId.endsWith('00')) return () => uuidv7();
   let n = 0;
   for (const r of existing) n = Math.max(n, recordNumber(transactionId, r.recordId) ?? 0);
-  return () => (n < 255 ? recordUuid(transactionId, ++n) : uuidv7());
+  return () => recordUuid(transactionId, ++n);
 }
