@@ -62,7 +62,8 @@ async function webhook(referenceId: string, type: ConsentEvent['type']) {
       expect(hit, `${type} for ${referenceId}`).toBeDefined();
       return hit!;
     },
-    { timeout: 20_000, interval: 50 },
+    // A clock moved months ahead has the expiry sweep walk its buckets up to it: seconds under load.
+    { timeout: 40_000, interval: 50 },
   );
 }
 
@@ -349,7 +350,7 @@ describe('fixing the items for real', () => {
       timeout: 15_000,
       interval: 100,
     });
-  });
+  }, 90_000);
 
   it('attests what only a person can confirm; observed items cannot be attested', async () => {
     const observed = await admin('POST', `/apps/${appId}/checklist/notice_published/attest`, {

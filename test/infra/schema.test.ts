@@ -100,9 +100,15 @@ describe('applyTables', () => {
     await expect
       .poll(() => logged, { timeout: 20_000 })
       .toContain(`adding index ${dropped} to ${prefix}outbox (waits until it is ACTIVE)`);
-    const t = await dynamo.client.send(new DescribeTableCommand({ TableName: `${prefix}outbox` }));
-    const added = t.Table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === dropped);
-    expect(added?.IndexStatus).toMatch(/^(CREATING|ACTIVE)$/);
+    const indexOf = async () =>
+      (
+        await dynamo.client.send(new DescribeTableCommand({ TableName: `${prefix}outbox` }))
+      ).Table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === dropped);
+    // The log line comes just before the UpdateTable request.
+    await expect
+      .poll(async () => (await indexOf())?.IndexStatus, { timeout: 20_000 })
+      .toMatch(/^(CREATING|ACTIVE)$/);
+    const added = await indexOf();
     if (added?.IndexStatus !== 'ACTIVE')
       await expect(applyTables(dynamo.client, prefix)).rejects.toThrow(
         /lacks index \w+ \(CREATING\)/,
