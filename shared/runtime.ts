@@ -89,13 +89,8 @@ export function createRuntime(
       ],
     },
     {
-      publishWaitMs: config.OUTBOX_PUBLISH_WAIT_MS,
-      relayBatch: config.OUTBOX_RELAY_BATCH,
-      transactionsInFlight: config.OUTBOX_TRANSACTIONS_IN_FLIGHT,
-      lingerMs: config.OUTBOX_GROUP_LINGER_MS,
       retryIntervalMs: config.OUTBOX_RELAY_INTERVAL_MS,
       staleMs: config.OUTBOX_WRITER_STALE_MS,
-      maxOpen: config.OUTBOX_MAX_OPEN,
     },
   );
   const processed = new Processed(dynamo.doc, tables.processed);

@@ -15,7 +15,7 @@ export async function requeueDispatch(
   dispatchId: string,
   nowMs = Date.now(),
 ): Promise<DispatchState | undefined> {
-  const shards = rt.config.DISPATCH_TIMER_SHARDS;
+  const shards = rt.config.TIMER_SHARDS;
   // A dispatcher that has never run must not start its sweep after this entry.
   await ensureWatermark(rt, shardOf(dispatchId, shards), nowMs);
   for (let tries = 0; tries < 5; tries++) {

@@ -108,8 +108,6 @@ export interface OutboxOptions {
    * one transaction of up to 100 items (group commit).
    */
   transactionsInFlight?: number;
-  /** Under load, how long a commit finding no transaction in flight waits for others (ms). */
-  lingerMs?: number;
   /** How often the writer retries its unpublished commits and saves its progress item. */
   retryIntervalMs?: number;
   /** A writer whose progress item is older than this is taken for stopped by the relay. */
@@ -211,7 +209,6 @@ export class Outbox {
           ).Item;
         },
         maxInFlight: o.transactionsInFlight ?? 1,
-        lingerMs: o.lingerMs ?? 0,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
         registry: d.registry,
         log: d.log,

@@ -19,12 +19,6 @@ export interface GroupCommitOptions {
   maxItems?: number;
   /** Transactions in flight at once; further writes wait and leave together in the next one. */
   maxInFlight?: number;
-  /**
-   * Under load only (the last transaction carried `LINGER_AFTER` writes or more), writes finding
-   * no transaction in flight wait this long for others to join them, unless `LINGER_ENOUGH` are
-   * waiting already. 0: never waits.
-   */
-  lingerMs?: number;
   /** The key attribute names of a table (by its full name), to keep one item per transaction. */
   keyAttributes: (table: string) => readonly string[];
   registry?: Registry;
@@ -57,19 +51,11 @@ interface Reason {
   Message?: string;
 }
 
-/** A linger starts only after a transaction of this many writes: a sign of sustained load. */
-export const LINGER_AFTER = 3;
-/** Writes waiting that make a linger pointless: they leave at once. */
-const LINGER_ENOUGH = 12;
-
 /**
  * Group commit for TransactWriteItems. Writes that arrive while `maxInFlight` transactions are
  * in flight queue up and leave together, up to `maxItems` items, in the next transaction; each
  * caller's promise settles once the transaction holding its items has committed (or was
- * refused). At low load every write leaves at once, alone, as before. Under sustained load
- * (`lingerMs`), writes that would leave with no transaction in flight wait a few milliseconds
- * for others: in DynamoDB Local a transaction of one consent costs three times the CPU a consent
- * costs in a transaction of twelve (`npm run bench -- store`).
+ * refused). At low load every write leaves at once, alone.
  *
  * One transaction never names an item twice (DynamoDB refuses such a request): a write that
  * touches an item already in the group waits for the next one.
@@ -88,10 +74,6 @@ export class GroupCommit {
   private inFlight = 0;
   private readonly maxItems: number;
   private readonly maxInFlight: number;
-  private readonly lingerMs: number;
-  /** Writes in the last transaction sent; a linger waits only after one of several. */
-  private lastGroup = 0;
-  private lingering: NodeJS.Timeout | undefined;
   private readonly m;
   /** Writes committed lately, oldest first, with when (see `recheck`). */
   private readonly recent = new RecentWrites<TransactItem[]>();
@@ -102,7 +84,6 @@ export class GroupCommit {
   ) {
     this.maxItems = o.maxItems ?? 100;
     this.maxInFlight = o.maxInFlight ?? 4;
-    this.lingerMs = o.lingerMs ?? 0;
     this.m = o.registry ? groupMetrics(o.registry) : undefined;
     if (o.outages) this.recent.watch(o.outages, (since) => this.recheck(since));
   }
@@ -300,25 +281,9 @@ export class GroupCommit {
     if (this.o.outages) this.recent.add([[item]]);
   }
 
-  private pump(lingered = false): void {
-    if (this.lingering) return;
+  private pump(): void {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      if (
-        !lingered &&
-        this.lingerMs > 0 &&
-        this.inFlight === 0 &&
-        this.lastGroup >= LINGER_AFTER &&
-        this.queue.length < LINGER_ENOUGH
-      ) {
-        this.lingering = setTimeout(() => {
-          this.lingering = undefined;
-          this.pump(true);
-        }, this.lingerMs);
-        return;
-      }
-      lingered = false;
       const group = this.take();
-      this.lastGroup = group.length;
       this.inFlight++;
       void this.run(group);
     }

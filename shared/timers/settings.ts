@@ -3,7 +3,7 @@ import { positiveInt } from '../env.js';
 
 /** The due-index of SLA checks, expiries and duties, and the compliance gauges. */
 export const timerSettings = {
-  /** Shards of the SLA-check and consent-expiry due-index (grow only). */
+  /** Shards of each due-index: SLA checks and expiries, dispatch retries (grow only). */
   TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
   TIMER_SWEEP_INTERVAL_MS: positiveInt(1_000),
   /** The expiry family's sweep (reminders, expiries, erasure scrubs, inactivity). */

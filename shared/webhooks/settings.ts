@@ -17,7 +17,6 @@ export const webhookSettings = {
   DISPATCH_CLOCK_SKEW_MS: z.coerce.number().int().nonnegative().default(60_000),
   /** An attempt not completed this long after it was due is attempted again. */
   DISPATCH_SAFETY_NET_MS: positiveInt(60_000),
-  /** How often the retry sweeper reads the due-index, and its shards (grow only). */
+  /** How often the retry sweeper reads the due-index (its shards: TIMER_SHARDS). */
   DISPATCH_SWEEP_INTERVAL_MS: positiveInt(1_000),
-  DISPATCH_TIMER_SHARDS: z.coerce.number().int().min(1).max(256).default(8),
 };

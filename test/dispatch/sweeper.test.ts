@@ -18,7 +18,7 @@ import { consentEvent } from './helpers.js';
 let rt: Runtime;
 beforeAll(async () => {
   rt = await testRuntime('dispatch-sweeper', {
-    DISPATCH_TIMER_SHARDS: '4',
+    TIMER_SHARDS: '4',
     DISPATCH_SAFETY_NET_MS: '60000',
   });
 });
@@ -36,7 +36,7 @@ async function storedDispatch(dueAtMs: number) {
     body: JSON.stringify(event),
     endpoint: `${app.appId}:webhook`,
     nowMs: Date.now(),
-    due: (id) => dueEntry(id, app.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
+    due: (id) => dueEntry(id, app.appId, dueAtMs, 'attempt', rt.config.TIMER_SHARDS),
   });
   await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: created.items }));
   return created.state;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
-import { GroupCommit, LINGER_AFTER, type TransactItem } from '../../shared/storage/group-commit.js';
+import { GroupCommit, type TransactItem } from '../../shared/storage/group-commit.js';
 import { StoreOutages } from '../../shared/storage/outages.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { testRuntime } from '../helpers/stack.js';
@@ -109,33 +109,6 @@ describe('group commit of TransactWriteItems', () => {
       expect(await exists(`gc#${id}`)).toMatchObject({ n: 1 });
       expect(await exists(`claim#${id}`)).toMatchObject({ by: id });
     }
-  });
-
-  it('under sustained load only, a write that would leave alone waits for others (linger)', async () => {
-    const c = counting();
-    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes, lingerMs: 40 });
-    // Light load: a write leaves at once, alone, whatever the linger.
-    const t0 = Date.now();
-    await g.write(write(randomUUID()));
-    await g.write(write(randomUUID()));
-    expect(c.sizes).toEqual([2, 2]);
-    // Three at once: the first alone (no transaction of three yet), the two behind it together.
-    await Promise.all(Array.from({ length: 3 }, () => g.write(write(randomUUID()))));
-    expect(c.sizes).toEqual([2, 2, 2, 4]);
-    expect(Date.now() - t0).toBeLessThan(2_000);
-    // One more than that at once: the first alone, then a transaction of LINGER_AFTER writes,
-    // the sign of sustained load. Writes arriving 10 ms apart now wait for each other and leave
-    // together, instead of one transaction each.
-    await Promise.all(Array.from({ length: LINGER_AFTER + 1 }, () => g.write(write(randomUUID()))));
-    expect(c.sizes.slice(-2)).toEqual([2, 2 * LINGER_AFTER]);
-    const before = c.sizes.length;
-    const spaced: Promise<void>[] = [];
-    for (let i = 0; i < 3; i++) {
-      spaced.push(g.write(write(randomUUID())));
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await Promise.all(spaced);
-    expect(c.sizes.slice(before)).toEqual([6]);
   });
 
   it('never puts more than 100 items, or one item twice, in a request', async () => {

@@ -436,7 +436,7 @@ describe('writers: no delete, own retries, carriers', () => {
     expect(await progress()).toBeUndefined();
   });
 
-  it('refuses new commits with 503 and Retry-After once OUTBOX_MAX_OPEN wait for Kafka', async () => {
+  it('refuses new commits with 503 and Retry-After once its open commits (maxOpen) wait for Kafka', async () => {
     const { producer } = switchable();
     const writer = new Outbox({ ...rtDeps(), producer }, { retryIntervalMs: 100, maxOpen: 1 });
     try {

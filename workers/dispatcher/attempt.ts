@@ -194,7 +194,7 @@ export class Attempter {
     const { rt } = this;
     const s = job.state;
     const plan = planSettle(job, app, result, {
-      shards: rt.config.DISPATCH_TIMER_SHARDS,
+      shards: rt.config.TIMER_SHARDS,
       random: this.o.random ?? Math.random,
     });
     const written = job.fresh

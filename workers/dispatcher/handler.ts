@@ -199,7 +199,7 @@ export function consentEventHandler(
       body,
       endpoint: endpointOf(event),
       nowMs,
-      due: (id) => dueEntry(id, event.appId, dueAtMs, 'attempt', rt.config.DISPATCH_TIMER_SHARDS),
+      due: (id) => dueEntry(id, event.appId, dueAtMs, 'attempt', rt.config.TIMER_SHARDS),
       traceparent,
       retainUntil: retainUntilFor(app, nowMs),
     });

@@ -47,7 +47,7 @@ export const SKEW_MS = 2_000;
 export function retryShardLeases(rt: Runtime, log: Logger): ShardLeases {
   const c = rt.config;
   return new ShardLeases(rt, {
-    shards: c.DISPATCH_TIMER_SHARDS,
+    shards: c.TIMER_SHARDS,
     leaseMs: Math.max(30_000, 2 * (c.WEBHOOK_TIMEOUT_MS + DEADLINE_MARGIN_MS) + SKEW_MS),
     log,
   });

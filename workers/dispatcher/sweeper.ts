@@ -80,7 +80,7 @@ export class Sweeper {
   ) {
     this.walker = new BucketWalker(rt, {
       family: 'retry',
-      shards: rt.config.DISPATCH_TIMER_SHARDS,
+      shards: rt.config.TIMER_SHARDS,
     });
   }
 
@@ -209,7 +209,7 @@ export class Sweeper {
     snoozed = false,
   ): Promise<DueEntry | undefined> {
     const { rt } = this;
-    const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.DISPATCH_TIMER_SHARDS);
+    const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.TIMER_SHARDS);
     return (await moveDispatchDue(rt, e, next, attempts, snoozed)) ? next : undefined;
   }
 
