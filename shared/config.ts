@@ -3,7 +3,7 @@ import { busSettings } from './bus/settings.js';
 import { httpSettings, parseTrustProxy } from './http/settings.js';
 import { ledgerSettings } from './ledger/settings.js';
 import { mailSettings } from './mail/settings.js';
-import { outboxSettings } from './outbox/settings.js';
+import { outboxSettings } from './storage/outbox/settings.js';
 import { keySettings } from './signing/settings.js';
 import { storageSettings } from './storage/settings.js';
 import { timerSettings } from './timers/settings.js';

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { captureConsent } from '../../shared/domain/consent/index.js';
-import { loadPrincipal } from '../../shared/domain/consent/repository.js';
+import { loadPrincipal } from '../../shared/storage/consents/repository.js';
 import { markWidgetVerified } from '../../shared/domain/apps.js';
 import { keyedHash } from '../../shared/domain/crypto.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';

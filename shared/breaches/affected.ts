@@ -1,7 +1,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
 import { getReferenceKey } from '../domain/apps.js';
-import { isClaim, keys } from '../domain/consent/repository.js';
+import { isClaim, keys } from '../storage/consents/repository.js';
 import { derivedReferenceId } from '../domain/ids.js';
 import type { Runtime } from '../runtime.js';
 import type { Affected } from './model.js';

@@ -17,7 +17,7 @@ import {
 } from '../duties/store.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import type { OutboxItem, TransactItem } from '../outbox/outbox.js';
+import type { OutboxItem, TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';
 import { resolveAffected } from './affected.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { patterns } from '../domain/ids.js';
 import { newNotificationId } from '../mail/notifications.js';
-import type { OutboxItem } from '../outbox/outbox.js';
+import type { OutboxItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 
 /**

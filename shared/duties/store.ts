@@ -2,7 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { AppError } from '../errors.js';
 import { getOrCreate } from '../metrics.js';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';

@@ -14,7 +14,7 @@ import {
   type FlagChange,
 } from '../duties/store.js';
 import { invalidateCache } from '../domain/cache.js';
-import { loadPrincipal, loadUser } from '../domain/consent/repository.js';
+import { loadPrincipal, loadUser } from '../storage/consents/repository.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';

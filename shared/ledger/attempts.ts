@@ -1,5 +1,5 @@
 import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';

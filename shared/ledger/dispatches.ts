@@ -2,7 +2,7 @@ import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sd
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import type { ConsentEvent } from '../domain/consent/events.js';
 import { creationEventIds, hashedUlidRandom } from '../domain/ids.js';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ComplianceFlag, FlagCause } from '../compliance/flags.js';
 import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';
 import { shardOf, timerKey, type TimerEntry } from '../timers/due.js';

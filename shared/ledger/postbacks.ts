@@ -2,7 +2,7 @@ import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { ComplianceFlag } from '../compliance/flags.js';
 import type { PostbackMessage } from '../compliance/postback.js';
 import type { EventType } from '../domain/consent/events.js';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';

@@ -1,5 +1,5 @@
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
-import { keys } from '../domain/consent/repository.js';
+import { keys } from '../storage/consents/repository.js';
 import { creationEventIds } from '../domain/ids.js';
 import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';

@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
 import type { PostbackMessage } from '../compliance/postback.js';
-import type { TransactItem } from '../outbox/outbox.js';
+import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { impliedFields } from './packed.js';
 import { dispatchItems, type DispatchRecord, dispatchKey, isDispatchHead } from './dispatches.js';

@@ -1,7 +1,7 @@
 import { ulid } from 'ulid';
 import { z } from 'zod';
 import { getApp } from '../domain/apps.js';
-import { loadPrincipal } from '../domain/consent/repository.js';
+import { loadPrincipal } from '../storage/consents/repository.js';
 import { patterns } from '../domain/ids.js';
 import { LANGUAGES, type Language } from '../domain/types.js';
 import { AppError } from '../errors.js';

@@ -1,5 +1,5 @@
 import { getAppCached } from '../domain/apps.js';
-import { loadPrincipal } from '../domain/consent/repository.js';
+import { loadPrincipal } from '../storage/consents/repository.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';

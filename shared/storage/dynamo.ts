@@ -15,7 +15,7 @@ import type { BaseConfig } from '../config.js';
 export interface Dynamo {
   client: DynamoDBClient;
   doc: DynamoDBDocumentClient;
-  /** DynamoDB Streams, which the outbox relay reads (shared/outbox/carrier-stream.ts). */
+  /** DynamoDB Streams, which the outbox relay reads (shared/storage/outbox/carrier-stream.ts). */
   streams: DynamoDBStreamsClient;
   close(): void;
 }

@@ -3,7 +3,7 @@ import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHash } from '../../shared/domain/crypto.js';
 import { scrubPrincipal } from '../../shared/domain/consent/scrub.js';
-import { keys } from '../../shared/domain/consent/repository.js';
+import { keys } from '../../shared/storage/consents/repository.js';
 import { dispatchItems } from '../../shared/ledger/dispatches.js';
 import { sha256Hex } from '../../shared/ledger/hash.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';

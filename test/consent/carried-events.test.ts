@@ -6,8 +6,8 @@ import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
 import { toView } from '../../shared/domain/consent/model.js';
 import { recordUuid } from '../../shared/domain/ids.js';
-import { loadTransaction, queryTransactions } from '../../shared/domain/consent/repository.js';
-import { Outbox } from '../../shared/outbox/outbox.js';
+import { loadTransaction, queryTransactions } from '../../shared/storage/consents/repository.js';
+import { Outbox } from '../../shared/storage/outbox/outbox.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { transactionItem, useRecordApi } from './fixture.js';
 

@@ -9,13 +9,13 @@ import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
 import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
-import { STREAM_WRITER_ATTR } from '../../shared/outbox/carrier-stream.js';
-import { Outbox, type OutboxDeps } from '../../shared/outbox/outbox.js';
+import { STREAM_WRITER_ATTR } from '../../shared/storage/outbox/carrier-stream.js';
+import { Outbox, type OutboxDeps } from '../../shared/storage/outbox/outbox.js';
 import { useRecordApi, transactionItem } from './fixture.js';
 
 /**
  * The relay finds a new transaction's item (the carrier of its creation events) through the
- * entities table's DynamoDB stream, so the item is in no index (shared/outbox/carrier-stream.ts).
+ * entities table's DynamoDB stream, so the item is in no index (shared/storage/outbox/carrier-stream.ts).
  * Against the real Kafka and DynamoDB Local and its stream; a stopped writer's producer points
  * at a closed port.
  */

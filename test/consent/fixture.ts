@@ -13,7 +13,7 @@ import {
 import type { App, NoticeVersion } from '../../shared/domain/types.js';
 import { historyOf } from '../../shared/domain/consent/carried.js';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
-import { keys } from '../../shared/domain/consent/repository.js';
+import { keys } from '../../shared/storage/consents/repository.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';

@@ -7,7 +7,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import type { ConsentEvent } from '../../shared/domain/consent/index.js';
-import { keys } from '../../shared/domain/consent/repository.js';
+import { keys } from '../../shared/storage/consents/repository.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { captureConsent } from '../../shared/domain/consent/index.js';
-import { derivedReferenceOf } from '../../shared/domain/consent/repository.js';
+import { derivedReferenceOf } from '../../shared/storage/consents/repository.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { bearer, useRecordApi } from './fixture.js';
 

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
-import { derivedReferenceOf, keys } from '../../shared/domain/consent/repository.js';
+import { derivedReferenceOf, keys } from '../../shared/storage/consents/repository.js';
 import { newTransactionId } from '../../shared/domain/consent/writer.js';
 import { useRecordApi } from './fixture.js';
 

@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { resolveAffected } from '../../shared/breaches/affected.js';
 import { getReferenceKey } from '../../shared/domain/apps.js';
 import { captureConsent } from '../../shared/domain/consent/index.js';
-import { derivedReferenceOf, keys, loadPrincipal } from '../../shared/domain/consent/repository.js';
+import {
+  derivedReferenceOf,
+  keys,
+  loadPrincipal,
+} from '../../shared/storage/consents/repository.js';
 import { scrubPrincipal } from '../../shared/domain/consent/scrub.js';
 import { getNoticeByTriggerKey } from '../../shared/domain/notices.js';
 import { useRecordApi } from './fixture.js';

@@ -7,7 +7,7 @@ import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
 import { closeServer, createHttpApp, finishHttpApp, listen } from '../../shared/http/server.js';
-import { Outbox } from '../../shared/outbox/outbox.js';
+import { Outbox } from '../../shared/storage/outbox/outbox.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';

@@ -2,7 +2,11 @@ import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
-import { keys, loadTransactionAt, putTransaction } from '../../shared/domain/consent/repository.js';
+import {
+  keys,
+  loadTransactionAt,
+  putTransaction,
+} from '../../shared/storage/consents/repository.js';
 import { expiryEntry, type ExpiryKind } from '../../shared/domain/consent/timers.js';
 import {
   DUE_INDEX,

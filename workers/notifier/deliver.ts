@@ -1,6 +1,6 @@
 import { Counter, type Registry } from 'prom-client';
 import { getAppCached } from '../../shared/domain/apps.js';
-import { loadPrincipal } from '../../shared/domain/consent/repository.js';
+import { loadPrincipal } from '../../shared/storage/consents/repository.js';
 import type { App } from '../../shared/domain/types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Mailer } from '../../shared/mail/index.js';

@@ -1,5 +1,5 @@
 import type { Language } from '../../shared/domain/types.js';
-import { loadTransactionAt, queryTransactions } from '../../shared/domain/consent/repository.js';
+import { loadTransactionAt, queryTransactions } from '../../shared/storage/consents/repository.js';
 import { isLanguage } from '../../shared/i18n/index.js';
 import type { Runtime } from '../../shared/runtime.js';
 

@@ -1,9 +1,9 @@
 import type { WorkerModule } from '../../shared/process.js';
-import { startRelay } from '../../shared/outbox/relay.js';
+import { startRelay } from '../../shared/storage/outbox/relay.js';
 
 /**
  * Publishes the commits of writers that stopped (killed, or their machine gone) from their
- * watermark on; a live writer publishes its own (shared/outbox/outbox.ts).
+ * watermark on; a live writer publishes its own (shared/storage/outbox/outbox.ts).
  */
 export const relayWorker: WorkerModule = {
   name: 'outbox-relay',

@@ -3,7 +3,7 @@ import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
 import type { App } from '../types.js';
 import type { StoredPrincipal } from './model.js';
-import { isClaim, keys } from './repository.js';
+import { isClaim, keys } from '../../storage/consents/repository.js';
 
 /**
  * A principal's last activity and the instants of the inactivity policy (docs/parental-and-

@@ -1,5 +1,5 @@
 import type { OutMessage } from '../../bus/producer.js';
-import { ATTR } from '../../outbox/commits.js';
+import { ATTR } from '../../storage/outbox/commits.js';
 import { derivedEventId } from '../ids.js';
 import type { Environment } from '../types.js';
 import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';

@@ -3,7 +3,7 @@ import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
 import { queryPages } from '../../storage/query.js';
 import { withFullRecords, type StoredTransaction } from './model.js';
-import { keys } from './repository.js';
+import { keys } from '../../storage/consents/repository.js';
 import { deriveStatus } from './states.js';
 import type { ExtraWrite } from './writer.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OutboxItem } from '../../outbox/outbox.js';
+import type { OutboxItem } from '../../storage/outbox/outbox.js';
 import type { App } from '../types.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 

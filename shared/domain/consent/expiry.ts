@@ -5,7 +5,7 @@ import { getApp } from '../apps.js';
 import { applyOperation } from './apply.js';
 import { reminderEvent, type ConsentEvent } from './events.js';
 import type { Actor, StoredTransaction } from './model.js';
-import { loadTransaction } from './repository.js';
+import { loadTransaction } from '../../storage/consents/repository.js';
 import { expireTimerItem } from './timers.js';
 import { mutateTransaction, type Mutation, type WriteContext } from './writer.js';
 

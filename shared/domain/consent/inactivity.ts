@@ -14,7 +14,7 @@ import { inactivityStep, lastActivityMs } from './activity.js';
 import { erasedExcept } from './erasure.js';
 import { erasePrincipal } from './manage.js';
 import type { Actor, StoredPrincipal } from './model.js';
-import { keys, loadPrincipal } from './repository.js';
+import { keys, loadPrincipal } from '../../storage/consents/repository.js';
 import { expiryEntry, inactivityTimerItem } from './timers.js';
 
 /**

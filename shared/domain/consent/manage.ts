@@ -9,7 +9,7 @@ import {
   loadTransaction,
   loadTransactionAt,
   queryTransactions,
-} from './repository.js';
+} from '../../storage/consents/repository.js';
 import { deriveStatus } from './states.js';
 import { mutateTransaction, type ExtraWrite, type WriteContext } from './writer.js';
 

@@ -3,7 +3,7 @@ import { utcMillis } from '../../compliance/postback.js';
 import { AppError } from '../../errors.js';
 import { applyOperation } from './apply.js';
 import { toView, type ParentalVerification, type TransactionView } from './model.js';
-import { loadTransaction, loadTransactionAt } from './repository.js';
+import { loadTransaction, loadTransactionAt } from '../../storage/consents/repository.js';
 import { mutateTransaction, type WriteContext } from './writer.js';
 
 /**

@@ -1,5 +1,5 @@
-import { ATTR } from '../../outbox/commits.js';
-import { STREAM_WRITER_ATTR } from '../../outbox/carrier-stream.js';
+import { ATTR } from '../../storage/outbox/commits.js';
+import { STREAM_WRITER_ATTR } from '../../storage/outbox/carrier-stream.js';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
 import { isConditionFailure } from '../../storage/dynamo.js';
@@ -7,7 +7,7 @@ import { queryAll } from '../../storage/query.js';
 import { getApp } from '../apps.js';
 import { keyedHash } from '../crypto.js';
 import { withFullRecords, type StoredTransaction } from './model.js';
-import { derivedReferenceOf, keys } from './repository.js';
+import { derivedReferenceOf, keys } from '../../storage/consents/repository.js';
 import { deriveStatus } from './states.js';
 import { SCRUB_AFTER_MS } from './timers.js';
 

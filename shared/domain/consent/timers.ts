@@ -1,6 +1,6 @@
 import { dueAttributes } from '../../timers/derived.js';
 import { duePutItem, timerKey, type TimerEntry } from '../../timers/due.js';
-import type { TransactItem } from '../../outbox/outbox.js';
+import type { TransactItem } from '../../storage/outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import type { App } from '../types.js';
 import { inactivityPlan } from './activity.js';

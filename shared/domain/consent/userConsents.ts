@@ -15,7 +15,7 @@ import {
   notDerivedUser,
   putClaim,
   putUser,
-} from './repository.js';
+} from '../../storage/consents/repository.js';
 import {
   createWithPrincipal,
   mutateTransaction,

@@ -1,6 +1,6 @@
 import { AppError } from '../../errors.js';
 import { ensureFamily } from '../../timers/due.js';
-import type { TransactItem } from '../../outbox/outbox.js';
+import type { TransactItem } from '../../storage/outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons, writeItems } from '../../storage/dynamo.js';
 import { ownCancellation } from '../../storage/group-commit.js';
@@ -8,8 +8,8 @@ import { newEventId, newReferenceId, recordNumber, recordUuid, transactionUuid }
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
 import { assertParentalGate } from './apply.js';
-import { ATTR, packMessages } from '../../outbox/commits.js';
-import { certainlyNotApplied } from '../../outbox/outbox.js';
+import { ATTR, packMessages } from '../../storage/outbox/commits.js';
+import { certainlyNotApplied } from '../../storage/outbox/outbox.js';
 import {
   carriesDerived,
   creationIds,
@@ -36,7 +36,7 @@ import {
   putTransaction,
   putUser,
   withHistory,
-} from './repository.js';
+} from '../../storage/consents/repository.js';
 import { timerItems, withFirstTimer } from './timers.js';
 
 /**

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Counter, type Registry } from 'prom-client';
-import type { OutMessage } from '../bus/producer.js';
-import { getOrCreate } from '../metrics.js';
-import type { TransactItem } from '../storage/group-commit.js';
+import type { OutMessage } from '../../bus/producer.js';
+import { getOrCreate } from '../../metrics.js';
+import type { TransactItem } from '../group-commit.js';
 import { STREAM_WRITER_ATTR } from './carrier-stream.js';
 
 /**

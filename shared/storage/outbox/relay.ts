@@ -8,11 +8,11 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { Counter, type Registry } from 'prom-client';
-import { backoffMs } from '../backoff.js';
-import type { Producer } from '../bus/producer.js';
-import type { Logger } from '../logger.js';
-import { getOrCreate } from '../metrics.js';
-import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
+import { backoffMs } from '../../backoff.js';
+import type { Producer } from '../../bus/producer.js';
+import type { Logger } from '../../logger.js';
+import { getOrCreate } from '../../metrics.js';
+import { isConditionFailure, updateIfHolds } from '../dynamo.js';
 import { CarrierStream } from './carrier-stream.js';
 import {
   ATTR,
@@ -91,7 +91,7 @@ function settlement(
 }
 
 /**
- * Publishes the commits of writers that stopped (shared/outbox/outbox.ts, `Outbox`). Each writer
+ * Publishes the commits of writers that stopped (shared/storage/outbox/outbox.ts, `Outbox`). Each writer
  * saves a progress item with its watermark and a heartbeat; a writer whose heartbeat this relay
  * has watched stand still is taken over: its outbox items are found through the outbox table's
  * `writer` index, its carriers through their tables' streams (`CarrierStream`), and both are

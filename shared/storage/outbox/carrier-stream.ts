@@ -10,8 +10,8 @@ import {
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Logger } from '../logger.js';
-import { getOrCreate } from '../metrics.js';
+import type { Logger } from '../../logger.js';
+import { getOrCreate } from '../../metrics.js';
 
 /**
  * Where a carrier holds its writer (`{writer id}#{shard}`): the relay finds it through its
@@ -86,7 +86,7 @@ const isName = (err: unknown, name: string) =>
 /**
  * Reads a carrier table's DynamoDB stream (NEW_IMAGE) and holds the commits it shows whose
  * writer has not been seen to publish them: how the relay finds the carriers of a writer that
- * stopped (shared/outbox/outbox.ts, `relayPass`).
+ * stopped (shared/storage/outbox/outbox.ts, `relayPass`).
  *
  * - `poll` reads every shard of the stream to its current end (or `PAGES_PER_POLL` pages) and
  *   holds each record whose new image has `obxs` and `obxt`.

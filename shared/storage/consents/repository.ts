@@ -1,11 +1,15 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../../errors.js';
-import type { TransactItem } from '../../outbox/outbox.js';
+import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
-import { queryAll } from '../../storage/query.js';
+import { queryAll } from '../query.js';
 import { unchangedDueCondition } from '../../timers/derived.js';
-import { getReferenceKey } from '../apps.js';
-import { derivedReferenceId, referenceOfTransaction, transactionOfRecord } from '../ids.js';
+import { getReferenceKey } from '../../domain/apps.js';
+import {
+  derivedReferenceId,
+  referenceOfTransaction,
+  transactionOfRecord,
+} from '../../domain/ids.js';
 import type {
   Actor,
   HistoryEntry,
@@ -14,8 +18,8 @@ import type {
   StoredPrincipal,
   StoredTransaction,
   UserPointer,
-} from './model.js';
-import { compactRecords, withFullRecords } from './model.js';
+} from '../../domain/consent/model.js';
+import { compactRecords, withFullRecords } from '../../domain/consent/model.js';
 
 /**
  * Storage of principals, transactions and users' claims in `entities`. Every key starts with

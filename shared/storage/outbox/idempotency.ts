@@ -6,8 +6,8 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { AppError } from '../errors.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { AppError } from '../../errors.js';
+import { isConditionFailure } from '../dynamo.js';
 import type { TransactItem } from './outbox.js';
 
 const DAY_S = 86400;

@@ -1,4 +1,4 @@
-import { positiveInt } from '../env.js';
+import { positiveInt } from '../../env.js';
 
 /** The outbox: each process's writer and the relay that takes a stopped writer over. */
 export const outboxSettings = {

@@ -10,14 +10,14 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { randomUUID } from 'node:crypto';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import { ulid } from 'ulid';
-import type { OutMessage, Producer } from '../bus/producer.js';
-import { AppError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { STEP_SECONDS_BUCKETS, getOrCreate } from '../metrics.js';
-import { writeItems } from '../storage/dynamo.js';
-import { GroupCommit, type TransactItem } from '../storage/group-commit.js';
-import type { StoreOutages } from '../storage/outages.js';
-import { withTraceHeaders } from '../telemetry.js';
+import type { OutMessage, Producer } from '../../bus/producer.js';
+import { AppError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { STEP_SECONDS_BUCKETS, getOrCreate } from '../../metrics.js';
+import { writeItems } from '../dynamo.js';
+import { GroupCommit, type TransactItem } from '../group-commit.js';
+import type { StoreOutages } from '../outages.js';
+import { withTraceHeaders } from '../../telemetry.js';
 import {
   ATTR,
   PROGRESS_PREFIX,
