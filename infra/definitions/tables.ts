@@ -58,7 +58,7 @@ export interface TableDef {
   ttlAttribute?: string;
   /**
    * The table's DynamoDB stream (new images), read by the outbox relay to find carriers
-   * (shared/outbox/carrier-stream.ts). A stream bills no write units.
+   * (shared/storage/outbox/carrier-stream.ts). A stream bills no write units.
    */
   stream?: boolean;
   description: string;
@@ -82,7 +82,7 @@ export const tableDefs = {
       },
     ],
     // The outbox relay finds the items that carry their commit's events (new transactions)
-    // through it (shared/outbox/carrier-stream.ts).
+    // through it (shared/storage/outbox/carrier-stream.ts).
     stream: true,
     description:
       'Apps, keys, notices, principals, users’ claims and transactions with their records and history (one table, typed keys)',
@@ -91,7 +91,7 @@ export const tableDefs = {
     name: 'outbox',
     partitionKey: 'id',
     // Sparse: each writer's commits by creation time, and its progress item under `writers`
-    // (shared/outbox/outbox.ts): how the relay finds the events of a writer that stopped.
+    // (shared/storage/outbox/outbox.ts): how the relay finds the events of a writer that stopped.
     indexes: [{ name: 'writer', partitionKey: 'obxw', sortKey: 'obxt', keysOnly: true }],
     ttlAttribute: 'expiresAt',
     description:
