@@ -14,7 +14,6 @@ import { Processed } from './storage/outbox/idempotency.js';
 import { Outbox } from './storage/outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { instrumentDynamo } from './storage/instrument.js';
-import { StoreOutages } from './storage/outages.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -30,8 +29,6 @@ export interface Runtime {
   topics: TopicNames;
   outbox: Outbox;
   processed: Processed;
-  /** Outages of the store as this process's requests saw them (shared/storage/outages.ts). */
-  storeOutages: StoreOutages;
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
@@ -58,8 +55,6 @@ export function createRuntime(
     ]),
   );
   instrumentDynamo(dynamo.client, registry, config.TABLE_PREFIX, (table) => shapes.get(table));
-  const storeOutages = new StoreOutages();
-  storeOutages.watch(dynamo.client);
   const tables = tableNames(config.TABLE_PREFIX);
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
@@ -72,7 +67,6 @@ export function createRuntime(
       log,
       registry,
       keyAttributes: (table) => shapes.get(table)?.keys ?? [],
-      storeOutages,
       writerIndex: 'writer',
       streams: { client: dynamo.client, streams: dynamo.streams },
       // A new transaction's item carries its creation events (mostly as derivable from it): the
@@ -106,7 +100,6 @@ export function createRuntime(
     topics,
     outbox,
     processed,
-    storeOutages,
     docs: new ApiDocs(),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),

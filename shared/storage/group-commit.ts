@@ -1,10 +1,7 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { AppError, coerceError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { AppError } from '../errors.js';
 import { getOrCreate } from '../metrics.js';
-import type { StoreOutages } from './outages.js';
-import { RecentWrites } from './recent-writes.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -22,13 +19,6 @@ export interface GroupCommitOptions {
   /** The key attribute names of a table (by its full name), to keep one item per transaction. */
   keyAttributes: (table: string) => readonly string[];
   registry?: Registry;
-  /**
-   * The process's store outages: when one ends, the writes committed from `RecentWrites.WINDOW_MS`
-   * before it began are sent again, alone (see `recheck`).
-   */
-  outages?: StoreOutages;
-  /** Where a recheck reports what it wrote again. */
-  log?: Logger;
   /** How `single` sends an item alone (PutItem, UpdateItem, DeleteItem). */
   sendSingle?: SendSingle;
   /** Reads back (consistently) the item a put names, for `single`'s `mine`. */
@@ -75,8 +65,6 @@ export class GroupCommit {
   private readonly maxItems: number;
   private readonly maxInFlight: number;
   private readonly m;
-  /** Writes committed lately, oldest first, with when (see `recheck`). */
-  private readonly recent = new RecentWrites<TransactItem[]>();
 
   constructor(
     private readonly send: SendTransaction,
@@ -85,128 +73,6 @@ export class GroupCommit {
     this.maxItems = o.maxItems ?? 100;
     this.maxInFlight = o.maxInFlight ?? 4;
     this.m = o.registry ? groupMetrics(o.registry) : undefined;
-    if (o.outages) this.recent.watch(o.outages, (since) => this.recheck(since));
-  }
-
-  /**
-   * After a store outage, every write committed from `RecentWrites.WINDOW_MS` before it began is
-   * sent again, alone, with a new request token: a store killed with SIGKILL can lose writes it
-   * acknowledged (DynamoDB Local does), and their callers were answered already. A write's own
-   * conditions decide: one that is still there (a put under `attribute_not_exists`, an update
-   * under a version) is refused and changes nothing; one that was lost is applied again, events
-   * and all (consumers deduplicate them). Only writes guarded that way are sent: one with no
-   * condition but on its outbox item could overwrite a newer change, and is left alone.
-   *
-   * A write that is refused may still have lost part of its items: the refusal names, item by
-   * item, which conditions failed, and an item under a condition that still holds (reason
-   * `None`: an `attribute_not_exists` put whose item is gone) was lost. Those items are written
-   * again, under their own conditions, with the write's unconditioned puts and, if it is gone
-   * too, its outbox item (see `repair`). Resolves to how many writes were applied again, whole
-   * or in part.
-   */
-  async recheck(outageSinceMs: number): Promise<number> {
-    const writes = this.recent.before(outageSinceMs);
-    const done = { restored: 0, repaired: 0 };
-    let pending = writes.filter(guarded);
-    try {
-      for (let round = 0; round < 3 && pending.length > 0; round++) {
-        if (round > 0) await new Promise((r) => setTimeout(r, 200 * round));
-        const contended: TransactItem[][] = [];
-        for (const w of pending) {
-          const outcome = await this.recheckWrite(w);
-          if (outcome === 'contended') contended.push(w);
-          else if (outcome !== 'intact') done[outcome]++;
-        }
-        pending = contended;
-      }
-    } catch (err) {
-      this.o.log?.warn({ err }, 'write recheck after a store outage failed');
-      // The store failed again: its next recovery checks again.
-      if (coerceError(err).retriable) this.o.outages?.failed(outageSinceMs);
-    }
-    const { restored, repaired } = done;
-    this.m?.rechecks.inc();
-    this.m?.restored.inc(restored + repaired);
-    this.o.log?.[restored + repaired > 0 ? 'warn' : 'info'](
-      { checked: writes.length, restored, repaired },
-      restored + repaired > 0
-        ? 'writes the store acknowledged before its outage were gone, whole or in part; applied again'
-        : 'writes the store acknowledged before its outage are all still there',
-    );
-    return restored + repaired;
-  }
-
-  /** One write sent again: applied whole, refused (then repaired where part of it is gone). */
-  private async recheckWrite(
-    w: TransactItem[],
-  ): Promise<'restored' | 'repaired' | 'intact' | 'contended'> {
-    try {
-      await this.send(w);
-      return 'restored';
-    } catch (err) {
-      const e = err as { name?: string; CancellationReasons?: Reason[] };
-      if (e?.name !== 'TransactionCanceledException') throw err;
-      return this.repair(w, e.CancellationReasons);
-    }
-  }
-
-  /**
-   * Writes again the items of `w` that its refused resend shows were lost. Only a put under
-   * `attribute_not_exists` tells that for sure: its reason is `None` (the condition holds) only
-   * if the item is gone. If one such item (not the outbox item) is gone, each of them is put
-   * again under its condition, then each unconditioned put of the write only where its item is
-   * gone too, then the outbox item if it is gone (its events go out again; consumers deduplicate
-   * them). Item by item: what survived of the write stays as it is. A reason other than a failed
-   * condition (contention) asks for another round.
-   */
-  private async repair(
-    w: TransactItem[],
-    reasons: Reason[] | undefined,
-  ): Promise<'intact' | 'repaired' | 'contended'> {
-    if (!Array.isArray(reasons) || reasons.length !== w.length) return 'intact';
-    const code = (n: number) => reasons[n]?.Code ?? 'None';
-    if (w.some((_, n) => !['None', 'ConditionalCheckFailed'].includes(code(n)))) return 'contended';
-    const gone = w.filter((i, n) => creates(i) && code(n) === 'None');
-    if (!gone.some((i) => !isOutbox(i))) return 'intact';
-    const again = [
-      ...gone.filter((i) => !isOutbox(i)),
-      ...w
-        .filter((i) => i.Put && i.Put.ConditionExpression === undefined)
-        .map((i) => this.ifAbsent(i)),
-      ...gone.filter(isOutbox),
-    ];
-    let written = 0;
-    for (const item of again) {
-      try {
-        await this.send([item]);
-        written++;
-      } catch (err) {
-        if ((err as { name?: string })?.name !== 'TransactionCanceledException') throw err;
-      }
-    }
-    return written > 0 ? 'repaired' : 'intact';
-  }
-
-  /** An unconditioned put, made to write only where its item is gone. */
-  private ifAbsent(i: TransactItem): TransactItem {
-    const put = i.Put!;
-    const key = this.o.keyAttributes(put.TableName ?? '')[0] ?? 'pk';
-    return {
-      Put: {
-        ...put,
-        ConditionExpression: 'attribute_not_exists(#k)',
-        ExpressionAttributeNames: { ...put.ExpressionAttributeNames, '#k': key },
-      },
-    };
-  }
-
-  /** Waits for the recheck after the last outage (tests). */
-  settledRecheck(): Promise<unknown> {
-    return this.recent.settled();
-  }
-
-  private remember(group: Pending[]): void {
-    if (this.o.outages) this.recent.add(group.map((p) => p.items));
   }
 
   /**
@@ -251,8 +117,7 @@ export class GroupCommit {
   /**
    * Writes one item as a request of its own, never grouped and never queued behind the
    * transactions: AWS bills an item written alone once, and twice inside a transaction. For a
-   * write that needs no other item to commit with it. Remembered like a group's writes (a store
-   * outage's `recheck` sends it again under its condition). A failed condition is refused as a
+   * write that needs no other item to commit with it. A failed condition is refused as a
    * group's write is (`TransactionCanceledException`, its one reason `ConditionalCheckFailed`),
    * so callers classify both alike, unless `mine` recognises the item found in its place as the
    * one this put wrote. Once `signal` has aborted it is refused unsent.
@@ -278,7 +143,6 @@ export class GroupCommit {
         throw ownCancellation(err, [{ Code: 'ConditionalCheckFailed' }]);
     }
     this.m?.singles.inc();
-    if (this.o.outages) this.recent.add([[item]]);
   }
 
   private pump(): void {
@@ -321,7 +185,6 @@ export class GroupCommit {
       failure = { err };
     }
     this.inFlight--;
-    if (!failure) this.remember(group);
     if (!failure) for (const p of group) p.resolve();
     else if (group.length === 1) group[0]!.reject(failure.err);
     else this.split(group, failure.err);
@@ -364,29 +227,6 @@ export class GroupCommit {
       {}) as Record<string, unknown>;
     return JSON.stringify([table, ...this.o.keyAttributes(table).map((a) => source[a])]);
   }
-}
-
-/**
- * Whether sending `items` again can only restore them: some item other than an outbox put
- * carries a condition that the write, once applied, makes false (`attribute_not_exists` on
- * an item it puts, a version it moves on). An outbox item's own condition does not count: the
- * item is deleted once published.
- */
-function guarded(items: TransactItem[]): boolean {
-  return items.some((i) => {
-    if (i.Put) return i.Put.ConditionExpression !== undefined && !isOutbox(i);
-    return (i.Update ?? i.Delete)?.ConditionExpression !== undefined;
-  });
-}
-
-/** A put that creates its item: under `attribute_not_exists`, so it fails where it exists. */
-function creates(i: TransactItem): boolean {
-  return /^\s*attribute_not_exists\(/.test(i.Put?.ConditionExpression ?? '');
-}
-
-/** The outbox item of a commit: its messages, packed (see `Outbox`). */
-function isOutbox(i: TransactItem): boolean {
-  return i.Put !== undefined && 'packed' in (i.Put.Item ?? {});
 }
 
 /** A cancellation as the write would have got it alone: its own reasons, from index 0. */
@@ -437,26 +277,6 @@ function groupMetrics(registry: Registry) {
           name: 'svc_dynamodb_group_commit_writes',
           help: 'Writes (commits of a change and its events) per TransactWriteItems request',
           buckets: [1, 2, 4, 8, 16, 32],
-          registers: [registry],
-        }),
-    ),
-    rechecks: getOrCreate(
-      registry,
-      'svc_dynamodb_group_commit_rechecks_total',
-      () =>
-        new Counter({
-          name: 'svc_dynamodb_group_commit_rechecks_total',
-          help: 'Rechecks, after a store outage, of the writes committed just before it',
-          registers: [registry],
-        }),
-    ),
-    restored: getOrCreate(
-      registry,
-      'svc_dynamodb_group_commit_restored_total',
-      () =>
-        new Counter({
-          name: 'svc_dynamodb_group_commit_restored_total',
-          help: 'Committed writes the store no longer had after an outage, applied again',
           registers: [registry],
         }),
     ),

@@ -1,10 +1,9 @@
-import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
 import { GroupCommit, type TransactItem } from '../../shared/storage/group-commit.js';
-import { StoreOutages } from '../../shared/storage/outages.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { testRuntime } from '../helpers/stack.js';
 
@@ -185,84 +184,5 @@ describe('group commit of TransactWriteItems', () => {
     expect(await b).toBe('ValidationException');
     expect(await exists(`gc#${good}`)).toBeDefined();
     expect(c.sizes).toEqual([2, 3, 2, 1]);
-  });
-});
-
-describe('group commit after a store outage', () => {
-  it('sends again, alone, the guarded writes the store lost, and only those', async () => {
-    const c = counting();
-    const outages = new StoreOutages();
-    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes, outages });
-    const kept = randomUUID();
-    const lost = randomUUID();
-    const unguarded = `gc#plain-${randomUUID()}`;
-    await g.write(write(kept));
-    await g.write(write(lost));
-    await g.write([
-      { Put: { TableName: rt.tables.entities, Item: { pk: unguarded, sk: 'v', n: 1 } } },
-    ]);
-    // The store "loses" one guarded write and the unguarded one.
-    for (const pk of [`gc#${lost}`, `claim#${lost}`, unguarded])
-      await rt.dynamo.doc.send(
-        new DeleteCommand({ TableName: rt.tables.entities, Key: { pk, sk: 'v' } }),
-      );
-    const sent = c.sizes.length;
-
-    // An outage in which the store only stalled: nothing is sent again.
-    outages.failed(Date.now(), false);
-    outages.succeeded();
-    await g.settledRecheck();
-    expect(c.sizes.length).toBe(sent);
-
-    // One in which it went away: the two guarded writes go again, one lands.
-    outages.failed(Date.now(), true);
-    outages.succeeded();
-    await g.settledRecheck();
-    expect(c.sizes.slice(sent)).toEqual([2, 2]);
-    expect(await exists(`gc#${lost}`)).toMatchObject({ n: 1 });
-    expect(await exists(`claim#${lost}`)).toMatchObject({ by: lost });
-    expect(await exists(`gc#${kept}`)).toMatchObject({ n: 1 });
-    // With no condition to tell "still there" from "lost", a write is never sent again.
-    expect(await exists(unguarded)).toBeUndefined();
-  });
-
-  it('puts back, item by item, what the store lost of a write it kept in part', async () => {
-    const c = counting();
-    const outages = new StoreOutages();
-    const g = new GroupCommit(c.send, { maxInFlight: 1, keyAttributes, outages });
-    const id = randomUUID();
-    const timer = `gc#timer-${id}`;
-    const timer2 = `gc#timer2-${id}`;
-    const intact = randomUUID();
-    const plain = (pk: string): TransactItem => ({
-      Put: { TableName: rt.tables.entities, Item: { pk, sk: 'v', n: 1 } },
-    });
-    await g.write([...write(id), plain(timer), plain(timer2)]);
-    await g.write(write(intact));
-    // The store kept the write's first item and its first timer (changed since), lost the rest.
-    for (const pk of [`claim#${id}`, timer2])
-      await rt.dynamo.doc.send(
-        new DeleteCommand({ TableName: rt.tables.entities, Key: { pk, sk: 'v' } }),
-      );
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: rt.tables.entities, Item: { pk: timer, sk: 'v', n: 2 } } },
-        ],
-      }),
-    );
-    const sent = c.sizes.length;
-
-    outages.failed(Date.now(), true);
-    outages.succeeded();
-    await g.settledRecheck();
-    // The first write whole (refused), then the lost claim and each timer alone; then the
-    // second write whole (refused, and nothing of it is gone).
-    expect(c.sizes.slice(sent)).toEqual([4, 1, 1, 1, 2]);
-    expect(await exists(`claim#${id}`)).toMatchObject({ by: id });
-    expect(await exists(timer2)).toMatchObject({ n: 1 });
-    // What survived is left as it is now, not as the write had it.
-    expect(await exists(timer)).toMatchObject({ n: 2 });
-    expect(await exists(`gc#${intact}`)).toMatchObject({ n: 1 });
   });
 });

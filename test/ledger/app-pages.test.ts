@@ -395,24 +395,6 @@ describe('the fast writer and the readers of an app’s dispatches', () => {
     expect(await walk(app.appId, { want: 2, desc: true })).toEqual([...expected].reverse());
   });
 
-  it('writes a carrier again that the store lost while the dispatch items it names stayed (recheck after an outage)', async () => {
-    const app = newApp();
-    const writer = writerOn();
-    const t0 = Date.now() - 10_000;
-    const recs = Array.from({ length: 3 }, (_, i) => deliveredFirstAttempt(rt, app, at(t0 + i)));
-    await Promise.all(recs.map((r) => writer.write(r, 'fast')));
-    const [carrier] = await carriersOf(app.appId);
-    expect(carrier).toBeDefined();
-    await rt.dynamo.doc.send(
-      new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: carrier!.pk, sk: carrier!.sk } }),
-    );
-    expect(await walk(app.appId, { want: 10 })).toEqual([]);
-    // The carrier is a dispatch item that was gone: put again (conditionally) with its listing.
-    expect(await writer.recheck(Date.now())).toBe(1);
-    expect(await carriersOf(app.appId)).toEqual([carrier]);
-    expect(await walk(app.appId, { want: 10 })).toEqual(recs.map(keyOf).sort());
-  });
-
   it('a dispatch that changes after it was written lists itself, so it stays listed when its carrier is gone', async () => {
     const app = newApp();
     const writer = writerOn();

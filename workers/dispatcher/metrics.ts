@@ -77,16 +77,6 @@ export function dispatcherMetrics(registry: Registry) {
       'First attempts whose dispatch is listed by a carrier instead of a gsi1 entry (dispatch), and the carriers among them (carrier)',
       ['item'],
     ),
-    ledgerRechecks: counter(
-      'svc_webhook_ledger_rechecks_total',
-      'Checks, after a store outage, of the first attempts the store acknowledged just before it',
-      [],
-    ),
-    ledgerRestored: counter(
-      'svc_webhook_ledger_restored_total',
-      'First attempts written again after a store outage because the store no longer had them',
-      [],
-    ),
     ledgerLateStamps: counter(
       'svc_webhook_ledger_late_stamps_total',
       'Dispatch items written without a change-index stamp that landed close to their period being sealed, stamped afterwards',

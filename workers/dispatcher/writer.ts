@@ -3,7 +3,6 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import {
   commitFirstAttempts,
   firstAttemptPhases,
-  missingFirstAttempts,
   writeBatch,
   type BatchPuts,
   type FirstAttemptRecord,
@@ -14,7 +13,6 @@ import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
 import { cancellationReasons } from '../../shared/storage/dynamo.js';
-import { RecentWrites } from '../../shared/storage/recent-writes.js';
 import type { DispatcherMetrics } from './metrics.js';
 
 /**
@@ -45,8 +43,6 @@ const BATCH = 25;
 const SAFE_ITEMS = 90;
 /** Longest wait between two tries of a safe transaction that failed transiently. */
 const SAFE_RETRY_MAX_MS = 5_000;
-/** Records written again at once by a recheck (each goes through the safe path). */
-const SAFE_BATCH_RECORDS = 200;
 
 interface Pending {
   rec: FirstAttemptRecord;
@@ -62,11 +58,8 @@ export class FirstAttemptWriter {
   private readonly safeQueue: Pending[] = [];
   private safeActive = 0;
   private closed = false;
-  /** Records the store acknowledged lately, oldest first, with when (see `recheck`). */
-  private readonly recent = new RecentWrites<FirstAttemptRecord>();
   /** Apps a stamped dispatch item of this writer landed for (the sealer can find them). */
   private readonly announced = new Set<string>();
-  private readonly unwatch: () => void;
   /** The timer that starts a flush once its oldest record has lingered. */
   private lingering: NodeJS.Timeout | undefined;
 
@@ -84,9 +77,7 @@ export class FirstAttemptWriter {
        */
       lingerMs?: number;
     },
-  ) {
-    this.unwatch = this.recent.watch(rt.storeOutages, (since) => this.recheck(since));
-  }
+  ) {}
 
   write(rec: FirstAttemptRecord, mode: WriteMode): Promise<FirstWriteResult> {
     return new Promise((resolve, reject) => {
@@ -100,56 +91,9 @@ export class FirstAttemptWriter {
     });
   }
 
-  /**
-   * After a store outage: the records it acknowledged from `RecentWrites.WINDOW_MS` before the
-   * outage began are read back, and any that are gone are written again (conditionally, as a
-   * safe record: one that is there is a duplicate). A store killed with SIGKILL can lose the
-   * last writes it acknowledged; their events are committed in Kafka by then, so nothing else
-   * would ever write them, and a webhook the app answered would have no record in the ledger.
-   * Resolves to how many were written again. Never throws: a failure is logged and the next
-   * recovery checks again.
-   */
-  async recheck(outageSinceMs: number): Promise<number> {
-    // One record per dispatch (one written again is remembered again), so none is written
-    // twice.
-    const byDispatch = new Map<string, FirstAttemptRecord>();
-    for (const rec of this.recent.before(outageSinceMs)) byDispatch.set(String(rec.head.pk), rec);
-    const recs = [...byDispatch.values()];
-    if (this.closed) return 0;
-    this.o.metrics.ledgerRechecks.inc();
-    if (recs.length === 0) return 0;
-    try {
-      const gone = await missingFirstAttempts(this.rt, recs);
-      let restored = 0;
-      for (let i = 0; i < gone.length; i += SAFE_BATCH_RECORDS) {
-        const batch = gone.slice(i, i + SAFE_BATCH_RECORDS);
-        const results = await Promise.all(batch.map((rec) => this.write(rec, 'safe')));
-        restored += results.filter((r) => r === 'recorded').length;
-      }
-      this.o.metrics.ledgerRestored.inc(restored);
-      if (gone.length > 0)
-        this.o.log.warn(
-          { checked: recs.length, gone: gone.length, restored },
-          'ledger records the store acknowledged before its outage were gone; written again',
-        );
-      return restored;
-    } catch (err) {
-      this.o.log.warn({ err, checked: recs.length }, 'ledger recheck after an outage failed');
-      // The store failed again: the outage goes on, and its end brings the next recheck.
-      if (coerceError(err).retriable) this.rt.storeOutages.failed(outageSinceMs);
-      return 0;
-    }
-  }
-
-  /** Waits for the recheck after the last outage (tests). */
-  settledRecheck(): Promise<unknown> {
-    return this.recent.settled();
-  }
-
   /** Gives up on waiting writes (they are redone from Kafka). */
   close(): void {
     clearTimeout(this.lingering);
-    this.unwatch();
     this.closed = true;
     for (const p of [...this.queue.splice(0), ...this.safeQueue.splice(0)])
       p.reject(new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping'));
@@ -199,7 +143,6 @@ export class FirstAttemptWriter {
       const listed = recs.filter((r) => r.listedBy).length;
       if (carriers > 0) this.o.metrics.ledgerPaged.inc({ item: 'carrier' }, carriers);
       if (listed > 0) this.o.metrics.ledgerPaged.inc({ item: 'dispatch' }, listed);
-      this.recent.add(recs);
       for (const p of batch) p.resolve('recorded');
     } catch (err) {
       for (const p of batch) p.reject(err);
@@ -315,7 +258,6 @@ export class FirstAttemptWriter {
           token,
         );
         if (r.committed) {
-          this.recent.add(left.map((p) => p.rec));
           for (const p of left) p.resolve('recorded');
           return;
         }

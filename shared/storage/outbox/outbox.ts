@@ -16,7 +16,6 @@ import type { Logger } from '../../logger.js';
 import { STEP_SECONDS_BUCKETS, getOrCreate } from '../../metrics.js';
 import { writeItems } from '../dynamo.js';
 import { GroupCommit, type TransactItem } from '../group-commit.js';
-import type { StoreOutages } from '../outages.js';
 import { withTraceHeaders } from '../../telemetry.js';
 import {
   ATTR,
@@ -47,8 +46,6 @@ export interface OutboxDeps {
   registry: Registry;
   /** The key attribute names of a table, by full name (group commit keeps items distinct). */
   keyAttributes?: (table: string) => readonly string[];
-  /** The store's outages: committed writes are checked again after one (group commit). */
-  storeOutages?: StoreOutages;
   /** The outbox table's index over `obxw` / `obxt` (default `writer`). */
   writerIndex?: string;
   /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
@@ -211,8 +208,6 @@ export class Outbox {
         maxInFlight: o.transactionsInFlight ?? 1,
         keyAttributes: d.keyAttributes ?? (() => ['pk', 'sk', 'id']),
         registry: d.registry,
-        log: d.log,
-        ...(d.storeOutages ? { outages: d.storeOutages } : {}),
       },
     );
   }
