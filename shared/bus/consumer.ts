@@ -1,8 +1,8 @@
 import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
-import type { Runtime } from '../runtime.js';
 import { PipelinedConsumer } from './pipeline.js';
+import type { BusDeps } from './support.js';
 import type { Producer } from './producer.js';
 
 export interface HandlerContext {
@@ -75,7 +75,7 @@ export function serialConsumer(o: SerialConsumerOptions): PipelinedConsumer {
  * topic, registry and retry budget; the group is `${TOPIC_PREFIX}${name}`.
  */
 export function runtimeConsumer(
-  rt: Runtime,
+  rt: BusDeps,
   o: {
     name: string;
     handlers: Record<string, Handler>;

@@ -2,10 +2,9 @@ import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { coerceError, isPermanent } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Runtime } from '../runtime.js';
 import { backoffMs } from '../backoff.js';
 import { Admission, type Ticket } from './admission.js';
-import { consumerMetrics, deadLetter, headersOf, pause } from './support.js';
+import { consumerMetrics, deadLetter, headersOf, pause, type BusDeps } from './support.js';
 import type { Producer } from './producer.js';
 import { PartitionTracker } from './tracker.js';
 
@@ -466,7 +465,7 @@ export class PipelinedConsumer {
 
 /** A pipelined consumer wired to a process's runtime (group `${TOPIC_PREFIX}${name}`). */
 export function runtimePipeline(
-  rt: Runtime,
+  rt: BusDeps,
   o: Pick<
     PipelineOptions,
     'topics' | 'handler' | 'log' | 'maxUncommitted' | 'partitionsConsumedConcurrently'

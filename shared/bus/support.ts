@@ -1,7 +1,17 @@
-import type { KafkaMessage } from 'kafkajs';
+import type { Kafka, KafkaMessage } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { BaseConfig } from '../config.js';
 import { getOrCreate } from '../metrics.js';
 import type { Producer } from './producer.js';
+
+/** What a consumer takes of its process: the clients, the registry and the names it derives. */
+export interface BusDeps {
+  kafka: Kafka;
+  producer: Producer;
+  registry: Registry;
+  config: Pick<BaseConfig, 'TOPIC_PREFIX' | 'CONSUMER_SESSION_TIMEOUT_MS'>;
+  topics: { deadLetter: string };
+}
 
 /** What the consumer (`pipeline.ts`) and the dead-letter tools share. */
 

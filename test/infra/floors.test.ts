@@ -1,0 +1,101 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The core (`shared/`) is built in floors, each importing only its own floor and those below:
+ *   0 base       errors, env, logger, metrics, backoff, secrets, telemetry, shutdown, config
+ *                and every module's settings
+ *   1 domain     the rules, types and ports (interfaces) of consents, apps, notices, …
+ *   2 clients    the Kafka client (bus) and signing keys
+ *   3 storage    the DynamoDB client and the adapters that implement the domain's ports
+ *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP
+ *   5 process    the runtime, host and process that assemble a running service
+ * So the domain knows no table, the adapters no feature, and nothing depends on the process
+ * that runs it. Type-only imports count: a port is declared where its user is.
+ */
+const root = path.resolve(import.meta.dirname, '../..');
+const shared = path.join(root, 'shared');
+
+const BASE = new Set([
+  'errors.ts',
+  'env.ts',
+  'logger.ts',
+  'metrics.ts',
+  'backoff.ts',
+  'secret-file.ts',
+  'telemetry.ts',
+  'shutdown.ts',
+  'config.ts',
+  'tuning.ts',
+]);
+const PROCESS = new Set(['runtime.ts', 'host.ts', 'process.ts']);
+const BY_DIR: Record<string, number> = { domain: 1, bus: 2, signing: 2, storage: 3 };
+
+/** The floor of a file of `shared/`, by its path. */
+export function floorOf(rel: string): number {
+  const parts = rel.split('/');
+  if (parts.length === 1) return BASE.has(parts[0]!) ? 0 : PROCESS.has(parts[0]!) ? 5 : 4;
+  if (parts.at(-1) === 'settings.ts') return 0;
+  return BY_DIR[parts[0]!] ?? 4;
+}
+
+function files(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return files(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+function importsOf(file: string): string[] {
+  const src = fs.readFileSync(file, 'utf8');
+  return [...src.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]!);
+}
+
+/** Each import of `shared/` that goes to a higher floor, and each `@aws-sdk` import outside storage. */
+export function floorViolations(): string[] {
+  const bad: string[] = [];
+  for (const file of files(shared)) {
+    const rel = path.relative(shared, file).split(path.sep).join('/');
+    const floor = floorOf(rel);
+    for (const spec of importsOf(file)) {
+      if (spec.startsWith('@aws-sdk/') && floor !== 3) bad.push(`shared/${rel} → ${spec}`);
+      if (!spec.startsWith('.')) continue;
+      const target = path.relative(shared, path.resolve(path.dirname(file), spec));
+      if (target.startsWith('..')) continue;
+      const to = target.split(path.sep).join('/').replace(/\.js$/, '.ts');
+      if (floorOf(to) > floor)
+        bad.push(`shared/${rel} (floor ${floor}) → shared/${to} (floor ${floorOf(to)})`);
+    }
+  }
+  return bad.sort();
+}
+
+/** `@aws-sdk` imports outside shared/storage/ and infra/ (services, workers, bin). */
+function sdkOutsideStorage(): string[] {
+  return ['services', 'workers', 'bin'].flatMap((top) =>
+    files(path.join(root, top))
+      .filter((f) => importsOf(f).some((s) => s.startsWith('@aws-sdk/')))
+      .map((f) => path.relative(root, f)),
+  );
+}
+
+describe('floors of the core', () => {
+  it('imports only go down or across a floor, and only storage talks to DynamoDB', () => {
+    expect(floorViolations()).toEqual([]);
+    expect(sdkOutsideStorage()).toEqual([]);
+  });
+
+  it('finds an import from the domain up to storage (the check can fail)', () => {
+    const probe = path.join(shared, 'domain', '__floors_probe.ts');
+    fs.writeFileSync(probe, "export { queryAll } from '../storage/query.js';\n");
+    try {
+      expect(floorViolations()).toContain(
+        'shared/domain/__floors_probe.ts (floor 1) → shared/storage/query.ts (floor 3)',
+      );
+    } finally {
+      fs.rmSync(probe);
+    }
+  });
+});
