@@ -261,18 +261,20 @@ async function rawBaseline(url: string, n: number, concurrency: number) {
 export async function run(): Promise<BenchOutcome> {
   const stack = await benchStack();
   const recv = await receiver('/hang');
-  const config = loadConfig({
-    // DISPATCH_* and other settings may be tuned from the environment.
-    ...process.env,
-    LOG_LEVEL: 'silent',
-    KAFKA_BROKERS: stack.kafkaBrokers,
-    DYNAMODB_ENDPOINT: stack.dynamoEndpoint,
-    PORT: '0',
-    WEBHOOK_TIMEOUT_MS: '2000',
-    DISPATCH_SAFETY_NET_MS: '10000',
-    // The receivers listen on loopback (a stack of the bench's own is not the embedded default).
-    WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
-  });
+  const config = loadConfig(
+    {
+      // Other settings may be given in the environment.
+      ...process.env,
+      LOG_LEVEL: 'silent',
+      KAFKA_BROKERS: stack.kafkaBrokers,
+      DYNAMODB_ENDPOINT: stack.dynamoEndpoint,
+      PORT: '0',
+      WEBHOOK_TIMEOUT_MS: '2000',
+      // The receivers listen on loopback (a stack of the bench's own is not the embedded default).
+      WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
+    },
+    { DISPATCH_SAFETY_NET_MS: 10_000 },
+  );
   const startedAt = Date.now();
   const p = await startProcess({
     name: 'bench-dispatch',

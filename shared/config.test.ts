@@ -1,6 +1,99 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, redactConfig, wantsEmbeddedStack } from './config.js';
+import {
+  baseConfigSchema,
+  ConfigError,
+  loadConfig,
+  redactConfig,
+  wantsEmbeddedStack,
+} from './config.js';
+import { tuning, tuningNames } from './tuning.js';
+
+const read = (file: string) => fs.readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
+
+/** Read outside the schema, by the launcher and the embedded stack, in these files. */
+const launcherSettings = {
+  SVC_ROLE: 'bin/roles.ts',
+  SVC_HOME: 'infra/local/paths.ts',
+  SVC_KAFKA_PORT: 'shared/process.ts',
+  SVC_KAFKA_CONTROLLER_PORT: 'shared/process.ts',
+  SVC_DYNAMODB_PORT: 'shared/process.ts',
+};
+
+/** The names in the first column of each table row of `text`, and whether its why is given. */
+function tableRows(text: string): { names: string[]; why: string }[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('| `'))
+    .map((l) => {
+      const cells = l.split(' | ');
+      return {
+        names: [...cells[0]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!),
+        why: (cells[2] ?? '').replace(/\|$/, '').trim(),
+      };
+    });
+}
+
+function section(doc: string, from: string, to: string): string {
+  const start = doc.indexOf(from);
+  expect(start, from).toBeGreaterThanOrEqual(0);
+  const end = doc.indexOf(to, start);
+  expect(end, to).toBeGreaterThan(start);
+  return doc.slice(start, end);
+}
+
+describe('settings and fixed values', () => {
+  const settings = [...Object.keys(baseConfigSchema.shape), ...Object.keys(launcherSettings)];
+  const doc = read('docs/operations.md');
+
+  it("number at most 50, the launcher's included", () => {
+    expect(settings.length).toBeLessThanOrEqual(50);
+  });
+
+  it('are each read where the launcher table says', () => {
+    for (const [name, file] of Object.entries(launcherSettings)) expect(read(file)).toContain(name);
+  });
+
+  it('are exactly those docs/operations.md lists under Settings, each with why to change it', () => {
+    const rows = [
+      ...tableRows(section(doc, '## Settings', '### Fixed values')),
+      ...tableRows(
+        section(doc, '### The launcher and the embedded stack', '### Production checks'),
+      ),
+    ];
+    expect(rows.flatMap((r) => r.names).sort()).toEqual([...settings].sort());
+    for (const r of rows) expect(r.why.length, r.names.join(', ')).toBeGreaterThan(10);
+  });
+
+  it('lists every fixed value under Fixed values, and none is a setting', () => {
+    const rows = tableRows(
+      section(doc, '### Fixed values', '### The launcher and the embedded stack'),
+    );
+    expect(rows.flatMap((r) => r.names).sort()).toEqual([...tuningNames].sort());
+    for (const name of tuningNames) expect(settings).not.toContain(name);
+  });
+
+  it('gives the fixed values their defaults, or the overrides given in code', () => {
+    const c = loadConfig({});
+    for (const name of tuningNames) expect(c[name]).toBe(tuning[name]);
+    const o = loadConfig({}, { OUTBOX_WRITER_STALE_MS: 3_000, KAFKA_CLIENT_ID: 'test-x' });
+    expect(o.OUTBOX_WRITER_STALE_MS).toBe(3_000);
+    expect(o.KAFKA_CLIENT_ID).toBe('test-x');
+    expect(o.OUTBOX_RELAY_INTERVAL_MS).toBe(tuning.OUTBOX_RELAY_INTERVAL_MS);
+  });
+
+  it("refuses a fixed value's name in the environment, naming its value", () => {
+    expect(() => loadConfig({ OUTBOX_WRITER_STALE_MS: '3000' })).toThrow(ConfigError);
+    expect(() =>
+      loadConfig({ OUTBOX_WRITER_STALE_MS: '3000', KAFKA_CLIENT_ID: 'mine', PORT: '1' }),
+    ).toThrow(
+      /OUTBOX_WRITER_STALE_MS \(fixed at 10000\), KAFKA_CLIENT_ID \(fixed at svc-consent\)/,
+    );
+    // Set empty is unset, as for the settings.
+    expect(loadConfig({ OUTBOX_WRITER_STALE_MS: '' }).OUTBOX_WRITER_STALE_MS).toBe(10_000);
+  });
+});
 
 describe('loadConfig', () => {
   it('has sensible defaults', () => {

@@ -1,27 +1,25 @@
 import { z } from 'zod';
 import { busSettings } from './bus/settings.js';
 import { httpSettings, parseTrustProxy } from './http/settings.js';
-import { ledgerSettings } from './ledger/settings.js';
 import { mailSettings } from './mail/settings.js';
-import { outboxSettings } from './storage/outbox/settings.js';
 import { keySettings } from './signing/settings.js';
 import { storageSettings } from './storage/settings.js';
 import { timerSettings } from './timers/settings.js';
+import { tuning, tuningNames, type Tuning } from './tuning.js';
 import { classifyIp, decideAddress, parseCidrList } from './webhooks/ip.js';
 import { webhookSettings } from './webhooks/settings.js';
 
 /**
- * Every process's configuration, assembled from each module's group of settings; each group
- * sits beside the module that reads it. Units are in the names; secrets are redacted by
- * `redactConfig` before logging. What each is for: docs/operations.md, Settings.
+ * Every process's settings (what an operator sets in the environment), assembled from each
+ * module's group; each group sits beside the module that reads it. Units are in the names;
+ * secrets are redacted by `redactConfig` before logging. What each is for: docs/operations.md,
+ * Settings. The fixed values beside them are `tuning` (shared/tuning.ts).
  */
 export const baseConfigSchema = z.object({
   ...httpSettings,
   ...busSettings,
   ...storageSettings,
-  ...outboxSettings,
   ...keySettings,
-  ...ledgerSettings,
   ...webhookSettings,
   ...timerSettings,
   ...mailSettings,
@@ -29,10 +27,13 @@ export const baseConfigSchema = z.object({
 
 type ParsedConfig = z.infer<typeof baseConfigSchema>;
 
-/** The configuration once `loadConfig` has settled the defaults that depend on other keys. */
+/**
+ * The configuration once `loadConfig` has settled the defaults that depend on other keys, with
+ * the fixed values beside the settings, so a module reads both as `config.X`.
+ */
 export type BaseConfig = Omit<ParsedConfig, 'WEBHOOK_ALLOW_LOOPBACK_SANDBOX'> & {
   WEBHOOK_ALLOW_LOOPBACK_SANDBOX: boolean;
-};
+} & Tuning;
 
 export { parseTrustProxy };
 
@@ -54,10 +55,24 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
  * Parses the process's configuration as the user gave it. Defaults that depend on it are
  * settled here, before `resolveInfra` fills in the embedded stack's addresses (after which
  * every configuration looks external). With NODE_ENV=production, weak settings are refused.
+ * `overrides` replaces fixed values, for tests and benchmarks only; a fixed value's name in `env`
+ * is refused, so an operator who sets one learns that it does nothing.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): BaseConfig {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Tuning> = {},
+): BaseConfig {
+  const given = tuningNames.filter((k) => env[k] !== undefined && env[k] !== '');
+  if (given.length > 0)
+    throw new ConfigError(
+      `not settings but fixed values (docs/operations.md, Fixed values); unset ${given
+        .map((k) => `${k} (fixed at ${tuning[k]})`)
+        .join(', ')}`,
+    );
   const parsed = parseConfig(baseConfigSchema, env);
   const config: BaseConfig = {
+    ...tuning,
+    ...overrides,
     ...parsed,
     WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
       parsed.WEBHOOK_ALLOW_LOOPBACK_SANDBOX ?? wantsEmbeddedStack(parsed),

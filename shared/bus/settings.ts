@@ -4,13 +4,10 @@ import { envBool } from '../env.js';
 /** Kafka and its consumers; unset KAFKA_BROKERS means the embedded local Kafka. */
 export const busSettings = {
   KAFKA_BROKERS: z.string().optional(),
-  KAFKA_CLIENT_ID: z.string().default('svc-consent'),
   KAFKA_SSL: envBool,
   KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
   KAFKA_SASL_USERNAME: z.string().optional(),
   KAFKA_SASL_PASSWORD: z.string().optional(),
   KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).default(1),
   TOPIC_PREFIX: z.string().default('svc.'),
-  /** How long the group waits for a silent member before its partitions move. */
-  CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
 };

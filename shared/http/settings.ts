@@ -58,14 +58,10 @@ export const httpSettings = {
   /** Request budget per app and credential class, per process: sustained rate and burst. */
   RATE_LIMIT_RPS: z.coerce.number().positive().default(1000),
   RATE_LIMIT_BURST: z.coerce.number().positive().default(2000),
-  /** Anonymous widget captures per app and client IP, per process. */
+  /** Anonymous widget captures per app and client IP, per process (burst: shared/tuning.ts). */
   RATE_LIMIT_CAPTURE_PER_IP_RPS: z.coerce.number().positive().default(2),
-  RATE_LIMIT_CAPTURE_PER_IP_BURST: z.coerce.number().positive().default(30),
-  /** Failed authentications per client address, per process; past them 429. */
+  /** Failed authentications per client address, per process, past which 429 (burst: shared/tuning.ts). */
   RATE_LIMIT_AUTH_FAILURE_RPS: z.coerce.number().positive().default(1),
-  RATE_LIMIT_AUTH_FAILURE_BURST: z.coerce.number().positive().default(30),
-  /** How long a credential lookup is cached in a process; cleared at once on change. */
-  CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(1_000),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
   /** When set, `/metrics` requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16).optional(),

@@ -8,12 +8,14 @@ import { Webhook } from 'standardwebhooks';
 import { projectRoot, stackPaths } from '../../infra/local/paths.js';
 import { freePort, isAlive } from '../../infra/local/proc.js';
 import { readPid, upStack, type StackHandle } from '../../infra/local/stack.js';
+import { spawnEnv } from '../helpers/tuning.js';
 
 /**
  * The fault suite's parts, all real: a Kafka and a DynamoDB Local of its own (persistent, so
  * they can be killed and restarted), the service as separate Node processes started the way a
- * user starts them (`bin/start.ts`), a webhook receiver that checks every signature with the
- * Standard Webhooks library, and a load generator speaking REST.
+ * user starts them (`bin/start.ts`, with the fixed values a scenario gives), a webhook
+ * receiver that checks every signature with the Standard Webhooks library, and a load
+ * generator speaking REST.
  */
 
 export type Log = (msg: string) => void;
@@ -118,12 +120,16 @@ export interface AppOptions {
   prefix: string;
   adminToken: string;
   logDir: string;
+  /** Settings, and fixed values (shared/tuning.ts) the process gets in code. */
   env?: Record<string, string>;
   /** Extra options for node (e.g. --cpu-prof). */
   nodeArgs?: string[];
 }
 
-/** One service process, started as a user would (`bin/start.ts`), with its log in a file. */
+/**
+ * One service process, started as a user would (`bin/start.ts`, through test/helpers/
+ * start-tuned.ts for the fixed values a scenario gives), with its log in a file.
+ */
 export class AppProcess {
   child: ChildProcess | undefined;
   port = 0;
@@ -153,7 +159,7 @@ export class AppProcess {
         ...(this.o.nodeArgs ?? []),
         '--import',
         'tsx',
-        path.join(projectRoot, 'bin', 'start.ts'),
+        path.join(projectRoot, 'test', 'helpers', 'start-tuned.ts'),
         `--role=${this.o.role}`,
       ],
       {
@@ -161,21 +167,23 @@ export class AppProcess {
         stdio: ['ignore', out, out],
         env: {
           ...process.env,
-          NODE_ENV: 'development',
-          LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
-          PORT: String(this.port),
-          HOST: '127.0.0.1',
-          KAFKA_BROKERS: this.o.stack.brokers,
-          DYNAMODB_ENDPOINT: this.o.stack.dynamoEndpoint,
-          TOPIC_PREFIX: `${this.o.prefix}.`,
-          TABLE_PREFIX: `${this.o.prefix}_`,
-          SVC_ADMIN_TOKEN: this.o.adminToken,
-          SVC_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
-          WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
-          RATE_LIMIT_RPS: '100000',
-          RATE_LIMIT_BURST: '100000',
-          SVC_HOME: this.o.logDir,
-          ...this.o.env,
+          ...spawnEnv({
+            NODE_ENV: 'development',
+            LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+            PORT: String(this.port),
+            HOST: '127.0.0.1',
+            KAFKA_BROKERS: this.o.stack.brokers,
+            DYNAMODB_ENDPOINT: this.o.stack.dynamoEndpoint,
+            TOPIC_PREFIX: `${this.o.prefix}.`,
+            TABLE_PREFIX: `${this.o.prefix}_`,
+            SVC_ADMIN_TOKEN: this.o.adminToken,
+            SVC_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+            WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
+            RATE_LIMIT_RPS: '100000',
+            RATE_LIMIT_BURST: '100000',
+            SVC_HOME: this.o.logDir,
+            ...this.o.env,
+          }),
         },
       },
     );

@@ -21,12 +21,10 @@ import {
 
 /** A dispatcher on the environment a user running on their own Kafka and DynamoDB would give. */
 async function dispatcher(name: string, extra: Record<string, string> = {}) {
-  const config = loadConfig({
-    ...stackEnv(name),
-    WEBHOOK_TIMEOUT_MS: '1000',
-    DISPATCH_SAFETY_NET_MS: '5000',
-    ...extra,
-  });
+  const config = loadConfig(
+    { ...stackEnv(name), WEBHOOK_TIMEOUT_MS: '1000', ...extra },
+    { DISPATCH_SAFETY_NET_MS: 5000 },
+  );
   return startProcess({
     name,
     services: [],

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../../infra/local/proc.js';
 import { upStack, type StackHandle } from '../../infra/local/stack.js';
+import { spawnEnv } from '../helpers/tuning.js';
 import { formatReport, fuzz } from './engine.js';
 import { probeRequests } from './probes.js';
 import { fuzzEnv, newAdminToken, prepare, startReceiver } from './session.js';
@@ -75,27 +76,33 @@ try {
   fs.mkdirSync(outDir, { recursive: true });
   const logFile = path.join(outDir, `service-seed-${seed}.log`);
   const out = fs.openSync(logFile, 'w');
-  child = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts', '--role=all'], {
-    cwd: root,
-    stdio: ['ignore', out, out],
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'error',
-      SVC_HOME: home,
-      KAFKA_BROKERS: brokers,
-      DYNAMODB_ENDPOINT: endpoint,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      TOPIC_PREFIX: `fz.${id}.`,
-      TABLE_PREFIX: `fz_${id}_`,
-      KAFKA_CLIENT_ID: `fuzz-${id}`,
-      SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-      SVC_SIGNING_KEY: randomBytes(32).toString('hex'),
-      ...fuzzEnv(adminToken),
+  child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'test/helpers/start-tuned.ts', '--role=all'],
+    {
+      cwd: root,
+      stdio: ['ignore', out, out],
+      env: {
+        ...process.env,
+        ...spawnEnv({
+          NODE_ENV: 'development',
+          LOG_LEVEL: 'error',
+          SVC_HOME: home,
+          KAFKA_BROKERS: brokers,
+          DYNAMODB_ENDPOINT: endpoint,
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+          TOPIC_PREFIX: `fz.${id}.`,
+          TABLE_PREFIX: `fz_${id}_`,
+          KAFKA_CLIENT_ID: `fuzz-${id}`,
+          SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+          SVC_SIGNING_KEY: randomBytes(32).toString('hex'),
+          ...fuzzEnv(adminToken),
+        }),
+      },
     },
-  });
+  );
   let exited: string | undefined;
   child.once('exit', (code, signal) => (exited = `exited (${signal ?? code})`));
   const baseUrl = `http://127.0.0.1:${port}`;

@@ -7,10 +7,11 @@ import { World } from './world.js';
 /** What a fuzz run needs besides the service: settings, a webhook receiver, the world. */
 
 /**
- * Settings for the service under fuzz. The failed-authentication and capture limits are
- * raised so that wrong credentials reach the lookups they are meant to exercise (at the
- * defaults nearly every one would get a 429 first); the deadlines are the feature tests'
- * (test/helpers/stack.ts), since this machine is shared and a 503 there is a finding.
+ * Settings, and fixed values (split off by test/helpers/tuning.ts), for the service under fuzz.
+ * The failed-authentication and capture limits are raised so that wrong credentials reach the
+ * lookups they are meant to exercise (at the defaults nearly every one would get a 429 first);
+ * the deadlines are the feature tests' (test/helpers/stack.ts), since this machine is shared
+ * and a 503 there is a finding.
  */
 export function fuzzEnv(adminToken: string): Record<string, string> {
   return {

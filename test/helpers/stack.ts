@@ -9,6 +9,7 @@ import {
   type ServiceModule,
   type WorkerModule,
 } from '../../shared/process.js';
+import { splitTuning } from './tuning.js';
 
 /**
  * The environment that puts a process on the shared real stack with topic and table names of
@@ -22,15 +23,19 @@ export function stackEnv(name: string): Record<string, string> {
     DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
     TOPIC_PREFIX: `t.${id}.`,
     TABLE_PREFIX: `t_${id.replace(/-/g, '_')}_`,
-    KAFKA_CLIENT_ID: `test-${id}`,
     PORT: '0',
   };
 }
 
-/** Config for one test file: the shared real stack, with topic and table names of its own. */
+/**
+ * Config for one test file: the shared real stack, with topic and table names of its own.
+ * `extra` may name settings and fixed values (shared/tuning.ts) alike; the fixed values go to
+ * `loadConfig` in code.
+ */
 export function testConfig(name: string, extra: Record<string, string> = {}): BaseConfig {
-  return loadConfig({
-    ...stackEnv(name),
+  const env = stackEnv(name);
+  const { env: settings, tuning } = splitTuning({
+    KAFKA_CLIENT_ID: `test-${name}`,
     OUTBOX_RELAY_INTERVAL_MS: '200',
     OUTBOX_WRITER_STALE_MS: '3000',
     // Feature tests fire expiry timers within a second, as every other family.
@@ -47,6 +52,7 @@ export function testConfig(name: string, extra: Record<string, string> = {}): Ba
     HTTP_LAG_SHED_MS: '0',
     ...extra,
   });
+  return loadConfig({ ...env, ...settings }, tuning);
 }
 
 export function testLogger(config: BaseConfig): Logger {
