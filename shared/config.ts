@@ -6,7 +6,7 @@ import { keySettings } from './signing/settings.js';
 import { storageSettings } from './storage/settings.js';
 import { timerSettings } from './timers/settings.js';
 import { tuning, tuningNames, type Tuning } from './tuning.js';
-import { classifyIp, decideAddress, parseCidrList } from './webhooks/ip.js';
+import { classifyIp, decideAddress, parseCidrList } from './net/ip.js';
 import { webhookSettings } from './webhooks/settings.js';
 
 /**

@@ -10,7 +10,7 @@ import { getDispatch } from '../ledger/queries.js';
 import type { Runtime } from '../runtime.js';
 import { WebhookClient } from '../webhooks/client.js';
 import { policyFor, type GuardConfig } from '../webhooks/guard.js';
-import { parseCidrList } from '../webhooks/ip.js';
+import { parseCidrList } from '../net/ip.js';
 import { webhookHeaders } from '../webhooks/signer.js';
 import { getAppSecretKey } from './apps.js';
 import { EVENT_TYPES, type ConsentEvent } from './consent/events.js';

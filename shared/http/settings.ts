@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseCidr } from '../webhooks/ip.js';
+import { parseCidr } from '../net/ip.js';
 import { positiveInt } from '../env.js';
 
 const proxyNames = new Set(['loopback', 'linklocal', 'uniquelocal']);

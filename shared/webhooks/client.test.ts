@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookClient } from './client.js';
 import { guardedLookup, policyFor } from './guard.js';
-import { parseCidrList } from './ip.js';
+import { parseCidrList } from '../net/ip.js';
 
 /** A real receiver on loopback; each path picks a behaviour. */
 const seen: { path: string; port: number }[] = [];

@@ -1,7 +1,7 @@
 import dns, { type LookupAddress, type LookupAllOptions, type LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Environment } from '../domain/types.js';
-import { decideAddress, type AddressPolicy, type Cidr } from './ip.js';
+import { decideAddress, type AddressPolicy, type Cidr } from '../net/ip.js';
 
 /**
  * SSRF guard. Host names are checked inside the socket's `lookup`, i.e. on the addresses the

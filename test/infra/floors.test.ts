@@ -4,15 +4,16 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The core (`shared/`) is built in floors, each importing only its own floor and those below:
- *   0 base       errors, env, logger, metrics, backoff, secrets, telemetry, shutdown, config
- *                and every module's settings
+ *   0 base       errors, env, logger, metrics, backoff, secrets, telemetry, shutdown, config,
+ *                tuning, every module's settings and address arithmetic (net/)
  *   1 domain     the rules, types and ports (interfaces) of consents, apps, notices, …
  *   2 clients    the Kafka client (bus) and signing keys
  *   3 storage    the DynamoDB client and the adapters that implement the domain's ports
- *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP
- *   5 process    the runtime, host and process that assemble a running service
- * So the domain knows no table, the adapters no feature, and nothing depends on the process
- * that runs it. Type-only imports count: a port is declared where its user is.
+ *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP, with the
+ *                runtime they are handed (shared/runtime.ts)
+ *   5 process    the host and process that run services and workers
+ * So the domain knows no table, the adapters no feature, and only the features see the whole
+ * runtime; the lower floors take what they use. Type-only imports count: a port is declared where its user is.
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const shared = path.join(root, 'shared');
@@ -29,8 +30,8 @@ const BASE = new Set([
   'config.ts',
   'tuning.ts',
 ]);
-const PROCESS = new Set(['runtime.ts', 'host.ts', 'process.ts']);
-const BY_DIR: Record<string, number> = { domain: 1, bus: 2, signing: 2, storage: 3 };
+const PROCESS = new Set(['host.ts', 'process.ts']);
+const BY_DIR: Record<string, number> = { net: 0, domain: 1, bus: 2, signing: 2, storage: 3 };
 
 /** The floor of a file of `shared/`, by its path. */
 export function floorOf(rel: string): number {
