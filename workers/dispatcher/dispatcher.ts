@@ -3,7 +3,7 @@ import { topicDefs } from '../../infra/definitions/topics.js';
 import { runtimePipeline } from '../../shared/bus/pipeline.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { WebhookClient } from '../../shared/webhooks/client.js';
-import { parseCidrList } from '../../shared/webhooks/ip.js';
+import { parseCidrList } from '../../shared/net/ip.js';
 import { ConfigError } from '../../shared/config.js';
 import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
 import { CONSUMER, consentEventHandler } from './handler.js';
