@@ -4,7 +4,8 @@ import { applyOperation } from './apply.js';
 import { erasedExcept, markErasedWrite, markIfAllErased } from './erasure.js';
 import { toView, type StoredTransaction, type TransactionView } from './model.js';
 import { deriveStatus } from './states.js';
-import { mutateTransaction, type ExtraWrite, type WriteContext } from './writer.js';
+import type { ExtraWrite } from './store.js';
+import { mutateTransaction, type WriteContext } from './writer.js';
 
 /**
  * The public consent-management API (docs/api.md, Public consent API): transactions and records

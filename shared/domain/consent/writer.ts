@@ -15,8 +15,6 @@ import type {
 } from './model.js';
 import type { ExtraWrite, TimerContext } from './store.js';
 
-export type { ExtraWrite } from './store.js';
-
 /**
  * The write paths of the consent domain: validate, apply the change, plan its events, pick the
  * ids, and hand the whole to the consent store (`rt.consents`, store.ts), which writes the change
