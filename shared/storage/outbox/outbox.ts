@@ -79,7 +79,7 @@ export interface OutboxOptions {
    */
   publishWaitMs?: number;
   /** Commits one retry step publishes at once. */
-  relayBatch?: number;
+  retryBatch?: number;
   /**
    * Commit transactions in flight at once; commits made meanwhile wait and leave together in
    * one transaction of up to 100 items (group commit).
@@ -408,7 +408,7 @@ export class Outbox {
 
   /** Publishes committed commits the fast path did not, oldest first, a batch at a time. */
   private async retryOnce(): Promise<boolean> {
-    const limit = this.o.relayBatch ?? 500;
+    const limit = this.o.retryBatch ?? 500;
     const minAge = this.o.publishWaitMs ?? 1_000;
     const now = Date.now();
     for (;;) {
