@@ -2,7 +2,6 @@ import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { applyTables, applyTopics } from '../infra/definitions/apply.js';
 import { tableDefs, tableNames, type TableNames } from '../infra/definitions/tables.js';
-import { deriveCreationMessages } from './domain/consent/carried.js';
 import { topicName, topicDefs, type TopicKey } from '../infra/definitions/topics.js';
 import { createKafka, parseBrokers, pingKafka } from './bus/kafka.js';
 import { ApiDocs } from './http/openapi.js';
@@ -12,7 +11,13 @@ import type { Logger } from './logger.js';
 import { createRegistry } from './metrics.js';
 import { Processed } from './storage/outbox/idempotency.js';
 import { Outbox } from './storage/outbox/outbox.js';
+import { Relay } from './storage/outbox/relay.js';
+import { getReferenceKey } from './domain/apps.js';
+import type { ConsentStore } from './domain/consent/store.js';
+import { deriveCreationMessages } from './storage/consents/carried.js';
+import { DynamoConsentStore } from './storage/consents/store.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
+import { ensureFamily } from './timers/due.js';
 import { instrumentDynamo } from './storage/instrument.js';
 
 export type TopicNames = Record<TopicKey, string>;
@@ -28,6 +33,10 @@ export interface Runtime {
   tables: TableNames;
   topics: TopicNames;
   outbox: Outbox;
+  /** Publishes the commits of writers that stopped; run by the relay worker (workers/relay). */
+  relay: Relay;
+  /** Principals, transactions and users' claims, written with their events (`outbox`). */
+  consents: ConsentStore;
   processed: Processed;
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
@@ -59,18 +68,23 @@ export function createRuntime(
   const topics = Object.fromEntries(
     Object.keys(topicDefs).map((k) => [k, topicName(config.TOPIC_PREFIX, k as TopicKey)]),
   ) as TopicNames;
-  const outbox = new Outbox(
+  const outboxTable = {
+    doc: dynamo.doc,
+    table: tables.outbox,
+    producer,
+    log,
+    registry,
+    keyAttributes: (table: string) => shapes.get(table)?.keys ?? [],
+  };
+  const outbox = new Outbox(outboxTable, { retryIntervalMs: config.OUTBOX_RELAY_INTERVAL_MS });
+  const relay = new Relay(
     {
-      doc: dynamo.doc,
-      table: tables.outbox,
-      producer,
-      log,
-      registry,
-      keyAttributes: (table) => shapes.get(table)?.keys ?? [],
+      ...outboxTable,
       writerIndex: 'writer',
       streams: { client: dynamo.client, streams: dynamo.streams },
       // A new transaction's item carries its creation events (mostly as derivable from it): the
-      // relay finds it through the table's stream and rebuilds them.
+      // relay finds it through the table's stream and rebuilds them (the consent store's
+      // carried.ts).
       carriers: [
         {
           table: tables.entities,
@@ -81,15 +95,23 @@ export function createRuntime(
             }),
         },
       ],
+      self: outbox.self,
     },
-    {
-      retryIntervalMs: config.OUTBOX_RELAY_INTERVAL_MS,
-      staleMs: config.OUTBOX_WRITER_STALE_MS,
-    },
+    { staleMs: config.OUTBOX_WRITER_STALE_MS },
   );
   const processed = new Processed(dynamo.doc, tables.processed);
+  const consents = new DynamoConsentStore({
+    dynamo,
+    tables,
+    config,
+    topics,
+    log,
+    outbox,
+    referenceKey: (appId) => getReferenceKey(rt, appId),
+    ensureTimers: (nowMs) => ensureFamily(rt, 'expiry', config.TIMER_SHARDS, nowMs),
+  });
   let closed: Promise<void> | undefined;
-  return {
+  const rt: Runtime = {
     config,
     log,
     registry,
@@ -99,6 +121,8 @@ export function createRuntime(
     tables,
     topics,
     outbox,
+    relay,
+    consents,
     processed,
     docs: new ApiDocs(),
     readiness: {
@@ -112,6 +136,7 @@ export function createRuntime(
         dynamo.close();
       })()),
   };
+  return rt;
 }
 
 /** Creates missing tables and topics (idempotent, never destructive). */
@@ -126,7 +151,7 @@ export async function applyDefinitions(rt: Runtime): Promise<void> {
       applyTables(rt.dynamo.client, rt.config.TABLE_PREFIX, (m) => rt.log.info(m)),
     ]);
     // The relay finds carriers through their table's stream alone.
-    await rt.outbox.assertStreams();
+    await rt.relay.assertStreams();
   } finally {
     await admin.disconnect();
   }

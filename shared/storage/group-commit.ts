@@ -255,7 +255,7 @@ function groupMetrics(registry: Registry) {
       () =>
         new Counter({
           name: 'svc_dynamodb_single_writes_total',
-          help: 'Writes of one item sent as a request of their own, outside any transaction (a new consent’s principal and transaction: shared/domain/consent/writer.ts)',
+          help: 'Writes of one item sent as a request of their own, outside any transaction (a new consent’s principal and transaction: shared/storage/consents/store.ts)',
           registers: [registry],
         }),
     ),

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
-import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
+import { creationIds } from '../../shared/domain/consent/carried.js';
+import { deriveCreationMessages } from '../../shared/storage/consents/carried.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
 import { toView } from '../../shared/domain/consent/model.js';
@@ -9,7 +10,7 @@ import { recordUuid } from '../../shared/domain/ids.js';
 import { loadTransaction, queryTransactions } from '../../shared/storage/consents/repository.js';
 import { Outbox } from '../../shared/storage/outbox/outbox.js';
 import { itemBytes } from '../../shared/storage/billing.js';
-import { transactionItem, useRecordApi } from './fixture.js';
+import { transactionItem, useRecordApi, writingThrough } from './fixture.js';
 
 /**
  * A new transaction's item holds neither its creation events nor its history (carried.ts): the
@@ -42,7 +43,7 @@ async function createWithStoppedWriter(userId: string) {
   try {
     return await createUserConsent(
       {
-        rt: { ...rt, outbox: writer },
+        rt: writingThrough(rec.f.p.rt, writer),
         app: rec.a.app,
         actor: { source: 'api', credential: 'test' },
       },
@@ -98,7 +99,7 @@ describe('creation events rebuilt from the transaction item', () => {
     const made = await createWithStoppedWriter(userId);
     expect(published(made.referenceId)).toEqual([]);
 
-    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await rec.f.p.rt.relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
     expect(events.map((e) => [e.id, e.type, e.data.purposes])).toEqual([
@@ -122,7 +123,7 @@ describe('creation events rebuilt from the transaction item', () => {
       'revoke',
     ]);
 
-    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await rec.f.p.rt.relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const next = creationIds(made);
     const [created, granted] = [next(), next()];
     await vi.waitFor(

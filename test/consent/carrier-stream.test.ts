@@ -7,11 +7,13 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../shared/bus/kafka.js';
 import { Producer } from '../../shared/bus/producer.js';
-import { creationIds, deriveCreationMessages } from '../../shared/domain/consent/carried.js';
+import { creationIds } from '../../shared/domain/consent/carried.js';
+import { deriveCreationMessages } from '../../shared/storage/consents/carried.js';
 import { createUserConsent } from '../../shared/domain/consent/index.js';
 import { STREAM_WRITER_ATTR } from '../../shared/storage/outbox/carrier-stream.js';
-import { Outbox, type OutboxDeps } from '../../shared/storage/outbox/outbox.js';
-import { useRecordApi, transactionItem } from './fixture.js';
+import { Outbox } from '../../shared/storage/outbox/outbox.js';
+import { Relay, type RelayDeps } from '../../shared/storage/outbox/relay.js';
+import { useRecordApi, transactionItem, writingThrough } from './fixture.js';
 
 /**
  * The relay finds a new transaction's item (the carrier of its creation events) through the
@@ -21,10 +23,10 @@ import { useRecordApi, transactionItem } from './fixture.js';
  */
 const { rec, uid, post } = useRecordApi('consent-carrier-stream');
 
-/** An outbox as the runtime builds one, over `producer`, with its own writer id. */
-function outboxOf(producer: Producer, o: { registry?: Registry; table?: string } = {}) {
+/** A relay as the runtime builds one, over `producer` (a process of its own). */
+function relayOf(producer: Producer, o: { registry?: Registry; table?: string } = {}) {
   const rt = rec.f.p.rt;
-  const deps: OutboxDeps = {
+  const deps: RelayDeps = {
     doc: rt.dynamo.doc,
     table: rt.tables.outbox,
     producer,
@@ -44,7 +46,7 @@ function outboxOf(producer: Producer, o: { registry?: Registry; table?: string }
       },
     ],
   };
-  return new Outbox(deps, { retryIntervalMs: 60_000, publishWaitMs: 200 });
+  return new Relay(deps);
 }
 
 /** Runs `work` with a writer that cannot publish (Kafka unreachable), then stops the writer. */
@@ -53,7 +55,17 @@ async function withStoppedWriter<T>(work: (writer: Outbox) => Promise<T>): Promi
   const dead = new Producer(createKafka(rt.config, ['127.0.0.1:1'], rt.log), rt.log, {
     retries: 1,
   });
-  const writer = outboxOf(dead);
+  const writer = new Outbox(
+    {
+      doc: rt.dynamo.doc,
+      table: rt.tables.outbox,
+      producer: dead,
+      log: rt.log,
+      registry: rt.registry,
+      keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
+    },
+    { retryIntervalMs: 60_000, publishWaitMs: 200 },
+  );
   try {
     return await work(writer);
   } finally {
@@ -70,7 +82,7 @@ const createWithStoppedWriter = (userId: string) =>
   withStoppedWriter(async (writer) => ({
     made: await createUserConsent(
       {
-        rt: { ...rec.f.p.rt, outbox: writer },
+        rt: writingThrough(rec.f.p.rt, writer),
         app: rec.a.app,
         actor: { source: 'api', credential: 't' },
       },
@@ -153,7 +165,7 @@ describe('carriers found through the entities table’s stream', () => {
     const { made, writerId } = await createWithStoppedWriter(uid());
     expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
 
-    expect(await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await rec.f.p.rt.relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
     expect(events.map((e) => [e.id, e.type])).toEqual([
@@ -169,7 +181,7 @@ describe('carriers found through the entities table’s stream', () => {
       }),
     );
     expect(progress.Item).toBeUndefined();
-    await rec.f.p.rt.outbox.relayOnce({ staleMs: 0 });
+    await rec.f.p.rt.relay.relayOnce({ staleMs: 0 });
     await new Promise((r) => setTimeout(r, 500));
     expect(rec.f.eventsOf(made.referenceId)).toHaveLength(2);
   });
@@ -178,49 +190,42 @@ describe('carriers found through the entities table’s stream', () => {
     const rt = rec.f.p.rt;
     // The first relay sees the writer as live (its heartbeat is recent): it holds the commit
     // and saves a checkpoint at it.
-    const first = outboxOf(rt.producer);
+    const first = relayOf(rt.producer);
     const { made } = await createWithStoppedWriter(uid());
     await first.relayOnce({ staleMs: 600_000 });
     expect(rec.f.eventsOf(made.referenceId)).toEqual([]);
     const held = await checkpointsOf();
     expect(held.some((c) => typeof c.at === 'string')).toBe(true);
-    first.abandon();
 
     // A new relay (a restarted process) starts from that checkpoint and takes the writer over.
-    const second = outboxOf(rt.producer);
+    const second = relayOf(rt.producer);
     expect(await second.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
     expect(events.map((e) => e.id)).toEqual([next(), next()]);
-    second.abandon();
     // Nothing is held any more: the checkpoint moved past the commit.
-    const third = outboxOf(rt.producer);
+    const third = relayOf(rt.producer);
     await third.relayOnce({ staleMs: 600_000 });
     const after = await checkpointsOf();
     const seqOf = (c: Record<string, unknown>) => BigInt(String(c.at ?? c.after ?? 0));
     const heldSeq = held.map(seqOf).reduce((a, b) => (a > b ? a : b));
     expect(after.some((c) => typeof c.after === 'string' && seqOf(c) >= heldSeq)).toBe(true);
-    third.abandon();
   });
 
   it('reads the stream at most every 5 s, and at once when it takes a writer over', async () => {
     const registry = new Registry();
-    const relay = outboxOf(rec.f.p.rt.producer, { registry });
+    const relay = relayOf(rec.f.p.rt.producer, { registry });
     const reads = () => metricSum(registry, 'svc_outbox_stream_reads_total');
-    try {
-      await relay.relayOnce({ staleMs: 600_000 });
-      expect(await reads()).toBe(1);
-      await relay.relayOnce({ staleMs: 600_000 });
-      expect(await reads()).toBe(1);
-      // A writer stopped: the pass reads the stream again before it takes the writer over.
-      const { made } = await createWithStoppedWriter(uid());
-      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
-      expect(await reads()).toBe(2);
-      const events = await rec.f.waitForEvents(made.referenceId, 2);
-      expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
-    } finally {
-      relay.abandon();
-    }
+    await relay.relayOnce({ staleMs: 600_000 });
+    expect(await reads()).toBe(1);
+    await relay.relayOnce({ staleMs: 600_000 });
+    expect(await reads()).toBe(1);
+    // A writer stopped: the pass reads the stream again before it takes the writer over.
+    const { made } = await createWithStoppedWriter(uid());
+    expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await reads()).toBe(2);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
   });
 
   it('a checkpoint the stream no longer has: the relay says so, counts it and reads on from the oldest record', async () => {
@@ -236,15 +241,11 @@ describe('carriers found through the entities table’s stream', () => {
         }),
       );
     const registry = new Registry();
-    const relay = outboxOf(rt.producer, { registry });
-    try {
-      expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
-      expect(await metricSum(registry, 'svc_outbox_stream_gaps_total')).toBe(shards.length);
-      const events = await rec.f.waitForEvents(made.referenceId, 2);
-      expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
-    } finally {
-      relay.abandon();
-    }
+    const relay = relayOf(rt.producer, { registry });
+    expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await metricSum(registry, 'svc_outbox_stream_gaps_total')).toBe(shards.length);
+    const events = await rec.f.waitForEvents(made.referenceId, 2);
+    expect(events.map((e) => e.type)).toEqual(['consent.created', 'consent.granted']);
   });
 
   it('a carrier table without its stream fails the start check and every relay pass', async () => {
@@ -252,14 +253,10 @@ describe('carriers found through the entities table’s stream', () => {
     const prefix = `t_nostream_${randomBytes(3).toString('hex')}_`;
     const { stream: _, ...withoutStream } = tableDefs.entities;
     await rt.dynamo.client.send(new CreateTableCommand(createTableInput(prefix, withoutStream)));
-    const relay = outboxOf(rt.producer, { table: `${prefix}entities` });
-    try {
-      await expect(relay.assertStreams()).rejects.toThrow(/has no stream/);
-      await expect(relay.relayOnce({ staleMs: 0 })).rejects.toThrow(/has no stream/);
-      // The runtime's own outbox passes the check: its entities table has its stream.
-      await expect(rt.outbox.assertStreams()).resolves.toBeUndefined();
-    } finally {
-      relay.abandon();
-    }
+    const relay = relayOf(rt.producer, { table: `${prefix}entities` });
+    await expect(relay.assertStreams()).rejects.toThrow(/has no stream/);
+    await expect(relay.relayOnce({ staleMs: 0 })).rejects.toThrow(/has no stream/);
+    // The runtime's own relay passes the check: its entities table has its stream.
+    await expect(rt.relay.assertStreams()).resolves.toBeUndefined();
   });
 });

@@ -15,6 +15,10 @@ import { historyOf } from '../../shared/domain/consent/carried.js';
 import type { StoredTransaction } from '../../shared/domain/consent/model.js';
 import { keys } from '../../shared/storage/consents/repository.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { getReferenceKey } from '../../shared/domain/apps.js';
+import { DynamoConsentStore } from '../../shared/storage/consents/store.js';
+import type { Outbox } from '../../shared/storage/outbox/outbox.js';
+import { ensureFamily } from '../../shared/timers/due.js';
 import type { RunningProcess, ServiceModule } from '../../shared/process.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';
@@ -243,6 +247,17 @@ export async function transactionItem(
     }),
   );
   return r.Item;
+}
+
+/** `rt` with its consent store writing through `outbox` (a writer of the test's own). */
+export function writingThrough(rt: Runtime, outbox: Outbox): Runtime {
+  const consents = new DynamoConsentStore({
+    ...rt,
+    outbox,
+    referenceKey: (appId) => getReferenceKey(rt, appId),
+    ensureTimers: (nowMs) => ensureFamily(rt, 'expiry', rt.config.TIMER_SHARDS, nowMs),
+  });
+  return { ...rt, outbox, consents };
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

@@ -13,7 +13,7 @@ import { serialConsumer } from '../../shared/bus/consumer.js';
 import { isConditionFailure } from '../../shared/storage/dynamo.js';
 import { STREAM_WRITER_ATTR } from '../../shared/storage/outbox/carrier-stream.js';
 import { Outbox, type OutboxItem } from '../../shared/storage/outbox/outbox.js';
-import { startRelay } from '../../shared/storage/outbox/relay.js';
+import { Relay, startRelay } from '../../shared/storage/outbox/relay.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';
@@ -117,7 +117,7 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     await consumer.start();
 
     // The relay (in another process) takes over the stopped writer from its watermark.
-    const relay = startRelay(rt.outbox, { intervalMs: 100, staleMs: 0, log: rt.log });
+    const relay = startRelay(rt.relay, { intervalMs: 100, staleMs: 0, log: rt.log });
     // A duplicate delivery (published twice, as the relay may) must not apply twice.
     await rt.producer.send(ids.slice(0, 5).map((id, i) => message(id, i)));
 
@@ -184,7 +184,7 @@ describe('transactional outbox against real Kafka and DynamoDB Local', () => {
     expect(none.Item).toBeUndefined();
 
     // The writer stopped: a relay takes it over and publishes the item's messages in order.
-    const relay = new Outbox({ ...rtDeps(), producer: rt.producer, writerIndex: 'writer' });
+    const relay = new Relay({ ...rtDeps(), producer: rt.producer, writerIndex: 'writer' });
     const seen = await collectTopic(rt.kafka, rt.topics.consentEvents);
     try {
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
@@ -327,16 +327,13 @@ describe('writers: no delete, own retries, carriers', () => {
     expect(carried.Item).not.toHaveProperty('obxw');
     expect(carried.Item?.obx).toBeInstanceOf(Uint8Array);
 
-    const relay = new Outbox(
-      {
-        ...rtDeps(),
-        producer: rt.producer,
-        keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
-        carriers: [{ table: rt.tables.entities }],
-        streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
-      },
-      {},
-    );
+    const relay = new Relay({
+      ...rtDeps(),
+      producer: rt.producer,
+      keyAttributes: (t) => (t === rt.tables.outbox ? ['id'] : ['pk', 'sk']),
+      carriers: [{ table: rt.tables.entities }],
+      streams: { client: rt.dynamo.client, streams: rt.dynamo.streams },
+    });
     const seen = await collectTopic(rt.kafka, rt.topics.consentEvents);
     try {
       expect(await relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(1);
@@ -418,7 +415,7 @@ describe('writers: no delete, own retries, carriers', () => {
     writer.abandon();
     // Long silent by the clock already, but this relay has not watched it yet.
     await new Promise((r) => setTimeout(r, 400));
-    const relay = new Outbox({ ...rtDeps(), producer: rt.producer });
+    const relay = new Relay({ ...rtDeps(), producer: rt.producer });
     const progress = async () =>
       (
         await rt.dynamo.doc.send(

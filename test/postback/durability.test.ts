@@ -84,7 +84,7 @@ it('accepts a postback while Kafka is down and delivers it through the outbox re
     // The process that took it dies while Kafka is down; the relay of another process (here
     // one pass, with a working producer) publishes it from the stopped writer's watermark.
     downOutbox.abandon();
-    expect(await rt.outbox.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(1);
+    expect(await rt.relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(1);
     await vi.waitFor(
       () =>
         expect(

@@ -7,7 +7,8 @@ import {
   loadTransactionAt,
   putTransaction,
 } from '../../shared/storage/consents/repository.js';
-import { expiryEntry, type ExpiryKind } from '../../shared/domain/consent/timers.js';
+import type { ExpiryKind } from '../../shared/domain/consent/timers.js';
+import { expiryEntry } from '../../shared/storage/consents/timers.js';
 import {
   DUE_INDEX,
   deleteDerivedDue,

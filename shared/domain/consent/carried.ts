@@ -1,21 +1,14 @@
-import type { OutMessage } from '../../bus/producer.js';
-import { ATTR } from '../../storage/outbox/commits.js';
 import { derivedEventId } from '../ids.js';
 import type { Environment } from '../types.js';
-import { planEvents, toOutboxItem, type ConsentEvent } from './events.js';
-import {
-  withFullRecords,
-  type HistoryEntry,
-  type RecordChange,
-  type StoredTransaction,
-} from './model.js';
+import { planEvents, type ConsentEvent } from './events.js';
+import type { Actor, HistoryEntry, RecordChange, StoredTransaction } from './model.js';
 
 /**
  * What a transaction item says without storing it: its creation history and its creation
  * events. A new transaction's item holds neither, since DynamoDB bills a write by the started
  * kilobyte: its records as created, `createdAt`, `createdBy` and `environment` determine both.
- * The first change of the transaction writes both out (writer.ts, `mutateTransaction`), before
- * its records move on.
+ * The first change of the transaction writes both out (writer.ts, `mutateTransaction`, and the
+ * store, shared/storage/consents/carried.ts), before its records move on.
  */
 
 /** A new transaction's records, as changes: each created in its first state. */
@@ -69,28 +62,23 @@ export function creationEvents(
 }
 
 /**
- * The messages of a transaction item written as a derived carrier (outbox.ts, `commit`), for the
- * relay: undefined unless the item is still the transaction as created (version 1, its
- * environment kept). A later version holds its creation's messages packed.
+ * The transaction with one history entry per changed record appended: who, what, when (see
+ * `HistoryEntry`). Entries already there are kept as they are.
  */
-export function deriveCreationMessages(
-  item: Record<string, unknown>,
-  o: { topic: string; baseUrl: string },
-): OutMessage[] | undefined {
-  const t = item as unknown as StoredTransaction;
-  if (t.version !== 1 || (t.environment !== 'sandbox' && t.environment !== 'live'))
-    return undefined;
-  if (!Array.isArray(t.records) || typeof t.createdAt !== 'string') return undefined;
-  return creationEvents(withFullRecords(t), t.environment, o.baseUrl.replace(/\/+$/, '')).map(
-    (e) => {
-      const m = toOutboxItem(e, o.topic);
-      return { topic: m.topic, key: m.key, value: m.value, headers: {} };
-    },
-  );
-}
-
-/** Whether a stored transaction carries its creation events only as derivable (not packed). */
-export function carriesDerived(t: object): boolean {
-  const item = t as Record<string, unknown>;
-  return item[ATTR.at] !== undefined && item[ATTR.packed] === undefined && item.version === 1;
+export function withHistory(
+  t: StoredTransaction,
+  changes: readonly RecordChange[],
+  actor: Actor,
+  at: string,
+): StoredTransaction {
+  if (changes.length === 0) return t;
+  const entries: HistoryEntry[] = changes.map((c) => ({
+    recordId: c.recordId,
+    from: c.from,
+    to: c.to,
+    operation: c.operation,
+    at,
+    who: actor,
+  }));
+  return { ...t, history: [...(t.history ?? []), ...entries] };
 }

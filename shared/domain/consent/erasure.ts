@@ -5,7 +5,7 @@ import { queryPages } from '../../storage/query.js';
 import { withFullRecords, type StoredTransaction } from './model.js';
 import { keys } from '../../storage/consents/repository.js';
 import { deriveStatus } from './states.js';
-import type { ExtraWrite } from './writer.js';
+import type { ExtraWrite } from './store.js';
 
 /**
  * The principal's `erasedAt`: set when the last of its transactions becomes erased, to the
@@ -50,22 +50,9 @@ export async function erasedExcept(
 }
 
 /** The marker as part of the erase's own write (the common case: the last one erased). */
-export function markErasedWrite(
-  rt: Runtime,
-  appId: string,
-  referenceId: string,
-  at: string,
-): ExtraWrite {
+export function markErasedWrite(referenceId: string, at: string): ExtraWrite {
   return {
-    item: {
-      Update: {
-        TableName: rt.tables.entities,
-        Key: keys.principal(appId, referenceId),
-        UpdateExpression: 'SET erasedAt = :at',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':at': at },
-      },
-    },
+    write: { op: 'mark-erased', referenceId, at },
     conflict: 'The principal of this transaction no longer exists',
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { consentEventSchema, planEvents, postbackDueAt, toOutboxItem } from './events.js';
+import { consentEventSchema, planEvents, postbackDueAt } from './events.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 
 const now = new Date('2025-01-01T00:00:00.000Z');
@@ -132,19 +132,5 @@ describe('postbackDueAt', () => {
     ['consent.created', 1, undefined],
   ] as const)('%s at scale %d → %s', (type, scale, due) => {
     expect(postbackDueAt(type, now, scale)).toBe(due);
-  });
-});
-
-describe('toOutboxItem', () => {
-  it('keys the message by app and principal and carries the event JSON', () => {
-    const [e] = planEvents(ctx([ch('r1', 'analytics', 'revoked', 'granted', 'grant')]));
-    const item = toOutboxItem(e!, 'topic-x');
-    expect(item).toEqual({
-      id: e!.id,
-      topic: 'topic-x',
-      key: 'app_x:SVC-REF-ABCDEFGH',
-      value: JSON.stringify(e),
-      createdAtMs: now.getTime(),
-    });
   });
 });

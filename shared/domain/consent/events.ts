@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { OutboxItem } from '../../storage/outbox/outbox.js';
 import type { App } from '../types.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 
@@ -172,15 +171,4 @@ export function parentalRequiredEvent(c: EventContext): ConsentEvent {
     'consent.parental_verification_required',
     waiting.map((r) => ({ recordId: r.recordId, purpose: r.purpose, granted: false })),
   );
-}
-
-/** Kafka message for an event: keyed by app and principal so one principal stays in order. */
-export function toOutboxItem(e: ConsentEvent, topic: string): OutboxItem {
-  return {
-    id: e.id,
-    topic,
-    key: `${e.appId}:${e.data.referenceId}`,
-    value: JSON.stringify(e),
-    createdAtMs: Date.parse(e.createdAt),
-  };
 }

@@ -6,7 +6,7 @@ import { applyOperation } from './apply.js';
 import { reminderEvent, type ConsentEvent } from './events.js';
 import type { Actor, StoredTransaction } from './model.js';
 import { loadTransaction } from '../../storage/consents/repository.js';
-import { expireTimerItem } from './timers.js';
+import { expireTimerItem } from '../../storage/consents/timers.js';
 import { mutateTransaction, type Mutation, type WriteContext } from './writer.js';
 
 /**

@@ -15,7 +15,7 @@ import { erasedExcept } from './erasure.js';
 import { erasePrincipal } from './manage.js';
 import type { Actor, StoredPrincipal } from './model.js';
 import { keys, loadPrincipal } from '../../storage/consents/repository.js';
-import { expiryEntry, inactivityTimerItem } from './timers.js';
+import { expiryEntry, inactivityTimerItem } from '../../storage/consents/timers.js';
 
 /**
  * Inactivity erasure (Rule 8 and the Third Schedule; docs/parental-and-inactivity.md), run by
@@ -137,15 +137,12 @@ export async function fireInactivity(
       if (await warn(rt, app, p, step.eraseAt, now)) return 'warned';
       continue;
     }
-    const cond = unchanged(p);
     const guard = {
-      item: {
-        ConditionCheck: {
-          TableName: rt.tables.entities,
-          Key: keys.principal(appId, referenceId),
-          ConditionExpression: cond.ConditionExpression,
-          ExpressionAttributeValues: cond.values,
-        },
+      write: {
+        op: 'principal-unchanged' as const,
+        referenceId,
+        lastActiveAt: p.lastActiveAt,
+        inactivityWarnedAt: p.inactivityWarnedAt,
       },
       conflict: 'The principal was active after the inactivity warning',
     };

@@ -3,15 +3,9 @@ import type { Runtime } from '../../runtime.js';
 import { applyOperation } from './apply.js';
 import { erasedExcept, markErasedWrite, markIfAllErased } from './erasure.js';
 import { toView, type StoredTransaction, type TransactionView } from './model.js';
-import {
-  allTransactionIds,
-  loadRecordPointer,
-  loadTransaction,
-  loadTransactionAt,
-  queryTransactions,
-} from '../../storage/consents/repository.js';
 import { deriveStatus } from './states.js';
-import { mutateTransaction, type ExtraWrite, type WriteContext } from './writer.js';
+import type { ExtraWrite } from './store.js';
+import { mutateTransaction, type WriteContext } from './writer.js';
 
 /**
  * The public consent-management API (docs/api.md, Public consent API): transactions and records
@@ -36,13 +30,13 @@ export async function getTransaction(
   appId: string,
   transactionId: string,
 ): Promise<TransactionView | undefined> {
-  const t = await loadTransaction(rt, appId, transactionId);
+  const t = await rt.consents.loadTransaction(appId, transactionId);
   return t && toView(t);
 }
 
 /** The stored item, proof included (for the widget and audits). */
 export function getStoredTransaction(rt: Runtime, appId: string, transactionId: string) {
-  return loadTransaction(rt, appId, transactionId);
+  return rt.consents.loadTransaction(appId, transactionId);
 }
 
 export async function listTransactions(
@@ -51,7 +45,7 @@ export async function listTransactions(
   referenceId: string,
   page: { limit: number; cursor?: string | undefined },
 ): Promise<{ items: TransactionView[]; nextCursor: string | null }> {
-  const r = await queryTransactions(rt, appId, referenceId, page.limit, page.cursor);
+  const r = await rt.consents.listTransactions(appId, referenceId, page.limit, page.cursor);
   return { items: r.items.map(toView), nextCursor: r.nextCursor };
 }
 
@@ -84,13 +78,13 @@ async function operate(
   let marked = false;
   const { txn } = await mutateTransaction(
     ctx,
-    () => loadTransactionAt(ctx.rt, appId, at.referenceId, at.transactionId),
+    () => ctx.rt.consents.loadTransactionAt(appId, at.referenceId, at.transactionId),
     (t, now) => {
       const applied = applyOperation(t.records, op, now, recordIds);
       marked = !guard && othersErased && applied.changes.length > 0 && erased(applied);
       if (guard) return { ...applied, extra: [guard] };
       if (!marked) return applied;
-      return { ...applied, extra: [markErasedWrite(ctx.rt, appId, t.referenceId, now)] };
+      return { ...applied, extra: [markErasedWrite(t.referenceId, now)] };
     },
   );
   if (op === 'erase' && !marked && erased(txn))
@@ -104,7 +98,7 @@ export async function operateOnTransaction(
   op: PublicOperation,
   referenceId?: string,
 ): Promise<TransactionView> {
-  const first = await loadTransaction(ctx.rt, ctx.app.appId, transactionId);
+  const first = await ctx.rt.consents.loadTransaction(ctx.app.appId, transactionId);
   if (!first || !belongs(first, referenceId)) throw unknownTxn();
   return operate(ctx, first, op);
 }
@@ -115,7 +109,7 @@ export async function operateOnRecord(
   op: PublicOperation,
   referenceId?: string,
 ): Promise<TransactionView> {
-  const ptr = await loadRecordPointer(ctx.rt, ctx.app.appId, recordId);
+  const ptr = await ctx.rt.consents.loadRecordPointer(ctx.app.appId, recordId);
   if (!ptr || (referenceId !== undefined && ptr.referenceId !== referenceId)) throw unknownRecord();
   return operate(ctx, ptr, op, new Set([recordId]));
 }
@@ -132,8 +126,9 @@ export async function erasePrincipal(
   guard?: ExtraWrite,
 ): Promise<number> {
   let erasedNow = 0;
-  for (const transactionId of await allTransactionIds(ctx.rt, ctx.app.appId, referenceId)) {
-    const before = await loadTransactionAt(ctx.rt, ctx.app.appId, referenceId, transactionId);
+  const store = ctx.rt.consents;
+  for (const transactionId of await store.allTransactionIds(ctx.app.appId, referenceId)) {
+    const before = await store.loadTransactionAt(ctx.app.appId, referenceId, transactionId);
     if (!before || erased(before)) continue;
     await operate(ctx, { referenceId, transactionId }, 'erase', undefined, guard);
     erasedNow++;
@@ -167,7 +162,7 @@ export async function bulkOperate(
   const named = targets.transactionIds !== undefined || targets.recordIds !== undefined;
   const txnIds = named
     ? (targets.transactionIds ?? [])
-    : await allTransactionIds(ctx.rt, ctx.app.appId, targets.referenceId);
+    : await ctx.rt.consents.allTransactionIds(ctx.app.appId, targets.referenceId);
   type Job = { id: string; run: () => Promise<TransactionView> };
   const jobs: Job[] = [
     ...txnIds.map((id) => ({

@@ -3,7 +3,6 @@ import { utcMillis } from '../../compliance/postback.js';
 import { AppError } from '../../errors.js';
 import { applyOperation } from './apply.js';
 import { toView, type ParentalVerification, type TransactionView } from './model.js';
-import { loadTransaction, loadTransactionAt } from '../../storage/consents/repository.js';
 import { mutateTransaction, type WriteContext } from './writer.js';
 
 /**
@@ -74,7 +73,7 @@ export async function settleParentalVerification(
   input: ParentalVerificationInput,
 ): Promise<TransactionView> {
   const { rt, app } = ctx;
-  const found = await loadTransaction(rt, app.appId, transactionId);
+  const found = await rt.consents.loadTransaction(app.appId, transactionId);
   if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown transaction');
   if (!found.parental)
     throw new AppError(
@@ -89,7 +88,7 @@ export async function settleParentalVerification(
   const wanted = settled[input.outcome];
   const { txn } = await mutateTransaction(
     ctx,
-    () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
+    () => rt.consents.loadTransactionAt(app.appId, found.referenceId, found.transactionId),
     (t, now) => {
       const p = t.parental!;
       if (p.status === wanted) return { records: t.records, changes: [] };

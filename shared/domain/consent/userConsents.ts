@@ -5,18 +5,6 @@ import type { App } from '../types.js';
 import { applyOperation, applyPreferences } from './apply.js';
 import { DEFAULT_VALIDITY_DAYS, MAX_RECORDS, type StoredTransaction } from './model.js';
 import {
-  derivedReferenceOf,
-  findUser,
-  keys,
-  loadPrincipal,
-  loadPrincipalKey,
-  loadTransaction,
-  loadTransactionAt,
-  notDerivedUser,
-  putClaim,
-  putUser,
-} from '../../storage/consents/repository.js';
-import {
   createWithPrincipal,
   mutateTransaction,
   recordIdsFor,
@@ -134,21 +122,22 @@ async function linkCapture(
   input: CreateUserInput & { consentId: string },
 ): Promise<UserRecord> {
   const { rt, app } = ctx;
-  const found = await loadTransaction(rt, app.appId, input.consentId);
+  const store = rt.consents;
+  const found = await store.loadTransaction(app.appId, input.consentId);
   if (!found) throw new AppError('SVC_NOT_FOUND', 'Unknown consentId');
   const linkedElsewhere = new AppError('SVC_CONFLICT', 'This consentId is linked to another user');
-  const derivedRef = await derivedReferenceOf(rt, app.appId, input.userId);
+  const derivedRef = await store.derivedReferenceOf(app.appId, input.userId);
   // The user is claimed at its derived referenceId when nothing is there; by a pointer item
   // only beside another principal there.
   let claimThere = false;
   if (derivedRef !== found.referenceId) {
-    const there = await loadPrincipalKey(rt, app.appId, derivedRef);
+    const there = await store.loadPrincipalKey(app.appId, derivedRef);
     if (there?.userId === input.userId) throw taken();
     claimThere = there === undefined;
   }
   const { txn } = await mutateTransaction(
     ctx,
-    () => loadTransactionAt(rt, app.appId, found.referenceId, found.transactionId),
+    () => store.loadTransactionAt(app.appId, found.referenceId, found.transactionId),
     (t, now) => {
       if (t.userId !== undefined) throw t.userId === input.userId ? taken() : linkedElsewhere;
       const applied = applyPreferences(
@@ -171,21 +160,21 @@ async function linkCapture(
         force: true,
         extra: [
           {
-            item: {
-              Update: {
-                TableName: rt.tables.entities,
-                Key: keys.principal(app.appId, t.referenceId),
-                UpdateExpression: 'SET userId = :u, email = :e, updatedAt = :now',
-                ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(userId)',
-                ExpressionAttributeValues: { ':u': input.userId, ':e': input.email, ':now': now },
-              },
+            write: {
+              op: 'link-user' as const,
+              referenceId: t.referenceId,
+              userId: input.userId,
+              email: input.email,
+              at: now,
             },
             conflict: 'This consentId belongs to a person already linked to another user',
           },
           // A claim is conditional on nothing being at the derived referenceId, a pointer item
           // on there being none: either way a user claimed meanwhile is 409.
           {
-            item: claimThere ? putClaim(rt, derivedRef, link) : putUser(rt, link),
+            write: claimThere
+              ? { op: 'claim-user' as const, derivedRef, user: link }
+              : { op: 'point-user' as const, user: link },
             conflict: taken().message,
           },
           // The user is not claimed at its derived referenceId either (writer.ts,
@@ -195,7 +184,11 @@ async function linkCapture(
             ? []
             : [
                 {
-                  item: notDerivedUser(rt, app.appId, derivedRef, input.userId),
+                  write: {
+                    op: 'not-derived-user' as const,
+                    derivedRef,
+                    userId: input.userId,
+                  },
                   conflict: taken().message,
                 },
               ]),
@@ -208,10 +201,13 @@ async function linkCapture(
 
 /** The user and its principal (read once: by the lookup when it found the user through it). */
 async function withPrincipal(rt: Runtime, app: App, userId: string) {
-  const found = await findUser(rt, app.appId, userId);
+  const found = await rt.consents.findUser(app.appId, userId);
   if (!found) return undefined;
   const { user } = found;
-  return { user, principal: found.principal ?? loadPrincipal(rt, app.appId, user.referenceId) };
+  return {
+    user,
+    principal: found.principal ?? rt.consents.loadPrincipal(app.appId, user.referenceId),
+  };
 }
 
 async function current(rt: Runtime, app: App, userId: string) {
@@ -229,7 +225,7 @@ export async function getUserConsent(
   if (!found) return undefined;
   const { user } = found;
   const [txn, principal] = await Promise.all([
-    loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+    rt.consents.loadTransactionAt(app.appId, user.referenceId, user.transactionId),
     found.principal,
   ]);
   if (!txn) return undefined;
@@ -249,7 +245,7 @@ export async function updateUserConsent(
   const emailChange = input.email !== undefined && input.email !== principal?.email;
   const { txn } = await mutateTransaction(
     ctx,
-    () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+    () => rt.consents.loadTransactionAt(app.appId, user.referenceId, user.transactionId),
     (t, now) => {
       const applied = applyPreferences(
         t.records,
@@ -264,14 +260,11 @@ export async function updateUserConsent(
         force: true,
         extra: [
           {
-            item: {
-              Update: {
-                TableName: rt.tables.entities,
-                Key: keys.principal(app.appId, t.referenceId),
-                UpdateExpression: 'SET email = :e, updatedAt = :now',
-                ConditionExpression: 'attribute_exists(pk)',
-                ExpressionAttributeValues: { ':e': input.email, ':now': now },
-              },
+            write: {
+              op: 'set-email' as const,
+              referenceId: t.referenceId,
+              email: input.email!,
+              at: now,
             },
           },
         ],
@@ -288,7 +281,7 @@ export async function withdrawUserConsent(ctx: WriteContext, userId: string): Pr
   const [{ txn }, principal] = await Promise.all([
     mutateTransaction(
       ctx,
-      () => loadTransactionAt(rt, app.appId, user.referenceId, user.transactionId),
+      () => rt.consents.loadTransactionAt(app.appId, user.referenceId, user.transactionId),
       (t, now) => applyOperation(t.records, 'revoke', now),
     ),
     loaded,

@@ -1,23 +1,11 @@
 import { AppError } from '../../errors.js';
-import { ensureFamily } from '../../timers/due.js';
-import type { TransactItem } from '../../storage/outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
-import { cancellationReasons, writeItems } from '../../storage/dynamo.js';
-import { ownCancellation } from '../../storage/group-commit.js';
 import { newEventId, newReferenceId, recordNumber, recordUuid, transactionUuid } from '../ids.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
 import { assertParentalGate } from './apply.js';
-import { ATTR, packMessages } from '../../storage/outbox/commits.js';
-import { certainlyNotApplied } from '../../storage/outbox/outbox.js';
-import {
-  carriesDerived,
-  creationIds,
-  creations,
-  deriveCreationMessages,
-  historyOf,
-} from './carried.js';
-import { planEvents, toOutboxItem, type ConsentEvent, type EventContext } from './events.js';
+import { creationIds, creations, historyOf, withHistory } from './carried.js';
+import { planEvents, type ConsentEvent, type EventContext } from './events.js';
 import type {
   Actor,
   ConsentRecord,
@@ -25,26 +13,12 @@ import type {
   StoredPrincipal,
   StoredTransaction,
 } from './model.js';
-import {
-  derivedReferenceOf,
-  keys,
-  loadPrincipal,
-  loadPrincipalKey,
-  loadTransactionAt,
-  notDerivedUser,
-  putPrincipal,
-  putTransaction,
-  putUser,
-  withHistory,
-} from '../../storage/consents/repository.js';
-import { timerItems, withFirstTimer } from './timers.js';
+import type { ExtraWrite, TimerContext } from './store.js';
 
 /**
- * The write paths of the consent domain. Each operation is ONE `rt.outbox.commit`: the
- * transaction item (with its history), the user's claim items and the events, so a failure
- * leaves nothing half-written and no event without its change. One exception: a new principal
- * and its first transaction, when they are all there is, are two conditional puts (`split`), and
- * a failure between the two leaves a principal with no transaction, no consent and no event.
+ * The write paths of the consent domain: validate, apply the change, plan its events, pick the
+ * ids, and hand the whole to the consent store (`rt.consents`, store.ts), which writes the change
+ * and its events atomically; a lost race is tried again on a fresh read, a few times, then 503.
  */
 
 const MAX_ATTEMPTS = 5;
@@ -71,34 +45,26 @@ const bySystem = (a: Actor) => a.credential.startsWith('system:');
 
 const clock = (ctx: WriteContext) => ctx.now?.() ?? new Date();
 
-/** What a commit adds beyond the planned events: extra events. */
-interface CommitOptions {
-  events?: ((c: EventContext) => ConsentEvent[]) | undefined;
-  /** Write the transaction item alone, not in a transaction, when it is all there is. */
-  alone?: boolean;
-}
-
-/** An extra conditional write; `conflict` is the 409 detail when its condition fails. */
-export interface ExtraWrite {
-  item: TransactItem;
-  conflict?: string;
-}
+type ExtraEvents = ((c: EventContext) => ConsentEvent[]) | undefined;
 
 const busy = () =>
   new AppError('SVC_UNAVAILABLE', 'The consent is being changed concurrently; retry shortly', {
     retryAfterS: 1,
   });
 
-async function commit(
+/**
+ * The events of a write: those its changes imply (events.ts) and `more`. A creation's ids are
+ * derived from the transaction's id (carried.ts), and when its events are just those its records
+ * imply (`implied`) the store need not keep them apart from the transaction.
+ */
+function eventsOf(
   ctx: WriteContext,
   txn: StoredTransaction,
   changes: readonly RecordChange[],
-  items: TransactItem[],
   created: boolean,
   now: Date,
-  o: CommitOptions = {},
-): Promise<ConsentEvent[]> {
-  // A creation's events follow from the transaction item (carried.ts): ids derived from its id.
+  more: ExtraEvents,
+): { events: ConsentEvent[]; implied: boolean } {
   const derivable = created && ctx.reason === undefined;
   const ec: EventContext = {
     app: ctx.app,
@@ -110,38 +76,15 @@ async function commit(
     newId: derivable ? creationIds(txn) : newEventId,
     reason: ctx.reason,
   };
-  const extra = o.events?.(ec) ?? [];
-  const events = [...planEvents(ec), ...extra];
-  const timers = timerItems(ctx.rt, ctx.app, txn, { created, changes, nowMs: now.getTime() });
-  // The transaction item may carry a due entry itself (its first timer, `withFirstTimer`).
-  if (timers.length > 0 || txn.duesk !== undefined)
-    await ensureFamily(ctx.rt, 'expiry', ctx.rt.config.TIMER_SHARDS, now.getTime());
-  const all = [...items, ...timers];
-  if (all.length + events.length > 100)
-    throw new AppError('SVC_VALIDATION_FAILED', 'Too many purposes in one change', {
-      errors: [{ path: '/consents', message: 'too many purposes for one change' }],
-    });
-  // A new transaction's item carries its own events: no outbox item for the commonest write.
-  // Unless the creation has events beyond those its records imply, it holds only the relay's
-  // keys, and the relay rebuilds the events from the item (carried.ts).
-  const carrier = created
-    ? all.findIndex((i) => i.Put?.Item?.sk === keys.transaction('', '', txn.transactionId).sk)
-    : -1;
-  const derived = carrier >= 0 && derivable && extra.length === 0;
-  // With ctx.signal aborted (nobody waits for the outcome), the group commit refuses the write
-  // unsent: SVC_UNAVAILABLE, nothing applied.
-  await ctx.rt.outbox.commit(
-    all,
-    events.map((e) => toOutboxItem(e, ctx.rt.topics.consentEvents)),
-    {
-      ...(carrier >= 0 ? { carrier } : {}),
-      derived,
-      signal: ctx.signal,
-      alone: o.alone === true,
-    },
-  );
-  return events;
+  const extra = more?.(ec) ?? [];
+  return { events: [...planEvents(ec), ...extra], implied: derivable && extra.length === 0 };
 }
+
+const timersOf = (ctx: WriteContext, now: Date, reminderDaysBefore?: number): TimerContext => ({
+  app: ctx.app,
+  nowMs: now.getTime(),
+  reminderDaysBefore,
+});
 
 /**
  * A new transaction as stored: its creation history implied by `createdBy` (carried.ts), with
@@ -149,23 +92,6 @@ async function commit(
  */
 function asCreated(ctx: WriteContext, t: StoredTransaction): StoredTransaction {
   return { ...t, createdBy: ctx.actor, environment: ctx.app.environment };
-}
-
-/**
- * The transaction a change starts from, with what its item left implied written out: its
- * history, and, while it is as created, its creation events packed in the carrier attribute (the
- * relay could no longer rebuild them once the records move on).
- */
-function explicit(rt: WriteContext['rt'], current: StoredTransaction): StoredTransaction {
-  const out: StoredTransaction = { ...current, history: historyOf(current) };
-  if (carriesDerived(current)) {
-    const messages = deriveCreationMessages(current as unknown as Record<string, unknown>, {
-      topic: rt.topics.consentEvents,
-      baseUrl: rt.config.PUBLIC_BASE_URL,
-    });
-    if (messages) Object.assign(out, { [ATTR.packed]: packMessages(messages) });
-  }
-  return out;
 }
 
 export interface NewTransaction {
@@ -181,219 +107,91 @@ export interface NewTransaction {
   /** The notice's reminder lead time (default 30 days). */
   reminderDaysBefore?: number | undefined;
   /** Events beyond those the new records imply (parental verification required). */
-  events?: ((c: EventContext) => ConsentEvent[]) | undefined;
+  events?: ExtraEvents;
 }
 
 /**
  * Creates a principal and its first transaction. Without a user id the referenceId is random,
- * and a collision (conditional put) is retried with a new one.
+ * and a collision (the store refuses the principal or the transaction) is retried with a new one.
  *
  * With a user id (record API) the principal goes to the referenceId the user id derives to
  * (ids.ts, `derivedReferenceId`) and stands for the user's claim itself, holding the user's
- * transaction id: two items. A user pointer item exists only beside another principal at that
- * referenceId, so the principal's conditional put there is the whole check. If that referenceId
- * is taken by another principal (another user id derived to it, or a random one), the principal
- * gets a random referenceId and a user pointer item, and the transaction checks the derived
- * principal is not this user's. Either way a second claim of the user id fails: 409.
- *
- * When principal and transaction are all it writes, they go as two conditional puts, the
- * principal first (`split`); with a pointer item, or when it takes over a principal left
- * without its transaction, in one transaction.
+ * transaction id. If that referenceId is taken by another principal (another user id derived to
+ * it, or a random one), the principal gets a random referenceId and the store writes the user's
+ * claim beside it. Either way a second claim of the user id fails: 409. A principal of this user
+ * left without its first transaction (a creation cut short) is taken over.
  */
 export async function createWithPrincipal(
   ctx: WriteContext,
   o: NewTransaction,
 ): Promise<StoredTransaction> {
   const { appId } = ctx.app;
+  const store = ctx.rt.consents;
   const derivedRef =
-    o.userId === undefined ? undefined : await derivedReferenceOf(ctx.rt, appId, o.userId);
+    o.userId === undefined ? undefined : await store.derivedReferenceOf(appId, o.userId);
   let useDerived = derivedRef !== undefined;
-  /** This user's principal whose first transaction never landed (`split`): taken over. */
+  /** This user's principal whose first transaction never landed: taken over. */
   let adopt: string | undefined;
   const taken = () =>
     new AppError('SVC_CONFLICT', 'This user already has a consent record; use PUT');
-  const claimsFor = (referenceId: string, transactionId: string, at: string) =>
-    o.userId === undefined
-      ? []
-      : userClaimItems(ctx, {
-          userId: o.userId,
-          derivedRef: derivedRef!,
-          referenceId,
-          transactionId,
-          at,
-        });
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const now = clock(ctx);
+    const at = now.toISOString();
     const referenceId = useDerived ? derivedRef! : newReferenceId();
     // `adopt` is set only with `useDerived` (`derivedTaken`).
     const transactionId = adopt ?? newTransactionId(referenceId);
-    const { txn, changes, principal } = firstItems(ctx, o, referenceId, transactionId, {
-      now,
-      holdsUser: useDerived,
+    const built: StoredTransaction = {
+      ...o.build(referenceId, at, transactionId),
+      referenceId,
+      version: 1,
+    };
+    const txn = asCreated(ctx, built);
+    const changes = creations(built);
+    const outcome = await store.createFirst({
+      txn,
+      changes,
+      ...eventsOf(ctx, txn, changes, true, now, o.events),
+      timers: timersOf(ctx, now, o.reminderDaysBefore),
+      signal: ctx.signal,
+      principal: {
+        appId,
+        referenceId,
+        ...o.principal,
+        ...(useDerived ? { userTransactionId: transactionId } : {}),
+        createdAt: at,
+        updatedAt: at,
+        lastActiveAt: at,
+      },
+      ...(adopt ? { takeOver: { userId: o.userId!, transactionId: adopt } } : {}),
+      ...(o.userId !== undefined ? { user: { userId: o.userId, derivedRef: derivedRef! } } : {}),
     });
-    if (adopt) takeOver(principal, o.userId!, adopt);
-    const claims = claimsFor(referenceId, transactionId, txn.createdAt);
-    try {
-      await writeFirst(ctx, { txn, changes, principal, claims, now, events: o.events }, !adopt);
-      return txn;
-    } catch (err) {
-      const c = cancellationReasons(err);
-      if (!c) throw err;
-      if (c.failed.has(2) || c.failed.has(3)) throw taken();
-      // The transaction exists: this user's, written by the request that left the principal
-      // behind (or by another taking it over).
-      if (c.failed.has(1) && useDerived) throw taken();
-      if (c.failed.has(0) && useDerived) {
-        const next = await derivedTaken(ctx, o.userId!, referenceId);
-        if (next === 'taken') throw taken();
-        adopt = next.adopt;
-        useDerived = next.derived;
-        continue;
-      }
-      if (c.failed.has(0) || c.failed.has(1) || c.contention) continue;
-      throw err;
+    if ('ok' in outcome) return outcome.ok;
+    if ('contention' in outcome) continue;
+    if (outcome.refused === 'user') throw taken();
+    // The transaction exists: this user's, written by the request that left the principal
+    // behind (or by another taking it over).
+    if (outcome.refused === 'transaction' && useDerived) throw taken();
+    if (outcome.refused === 'principal' && useDerived) {
+      const next = await derivedTaken(ctx, o.userId!, referenceId);
+      if (next === 'taken') throw taken();
+      adopt = next.adopt;
+      useDerived = next.derived;
     }
   }
   throw busy();
 }
 
 /**
- * Writes a new principal with its first transaction: as two puts (`split`) when `splittable` and
- * they are all there is, else in one transaction with the user's claim items. Refusals come by
- * index either way: 0 the principal, 1 the transaction, 2 and 3 the claim items.
- */
-async function writeFirst(
-  ctx: WriteContext,
-  w: {
-    txn: StoredTransaction;
-    changes: readonly RecordChange[];
-    principal: TransactItem;
-    claims: TransactItem[];
-    now: Date;
-    events: CommitOptions['events'];
-  },
-  splittable: boolean,
-): Promise<void> {
-  if (w.claims.length === 0 && splittable)
-    return split(ctx, w.txn, w.changes, w.principal, w.now, w.events);
-  const items = [w.principal, putTransaction(ctx.rt, w.txn), ...w.claims];
-  await commit(ctx, w.txn, w.changes, items, true, w.now, { events: w.events });
-}
-
-/** A new principal's items: its first transaction (with the changes it makes) and its put. */
-function firstItems(
-  ctx: WriteContext,
-  o: NewTransaction,
-  referenceId: string,
-  transactionId: string,
-  w: { now: Date; holdsUser: boolean },
-) {
-  const at = w.now.toISOString();
-  const built: StoredTransaction = {
-    ...o.build(referenceId, at, transactionId),
-    referenceId,
-    version: 1,
-  };
-  const txn = withFirstTimer(
-    ctx.rt,
-    ctx.app,
-    asCreated(ctx, built),
-    w.now.getTime(),
-    o.reminderDaysBefore,
-  );
-  const principal = putPrincipal(ctx.rt, {
-    appId: ctx.app.appId,
-    referenceId,
-    ...o.principal,
-    ...(w.holdsUser ? { userTransactionId: transactionId } : {}),
-    createdAt: at,
-    updatedAt: at,
-    lastActiveAt: at,
-  });
-  return { txn, changes: creations(built), principal };
-}
-
-/**
- * A new principal and its first transaction as two conditional puts, each billed once (in one
- * transaction each is billed twice): the principal first, which claims the referenceId (and at
- * a user's derived referenceId, the user), then the transaction with its events. Refusals come
- * as the transaction's would: index 0 the principal, 1 the transaction. Nothing reads a principal without its transaction as a consent: a process
- * that dies between the two leaves a principal with no transaction, which holds no consent and
- * sends no event. Such a principal is removed at once when the transaction was certainly not
- * written; otherwise the user's next creation takes it over (`orphanedFirst`), and at a random
- * referenceId (a widget capture, which gives the principal no e-mail and no user id) nobody
- * ever learns of it.
- */
-async function split(
-  ctx: WriteContext,
-  txn: StoredTransaction,
-  changes: readonly RecordChange[],
-  principal: TransactItem,
-  now: Date,
-  events: CommitOptions['events'],
-): Promise<void> {
-  const item = principal.Put!.Item!;
-  await ctx.rt.outbox.group.single(
-    principal,
-    ctx.signal,
-    (stored) =>
-      stored.createdAt === item.createdAt &&
-      stored.userTransactionId === item.userTransactionId &&
-      stored.email === item.email,
-  );
-  try {
-    await commit(ctx, txn, changes, [putTransaction(ctx.rt, txn)], true, now, {
-      events,
-      alone: true,
-    });
-  } catch (err) {
-    // The transaction's refusal as the combined write's: its reason at index 1.
-    const c = cancellationReasons(err);
-    if (c)
-      throw ownCancellation(err, [
-        { Code: 'None' },
-        { Code: c.failed.has(0) ? 'ConditionalCheckFailed' : 'None' },
-      ]);
-    if (certainlyNotApplied(err)) await dropPrincipal(ctx, principal);
-    throw err;
-  }
-}
-
-/** Removes the principal `split` wrote when its transaction was certainly not written. */
-async function dropPrincipal(ctx: WriteContext, principal: TransactItem): Promise<void> {
-  const item = principal.Put!.Item! as Record<string, string>;
-  try {
-    await writeItems(ctx.rt.dynamo.doc, [
-      {
-        Delete: {
-          TableName: principal.Put!.TableName,
-          Key: { pk: item.pk, sk: item.sk },
-          // Only the one written above, untouched since: activity moves `lastActiveAt`, and a
-          // creation taking it over writes its own `createdAt`.
-          ConditionExpression: 'createdAt = :at AND lastActiveAt = :at',
-          ExpressionAttributeValues: { ':at': item.createdAt },
-        },
-      },
-    ]);
-  } catch (err) {
-    ctx.rt.log.warn(
-      { err, referenceId: item.referenceId },
-      'a principal whose first transaction failed was not removed; the user’s next creation takes it over',
-    );
-  }
-}
-
-/**
- * The derived referenceId is taken: by this user (its principal, or its claim, repository.ts
- * `putClaim`: 409; or its principal left without its transaction: taken over), by someone else
- * (a random referenceId next), or by nobody any more (the same again).
+ * The derived referenceId is taken: by this user (its principal, or its claim: 409; or its
+ * principal left without its transaction: taken over), by someone else (a random referenceId
+ * next), or by nobody any more (the same again).
  */
 async function derivedTaken(
   ctx: WriteContext,
   userId: string,
   referenceId: string,
 ): Promise<'taken' | { adopt?: string; derived: boolean }> {
-  const holder = await loadPrincipalKey(ctx.rt, ctx.app.appId, referenceId);
+  const holder = await ctx.rt.consents.loadPrincipalKey(ctx.app.appId, referenceId);
   if (!holder) return { derived: true };
   if (holder.userId !== userId) return { derived: false };
   const adopt = await orphanedFirst(ctx, holder);
@@ -402,7 +200,7 @@ async function derivedTaken(
 
 /**
  * The transaction id of this user's principal when that transaction does not exist (a creation
- * cut short between its two puts, `split`), to be taken over; undefined when the user has its
+ * cut short between the store's two puts), to be taken over; undefined when the user has its
  * consent record (or holds the referenceId by a claim).
  */
 async function orphanedFirst(
@@ -410,43 +208,12 @@ async function orphanedFirst(
   holder: { referenceId: string; userTransactionId?: string; claimOf?: string },
 ): Promise<string | undefined> {
   if (holder.claimOf !== undefined || holder.userTransactionId === undefined) return undefined;
-  const t = await loadTransactionAt(
-    ctx.rt,
+  const t = await ctx.rt.consents.loadTransactionAt(
     ctx.app.appId,
     holder.referenceId,
     holder.userTransactionId,
   );
   return t ? undefined : holder.userTransactionId;
-}
-
-/** The principal put made to replace this user's principal that has no transaction. */
-function takeOver(principal: TransactItem, userId: string, transactionId: string): void {
-  const put = principal.Put!;
-  put.ConditionExpression = 'userId = :u AND userTransactionId = :t';
-  put.ExpressionAttributeValues = { ':u': userId, ':t': transactionId };
-}
-
-/**
- * What claims a new user beside its principal and transaction: nothing at its derived
- * referenceId, where the principal is the claim; elsewhere a pointer item, and a check that the
- * derived principal is not this user's.
- */
-function userClaimItems(
-  ctx: WriteContext,
-  u: { userId: string; derivedRef: string; referenceId: string; transactionId: string; at: string },
-): TransactItem[] {
-  const { appId } = ctx.app;
-  if (u.referenceId === u.derivedRef) return [];
-  return [
-    putUser(ctx.rt, {
-      appId,
-      userId: u.userId,
-      referenceId: u.referenceId,
-      transactionId: u.transactionId,
-      createdAt: u.at,
-    }),
-    notDerivedUser(ctx.rt, appId, u.derivedRef, u.userId),
-  ];
 }
 
 /**
@@ -461,7 +228,8 @@ export async function createInPrincipal(
   reminderDaysBefore?: number,
   events?: NewTransaction['events'],
 ): Promise<StoredTransaction> {
-  const principal = await loadPrincipal(ctx.rt, ctx.app.appId, referenceId);
+  const store = ctx.rt.consents;
+  const principal = await store.loadPrincipal(ctx.app.appId, referenceId);
   const unknown = () => new AppError('SVC_NOT_FOUND', 'Unknown referenceId');
   if (!principal) throw unknown();
   const now = clock(ctx);
@@ -473,33 +241,16 @@ export async function createInPrincipal(
     version: 1,
   };
   const changes = creations(built);
-  const txn = withFirstTimer(
-    ctx.rt,
-    ctx.app,
-    asCreated(ctx, built),
-    now.getTime(),
-    reminderDaysBefore,
-  );
-  const items: TransactItem[] = [
-    {
-      Update: {
-        TableName: ctx.rt.tables.entities,
-        Key: keys.principal(ctx.app.appId, referenceId),
-        UpdateExpression: 'SET lastActiveAt = :at REMOVE inactivityWarnedAt',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':at': at },
-      },
-    },
-    putTransaction(ctx.rt, txn),
-  ];
-  try {
-    await commit(ctx, txn, changes, items, true, now, { events });
-  } catch (err) {
-    const c = cancellationReasons(err);
-    if (c?.failed.has(0)) throw unknown();
-    if (c?.contention) throw busy();
-    throw err;
-  }
+  const txn = asCreated(ctx, built);
+  const outcome = await store.addTransaction({
+    txn,
+    changes,
+    ...eventsOf(ctx, txn, changes, true, now, events),
+    timers: timersOf(ctx, now, reminderDaysBefore),
+    signal: ctx.signal,
+  });
+  if (outcome === 'no-principal') throw unknown();
+  if (outcome === 'contention') throw busy();
   return txn;
 }
 
@@ -518,7 +269,8 @@ export interface Mutation {
  * Read, apply, write with optimistic locking on `version`; on a lost race re-read and
  * re-apply (the rules run again on the fresh state), a few times, then 503. Returns the
  * transaction after the change (unchanged for a no-op, which writes nothing). A change made by
- * a caller (not by the service's timers) is the principal's activity.
+ * a caller (not by the service's timers) is the principal's activity. The change writes out the
+ * history its transaction left implied (carried.ts, `historyOf`).
  */
 export async function mutateTransaction(
   ctx: WriteContext,
@@ -535,7 +287,8 @@ export async function mutateTransaction(
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
     const next = withHistory(
       {
-        ...explicit(ctx.rt, current),
+        ...current,
+        history: historyOf(current),
         ...m.patch,
         records: m.records,
         updatedAt: at,
@@ -545,27 +298,21 @@ export async function mutateTransaction(
       ctx.actor,
       at,
     );
-    const extra = m.extra ?? [];
-    try {
-      const events = await commit(
-        ctx,
-        next,
-        m.changes,
-        [putTransaction(ctx.rt, next, current.version), ...extra.map((x) => x.item)],
-        false,
-        now,
-        { events: m.events },
-      );
-      if (!bySystem(ctx.actor)) noteActivity(ctx.rt, ctx.app, next.referenceId);
-      return { txn: next, events };
-    } catch (err) {
-      const c = cancellationReasons(err);
-      if (!c) throw err;
-      const hit = extra.findIndex((x, i) => x.conflict !== undefined && c.failed.has(i + 1));
-      if (hit >= 0) throw new AppError('SVC_CONFLICT', extra[hit]!.conflict);
-      if (c.failed.size > 0 || c.contention) continue;
-      throw err;
-    }
+    const extras = m.extra ?? [];
+    const { events } = eventsOf(ctx, next, m.changes, false, now, m.events);
+    const outcome = await ctx.rt.consents.change({
+      current,
+      next,
+      changes: m.changes,
+      extras,
+      events,
+      timers: timersOf(ctx, now),
+      signal: ctx.signal,
+    });
+    if (outcome === 'stale' || outcome === 'contention') continue;
+    if (outcome !== 'ok') throw new AppError('SVC_CONFLICT', extras[outcome.conflict]!.conflict);
+    if (!bySystem(ctx.actor)) noteActivity(ctx.rt, ctx.app, next.referenceId);
+    return { txn: next, events };
   }
   throw busy();
 }

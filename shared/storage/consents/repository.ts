@@ -1,7 +1,7 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../../infra/definitions/tables.js';
 import { AppError } from '../../errors.js';
-import type { TransactItem } from '../outbox/outbox.js';
-import type { Runtime } from '../../runtime.js';
+import type { TransactItem } from '../group-commit.js';
 import { queryAll } from '../query.js';
 import { unchangedDueCondition } from '../../timers/derived.js';
 import { getReferenceKey } from '../../domain/apps.js';
@@ -11,9 +11,6 @@ import {
   transactionOfRecord,
 } from '../../domain/ids.js';
 import type {
-  Actor,
-  HistoryEntry,
-  RecordChange,
   StoredClaim,
   StoredPrincipal,
   StoredTransaction,
@@ -51,6 +48,15 @@ export const keys = {
   }),
 };
 
+/** What the functions below use: the document client and the `entities` table. */
+export interface RepositoryDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'entities'>;
+}
+
+/** The app's reference key is read through the app store (shared/domain/apps.ts). */
+type KeyHost = RepositoryDeps & Parameters<typeof getReferenceKey>[0];
+
 const STORAGE_ATTRS = ['pk', 'sk', 'kind'];
 
 function strip<T>(item: Record<string, unknown>): T {
@@ -59,16 +65,19 @@ function strip<T>(item: Record<string, unknown>): T {
   return out as T;
 }
 
-async function getItem<T>(rt: Runtime, key: { pk: string; sk: string }): Promise<T | undefined> {
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({ TableName: rt.tables.entities, Key: key, ConsistentRead: true }),
+async function getItem<T>(
+  d: RepositoryDeps,
+  key: { pk: string; sk: string },
+): Promise<T | undefined> {
+  const r = await d.dynamo.doc.send(
+    new GetCommand({ TableName: d.tables.entities, Key: key, ConsistentRead: true }),
   );
   return r.Item ? strip<T>(r.Item) : undefined;
 }
 
 /** The item at a principal's key: a principal, or a user's claim (`isClaim`). */
-export function loadPrincipalKey(rt: Runtime, appId: string, ref: string) {
-  return getItem<StoredPrincipal & Partial<StoredClaim>>(rt, keys.principal(appId, ref));
+export function loadPrincipalKey(d: RepositoryDeps, appId: string, ref: string) {
+  return getItem<StoredPrincipal & Partial<StoredClaim>>(d, keys.principal(appId, ref));
 }
 
 /** Whether an item at a principal's key is a user's claim (`putClaim`), not a principal. */
@@ -76,11 +85,11 @@ export const isClaim = (item: object | undefined): boolean =>
   typeof (item as { claimOf?: unknown } | undefined)?.claimOf === 'string';
 
 export async function loadPrincipal(
-  rt: Runtime,
+  d: RepositoryDeps,
   appId: string,
   ref: string,
 ): Promise<StoredPrincipal | undefined> {
-  const p = await loadPrincipalKey(rt, appId, ref);
+  const p = await loadPrincipalKey(d, appId, ref);
   return p === undefined || isClaim(p) ? undefined : p;
 }
 
@@ -90,11 +99,11 @@ export async function loadPrincipal(
  * pointer item (another principal holds that referenceId).
  */
 export async function loadUser(
-  rt: Runtime,
+  d: KeyHost,
   appId: string,
   userId: string,
 ): Promise<UserPointer | undefined> {
-  return (await findUser(rt, appId, userId))?.user;
+  return (await findUser(d, appId, userId))?.user;
 }
 
 /**
@@ -102,12 +111,21 @@ export async function loadUser(
  * derived referenceId), so a caller that needs both reads it once.
  */
 export async function findUser(
-  rt: Runtime,
+  d: KeyHost,
   appId: string,
   userId: string,
 ): Promise<{ user: UserPointer; principal?: StoredPrincipal } | undefined> {
-  const ref = derivedReferenceId(await getReferenceKey(rt, appId), userId);
-  const p = await loadPrincipalKey(rt, appId, ref);
+  return findUserAt(d, appId, userId, await derivedReferenceOf(d, appId, userId));
+}
+
+/** `findUser`, given the referenceId the user id derives to. */
+export async function findUserAt(
+  d: RepositoryDeps,
+  appId: string,
+  userId: string,
+  ref: string,
+): Promise<{ user: UserPointer; principal?: StoredPrincipal } | undefined> {
+  const p = await loadPrincipalKey(d, appId, ref);
   if (isClaim(p) && p?.userId === userId)
     return {
       user: {
@@ -129,28 +147,28 @@ export async function findUser(
       },
       principal: p,
     };
-  const user = await getItem<UserPointer>(rt, keys.user(appId, userId));
+  const user = await getItem<UserPointer>(d, keys.user(appId, userId));
   return user ? { user } : undefined;
 }
 
 /** The referenceId a user id is first offered in the app (ids.ts, `derivedReferenceId`). */
-export async function derivedReferenceOf(rt: Runtime, appId: string, userId: string) {
-  return derivedReferenceId(await getReferenceKey(rt, appId), userId);
+export async function derivedReferenceOf(d: KeyHost, appId: string, userId: string) {
+  return derivedReferenceId(await getReferenceKey(d, appId), userId);
 }
 
-export async function loadTransactionAt(rt: Runtime, appId: string, ref: string, id: string) {
-  const t = await getItem<StoredTransaction>(rt, keys.transaction(appId, ref, id));
+export async function loadTransactionAt(d: RepositoryDeps, appId: string, ref: string, id: string) {
+  const t = await getItem<StoredTransaction>(d, keys.transaction(appId, ref, id));
   return t && withFullRecords(t);
 }
 
 /** By id alone: the id names its principal (ids.ts, `referenceOfTransaction`). */
 export async function loadTransaction(
-  rt: Runtime,
+  d: RepositoryDeps,
   appId: string,
   id: string,
 ): Promise<StoredTransaction | undefined> {
   const ref = referenceOfTransaction(id);
-  return ref === undefined ? undefined : loadTransactionAt(rt, appId, ref, id);
+  return ref === undefined ? undefined : loadTransactionAt(d, appId, ref, id);
 }
 
 /**
@@ -158,13 +176,13 @@ export async function loadTransaction(
  * `transactionOfRecord`), and checked to hold the record.
  */
 export async function loadRecordPointer(
-  rt: Runtime,
+  d: RepositoryDeps,
   appId: string,
   recordId: string,
 ): Promise<{ transactionId: string; referenceId: string } | undefined> {
   const transactionId = transactionOfRecord(recordId);
   if (transactionId === undefined) return undefined;
-  const t = await loadTransaction(rt, appId, transactionId);
+  const t = await loadTransaction(d, appId, transactionId);
   return t?.records.some((r) => r.recordId === recordId)
     ? { transactionId: t.transactionId, referenceId: t.referenceId }
     : undefined;
@@ -196,7 +214,7 @@ export function decodeCursor(cursor: string, pk: string): { pk: string; sk: stri
 
 /** One page of a principal's transactions, newest first. */
 export async function queryTransactions(
-  rt: Runtime,
+  d: RepositoryDeps,
   appId: string,
   ref: string,
   limit: number,
@@ -205,9 +223,9 @@ export async function queryTransactions(
   const { pk } = keys.principal(appId, ref);
   const start = cursor === undefined ? undefined : decodeCursor(cursor, pk);
   // One extra item tells whether a next page exists, so the last page has no cursor.
-  const r = await rt.dynamo.doc.send(
+  const r = await d.dynamo.doc.send(
     new QueryCommand({
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
       ExpressionAttributeValues: { ':pk': pk, ':txn': 'TXN#' },
       ScanIndexForward: false,
@@ -231,9 +249,9 @@ export async function queryTransactions(
 }
 
 /** Every transaction id of a principal (bulk calls naming no ids). */
-export async function allTransactionIds(rt: Runtime, appId: string, ref: string) {
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
+export async function allTransactionIds(d: RepositoryDeps, appId: string, ref: string) {
+  const items = await queryAll(d.dynamo.doc, {
+    TableName: d.tables.entities,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
     ExpressionAttributeValues: { ':pk': keys.principal(appId, ref).pk, ':txn': 'TXN#' },
     ProjectionExpression: 'transactionId',
@@ -242,12 +260,12 @@ export async function allTransactionIds(rt: Runtime, appId: string, ref: string)
   return items.map((i) => i.transactionId as string);
 }
 
-// ---- write items (to be combined into one rt.outbox.commit) ----
+// ---- write items (combined into one outbox commit by the store, store.ts) ----
 
-export function putPrincipal(rt: Runtime, p: StoredPrincipal): TransactItem {
+export function putPrincipal(d: RepositoryDeps, p: StoredPrincipal): TransactItem {
   return {
     Put: {
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       Item: { ...p, ...keys.principal(p.appId, p.referenceId), kind: 'principal' },
       ConditionExpression: 'attribute_not_exists(pk)',
     },
@@ -259,14 +277,14 @@ export function putPrincipal(rt: Runtime, p: StoredPrincipal): TransactItem {
  * referenceId is not the user's (no user claims it through that principal meanwhile).
  */
 export function notDerivedUser(
-  rt: Runtime,
+  d: RepositoryDeps,
   appId: string,
   derivedRef: string,
   userId: string,
 ): TransactItem {
   return {
     ConditionCheck: {
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       Key: keys.principal(appId, derivedRef),
       ConditionExpression:
         'attribute_not_exists(pk) OR attribute_not_exists(userId) OR userId <> :u',
@@ -280,7 +298,7 @@ export function notDerivedUser(
  * at the key no other claim of the user can take. `claimOf` is the referenceId of the user's
  * principal.
  */
-export function putClaim(rt: Runtime, derivedRef: string, u: UserPointer): TransactItem {
+export function putClaim(d: RepositoryDeps, derivedRef: string, u: UserPointer): TransactItem {
   const claim: StoredClaim = {
     appId: u.appId,
     userId: u.userId,
@@ -290,17 +308,17 @@ export function putClaim(rt: Runtime, derivedRef: string, u: UserPointer): Trans
   };
   return {
     Put: {
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       Item: { ...claim, ...keys.principal(u.appId, derivedRef), kind: 'claim' },
       ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
 }
 
-export function putUser(rt: Runtime, u: UserPointer): TransactItem {
+export function putUser(d: RepositoryDeps, u: UserPointer): TransactItem {
   return {
     Put: {
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       Item: { ...u, ...keys.user(u.appId, u.userId), kind: 'user' },
       ConditionExpression: 'attribute_not_exists(pk)',
     },
@@ -316,14 +334,14 @@ export function putUser(rt: Runtime, u: UserPointer): TransactItem {
  * brings a fired timer back nor drops a sweeper's lease.
  */
 export function putTransaction(
-  rt: Runtime,
+  d: RepositoryDeps,
   t: StoredTransaction,
   expectedVersion?: number,
 ): TransactItem {
   const due = unchangedDueCondition(t);
   return {
     Put: {
-      TableName: rt.tables.entities,
+      TableName: d.tables.entities,
       Item: {
         ...t,
         records: compactRecords(t),
@@ -339,26 +357,4 @@ export function putTransaction(
           }),
     },
   };
-}
-
-/**
- * The transaction with one history entry per changed record appended: who, what, when (see
- * `HistoryEntry`). Entries already there are kept as they are.
- */
-export function withHistory(
-  t: StoredTransaction,
-  changes: readonly RecordChange[],
-  actor: Actor,
-  at: string,
-): StoredTransaction {
-  if (changes.length === 0) return t;
-  const entries: HistoryEntry[] = changes.map((c) => ({
-    recordId: c.recordId,
-    from: c.from,
-    to: c.to,
-    operation: c.operation,
-    at,
-    who: actor,
-  }));
-  return { ...t, history: [...(t.history ?? []), ...entries] };
 }

@@ -230,7 +230,7 @@ export class CarrierStream {
 
   /**
    * The table's stream. A table without one fails the read (and so the relay pass): its
-   * carriers could not be found (the process's start checks it, `Outbox.assertStreams`).
+   * carriers could not be found (the process's start checks it, `Relay.assertStreams`).
    */
   private async streamArn(): Promise<string> {
     if (this.arn) return this.arn;

@@ -1,7 +1,9 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Counter, type Registry } from 'prom-client';
-import type { OutMessage } from '../../bus/producer.js';
+import type { OutMessage, Producer } from '../../bus/producer.js';
+import type { Logger } from '../../logger.js';
 import { getOrCreate } from '../../metrics.js';
 import type { TransactItem } from '../group-commit.js';
 import { STREAM_WRITER_ATTR } from './carrier-stream.js';
@@ -10,6 +12,18 @@ import { STREAM_WRITER_ATTR } from './carrier-stream.js';
  * A commit's events as stored, for the writer that stores them (outbox.ts) and the relay that
  * publishes a stopped writer's (relay.ts).
  */
+
+/** What the writer (outbox.ts) and the relay (relay.ts) both use. */
+export interface OutboxTableDeps {
+  doc: DynamoDBDocumentClient;
+  /** The outbox table: writers' progress items, outbox items, stream checkpoints. */
+  table: string;
+  producer: Producer;
+  log: Logger;
+  registry: Registry;
+  /** The key attribute names of a table, by full name. */
+  keyAttributes?: (table: string) => readonly string[];
+}
 
 /**
  * The messages of one commit, in order, under the first one's id and the commit's creation time

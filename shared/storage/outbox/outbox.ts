@@ -1,18 +1,9 @@
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  TransactWriteCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import { ulid } from 'ulid';
-import type { OutMessage, Producer } from '../../bus/producer.js';
+import type { OutMessage } from '../../bus/producer.js';
 import { AppError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
 import { STEP_SECONDS_BUCKETS, getOrCreate } from '../../metrics.js';
 import { writeItems } from '../dynamo.js';
 import { GroupCommit, type TransactItem } from '../group-commit.js';
@@ -24,11 +15,10 @@ import {
   WRITERS,
   placeCommit,
   publishedCounter,
-  type CarrierSource,
   type Envelope,
+  type OutboxTableDeps,
   type Placed,
 } from './commits.js';
-import { Relay } from './relay.js';
 
 export type { TransactItem };
 
@@ -38,21 +28,7 @@ export interface OutboxItem extends OutMessage {
   createdAtMs: number;
 }
 
-export interface OutboxDeps {
-  doc: DynamoDBDocumentClient;
-  table: string;
-  producer: Producer;
-  log: Logger;
-  registry: Registry;
-  /** The key attribute names of a table, by full name (group commit keeps items distinct). */
-  keyAttributes?: (table: string) => readonly string[];
-  /** The outbox table's index over `obxw` / `obxt` (default `writer`). */
-  writerIndex?: string;
-  /** Other tables whose items carry events (`commit`'s `carrier`), for the relay to search. */
-  carriers?: CarrierSource[];
-  /** The clients the relay reads the carrier tables' streams with (needed with `carriers`). */
-  streams?: { client: DynamoDBClient; streams: DynamoDBStreamsClient };
-}
+export type OutboxDeps = OutboxTableDeps;
 
 function outboxMetrics(registry: Registry) {
   return {
@@ -98,8 +74,8 @@ export interface OutboxOptions {
    * events are already stored; the writer publishes them itself later, or the relay if it dies).
    */
   publishWaitMs?: number;
-  /** Commits one retry step (and this process's relay step) publishes at once. */
-  relayBatch?: number;
+  /** Commits one retry step publishes at once. */
+  retryBatch?: number;
   /**
    * Commit transactions in flight at once; commits made meanwhile wait and leave together in
    * one transaction of up to 100 items (group commit).
@@ -107,8 +83,6 @@ export interface OutboxOptions {
   transactionsInFlight?: number;
   /** How often the writer retries its unpublished commits and saves its progress item. */
   retryIntervalMs?: number;
-  /** A writer whose progress item is older than this is taken for stopped by the relay. */
-  staleMs?: number;
   /** Stored but unpublished commits a writer holds before it refuses new ones (503). */
   maxOpen?: number;
   /**
@@ -150,8 +124,8 @@ const UNKNOWN_SETTLE_MS = 60_000;
  * they are published: each writer (one per process, `writerId`) keeps its unpublished commits in
  * memory, publishes them itself when Kafka is back, and saves a progress item once a second:
  * its watermark (every commit created before it is published) and a heartbeat. If a writer stops
- * (killed, or its machine gone), its progress item goes stale, and the relay (`relayOnce`, any
- * process) finds the writer's commits from its watermark on, outbox items through the `writer`
+ * (killed, or its machine gone), its progress item goes stale, and the relay (relay.ts, run by
+ * workers/relay) finds the writer's commits from its watermark on, outbox items through the `writer`
  * index and carriers through their tables' streams, publishes them, then deletes the progress
  * item. Outbox items expire by TTL (`expiresAt`, 14 days; TTL deletes cost no write units on
  * AWS). Delivery is at-least-once: consumers deduplicate by event id (see idempotency.ts).
@@ -174,21 +148,14 @@ export class Outbox {
   readonly writerId = `w${ulid()}`;
   /** Concurrent commits share TransactWriteItems requests (group commit). */
   readonly group: GroupCommit;
-  /** This process's relay of other writers' commits (relay.ts). */
-  readonly relay: Relay;
+  /** This writer as a relay in the same process sees it: never to be taken over. */
+  readonly self = { writerId: this.writerId, watermark: () => this.watermark() };
 
   constructor(
     private readonly d: OutboxDeps,
     private readonly o: OutboxOptions = {},
   ) {
     this.m = outboxMetrics(d.registry);
-    this.relay = new Relay(
-      { ...d, self: { writerId: this.writerId, watermark: () => this.watermark() } },
-      {
-        ...(o.relayBatch !== undefined ? { relayBatch: o.relayBatch } : {}),
-        ...(o.staleMs !== undefined ? { staleMs: o.staleMs } : {}),
-      },
-    );
     this.group = new GroupCommit(
       (items) =>
         d.doc.send(
@@ -435,7 +402,7 @@ export class Outbox {
 
   /** Publishes committed commits the fast path did not, oldest first, a batch at a time. */
   private async retryOnce(): Promise<boolean> {
-    const limit = this.o.relayBatch ?? 500;
+    const limit = this.o.retryBatch ?? 500;
     const minAge = this.o.publishWaitMs ?? 1_000;
     const now = Date.now();
     for (;;) {
@@ -548,15 +515,5 @@ export class Outbox {
     this.closed = true;
     if (this.loop) clearTimeout(this.loop);
     if (this.beat) clearInterval(this.beat);
-  }
-
-  /** One pass of this process's relay (`Relay.relayOnce`). */
-  relayOnce(o: { staleMs?: number; now?: number } = {}): Promise<number> {
-    return this.relay.relayOnce(o);
-  }
-
-  /** Fails unless every carrier table has its stream on (`Relay.assertStreams`). */
-  assertStreams(): Promise<void> {
-    return this.relay.assertStreams();
   }
 }

@@ -1,15 +1,8 @@
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import {
-  BatchGetCommand,
-  DeleteCommand,
-  GetCommand,
-  QueryCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Counter, type Registry } from 'prom-client';
 import { backoffMs } from '../../backoff.js';
-import type { Producer } from '../../bus/producer.js';
 import type { Logger } from '../../logger.js';
 import { getOrCreate } from '../../metrics.js';
 import { isConditionFailure, updateIfHolds } from '../dynamo.js';
@@ -24,25 +17,18 @@ import {
   publishedCounter,
   type CarrierSource,
   type Envelope,
+  type OutboxTableDeps,
 } from './commits.js';
 
-export interface RelayDeps {
-  doc: DynamoDBDocumentClient;
-  /** The outbox table: writers' progress items, outbox items, stream checkpoints. */
-  table: string;
-  producer: Producer;
-  log: Logger;
-  registry: Registry;
-  /** The key attribute names of a table, by full name. */
-  keyAttributes?: (table: string) => readonly string[];
+export interface RelayDeps extends OutboxTableDeps {
   /** The outbox table's index over `obxw` / `obxt` (default `writer`). */
   writerIndex?: string;
   /** Tables whose items carry events, found through their streams. */
   carriers?: CarrierSource[];
   /** The clients the carrier tables' streams are read with (needed with `carriers`). */
   streams?: { client: DynamoDBClient; streams: DynamoDBStreamsClient };
-  /** This process's own writer, which the relay never takes over. */
-  self: { writerId: string; watermark(): number };
+  /** This process's own writer (`Outbox.self`), which the relay never takes over. */
+  self?: { writerId: string; watermark(): number };
 }
 
 export interface RelayOptions {
@@ -184,8 +170,9 @@ export class Relay {
     for (const w of this.observed.keys()) if (!writers.includes(w)) this.observed.delete(w);
     await this.settleUnlisted(readers, writers);
     for (const w of writers) {
-      if (w === this.d.self.writerId) {
-        for (const r of readers) r.reader.settle(w, { below: atKey(this.d.self.watermark(), '') });
+      const self = this.d.self;
+      if (w === self?.writerId) {
+        for (const r of readers) r.reader.settle(w, { below: atKey(self.watermark(), '') });
         continue;
       }
       const p = await this.progressOf(w);
@@ -246,7 +233,7 @@ export class Relay {
   ): Promise<void> {
     const unlisted = new Set(readers.flatMap((r) => r.reader.writers()));
     for (const w of unlisted) {
-      if (w === this.d.self.writerId || writers.includes(w)) continue;
+      if (w === this.d.self?.writerId || writers.includes(w)) continue;
       const s = settlement(await this.progressOf(w));
       for (const r of readers) r.reader.settle(w, s);
     }
@@ -396,9 +383,9 @@ export class Relay {
   }
 }
 
-/** Runs `relayOnce` every `intervalMs` until stopped. */
+/** Runs `relayOnce` every `intervalMs` until stopped (the relay worker, workers/relay). */
 export function startRelay(
-  outbox: Pick<Relay, 'relayOnce'>,
+  relay: Pick<Relay, 'relayOnce'>,
   o: { intervalMs: number; staleMs?: number; log: Logger },
 ) {
   let timer: NodeJS.Timeout | undefined;
@@ -406,7 +393,7 @@ export function startRelay(
   let stopped = false;
   let failures = 0;
   const tick = () => {
-    running = outbox
+    running = relay
       .relayOnce(o.staleMs === undefined ? {} : { staleMs: o.staleMs })
       .then(
         () => (failures = 0),
