@@ -15,6 +15,14 @@ import { Outbox } from './storage/outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { instrumentDynamo } from './storage/instrument.js';
 import { StoreOutages } from './storage/outages.js';
+import type { SweepStores } from './domain/consent/sweep-ports.js';
+import type { TransactItem } from './storage/group-commit.js';
+import {
+  derivedReferenceOf,
+  loadPrincipal,
+  loadTransaction,
+} from './storage/consents/repository.js';
+import { sweepStores } from './storage/consents/sweeps.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -35,6 +43,8 @@ export interface Runtime {
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
+  /** The consent sweeps' storage (shared/storage/consents/sweeps.ts). */
+  sweeps: SweepStores<TransactItem>;
   close(): Promise<void>;
 }
 
@@ -95,7 +105,17 @@ export function createRuntime(
   );
   const processed = new Processed(dynamo.doc, tables.processed);
   let closed: Promise<void> | undefined;
-  return {
+  // The sweeps read consents through the repository, which takes the runtime being built here.
+  const sweeps = sweepStores({
+    dynamo,
+    tables,
+    consents: {
+      loadPrincipal: (appId, ref) => loadPrincipal(rt, appId, ref),
+      loadTransaction: (appId, id) => loadTransaction(rt, appId, id),
+      derivedReferenceOf: (appId, userId) => derivedReferenceOf(rt, appId, userId),
+    },
+  });
+  const rt: Runtime = {
     config,
     log,
     registry,
@@ -108,6 +128,7 @@ export function createRuntime(
     processed,
     storeOutages,
     docs: new ApiDocs(),
+    sweeps,
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),
@@ -119,6 +140,7 @@ export function createRuntime(
         dynamo.close();
       })()),
   };
+  return rt;
 }
 
 /** Creates missing tables and topics (idempotent, never destructive). */
