@@ -50,7 +50,7 @@ export interface ErasureStore<Item> {
   transactionPages(appId: string, referenceId: string): AsyncIterable<ErasureRead[]>;
   /** The write setting the principal's `erasedAt` to `at`, to join a commit; fails without it. */
   markErasedItem(appId: string, referenceId: string, at: string): Item;
-  /** Sets `erasedAt` to `at` unless absent principal or an `erasedAt` at or after `at`. */
+  /** Sets `erasedAt` to `at` on an existing principal whose `erasedAt` is absent or earlier. */
   markErased(appId: string, referenceId: string, at: string): Promise<boolean>;
 }
 
