@@ -19,6 +19,8 @@ import { DynamoConsentStore } from './storage/consents/store.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { ensureFamily } from './timers/due.js';
 import { instrumentDynamo } from './storage/instrument.js';
+import type { SweepStores } from './domain/consent/sweep-ports.js';
+import { sweepStores } from './storage/consents/sweeps.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -41,6 +43,8 @@ export interface Runtime {
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
+  /** The consent sweeps' storage (shared/storage/consents/sweeps.ts). */
+  sweeps: SweepStores;
   close(): Promise<void>;
 }
 
@@ -111,6 +115,7 @@ export function createRuntime(
     ensureTimers: (nowMs) => ensureFamily(rt, 'expiry', config.TIMER_SHARDS, nowMs),
   });
   let closed: Promise<void> | undefined;
+  const sweeps = sweepStores({ dynamo, tables, config, consents });
   const rt: Runtime = {
     config,
     log,
@@ -125,6 +130,7 @@ export function createRuntime(
     consents,
     processed,
     docs: new ApiDocs(),
+    sweeps,
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

@@ -1,9 +1,6 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
-import { isConditionFailure } from '../../storage/dynamo.js';
 import type { App } from '../types.js';
 import type { StoredPrincipal } from './model.js';
-import { isClaim, keys } from '../../storage/consents/repository.js';
 
 /**
  * A principal's last activity and the instants of the inactivity policy (docs/parental-and-
@@ -111,43 +108,21 @@ export async function recordActivity(
   const memoKey = `${app.appId} ${referenceId}`;
   const known = memos.get(rt)?.get(memoKey);
   if (known !== undefined && nowMs - known < res) return 'recent';
-  const key = keys.principal(app.appId, referenceId);
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.entities,
-      Key: key,
-      ProjectionExpression: 'lastActiveAt, inactivityWarnedAt, createdAt, updatedAt, claimOf',
-    }),
-  );
-  const p = r.Item as
-    | Pick<StoredPrincipal, 'lastActiveAt' | 'inactivityWarnedAt' | 'createdAt' | 'updatedAt'>
-    | undefined;
-  // A user's claim at a principal's key is no principal (repository.ts, `putClaim`).
-  if (!p || isClaim(p)) return 'unknown';
+  const store = rt.sweeps.activity;
+  const p = await store.readActivity(app.appId, referenceId);
+  if (!p) return 'unknown';
   const last = lastActivityMs(p);
   if (p.inactivityWarnedAt === undefined && nowMs - last < res) {
     remember(rt, memoKey, last);
     return 'recent';
   }
-  const at = new Date(nowMs).toISOString();
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: key,
-        UpdateExpression: 'SET lastActiveAt = :at REMOVE inactivityWarnedAt',
-        ConditionExpression:
-          'attribute_exists(pk) AND (attribute_exists(inactivityWarnedAt) OR attribute_not_exists(lastActiveAt) OR lastActiveAt < :floor)',
-        ExpressionAttributeValues: {
-          ':at': at,
-          ':floor': new Date(nowMs - res).toISOString(),
-        },
-      }),
-    );
-  } catch (err) {
-    // Another request recorded it first (or the principal is gone): nothing left to do.
-    if (!isConditionFailure(err)) throw err;
-  }
+  // Another request may record it first (or the principal be gone): nothing left to do then.
+  await store.touchActivity(
+    app.appId,
+    referenceId,
+    new Date(nowMs).toISOString(),
+    new Date(nowMs - res).toISOString(),
+  );
   remember(rt, memoKey, nowMs);
   return 'recorded';
 }

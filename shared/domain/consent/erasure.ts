@@ -1,9 +1,5 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../../runtime.js';
-import { isConditionFailure } from '../../storage/dynamo.js';
-import { queryPages } from '../../storage/query.js';
-import { withFullRecords, type StoredTransaction } from './model.js';
-import { keys } from '../../storage/consents/repository.js';
+import type { StoredTransaction } from './model.js';
 import { deriveStatus } from './states.js';
 import type { ExtraWrite } from './store.js';
 
@@ -30,17 +26,9 @@ export async function erasedExcept(
   except?: string,
 ): Promise<number | undefined> {
   let latest = 0;
-  const pages = queryPages(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
-    ExpressionAttributeValues: { ':pk': keys.principal(appId, referenceId).pk, ':txn': 'TXN#' },
-    ExpressionAttributeNames: { '#r': 'records' },
-    ProjectionExpression: 'transactionId, createdAt, updatedAt, #r',
-    ConsistentRead: true,
-  });
-  type Read = Pick<StoredTransaction, 'transactionId' | 'createdAt' | 'updatedAt' | 'records'>;
-  for await (const items of pages) {
-    for (const t of (items as Read[]).map(withFullRecords)) {
+  // Stops reading at the first live transaction.
+  for await (const items of rt.sweeps.erasure.transactionPages(appId, referenceId)) {
+    for (const t of items) {
       if (t.transactionId === except) continue;
       if (deriveStatus(t.records.map((x) => x.state)) !== 'erased') return undefined;
       latest = Math.max(latest, lastChange(t));
@@ -71,19 +59,5 @@ export async function markIfAllErased(
 ): Promise<void> {
   const latest = await erasedExcept(rt, appId, referenceId);
   if (latest === undefined || latest === 0) return;
-  const at = new Date(latest).toISOString();
-  try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: keys.principal(appId, referenceId),
-        UpdateExpression: 'SET erasedAt = :at',
-        ConditionExpression:
-          'attribute_exists(pk) AND (attribute_not_exists(erasedAt) OR erasedAt < :at)',
-        ExpressionAttributeValues: { ':at': at },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await rt.sweeps.erasure.markErased(appId, referenceId, new Date(latest).toISOString());
 }

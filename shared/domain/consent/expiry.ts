@@ -1,12 +1,10 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../../errors.js';
 import type { Runtime } from '../../runtime.js';
 import { getApp } from '../apps.js';
 import { applyOperation } from './apply.js';
 import { reminderEvent, type ConsentEvent } from './events.js';
 import type { Actor, StoredTransaction } from './model.js';
-import { loadTransaction } from '../../storage/consents/repository.js';
-import { expireTimerItem } from '../../storage/consents/timers.js';
+import { expiryInstants } from './timers.js';
 import { mutateTransaction, type Mutation, type WriteContext } from './writer.js';
 
 /**
@@ -32,7 +30,7 @@ async function mutate(
   try {
     const { events } = await mutateTransaction(
       ctx,
-      () => loadTransaction(rt, appId, transactionId),
+      () => rt.sweeps.expiry.loadTransaction(appId, transactionId),
       apply,
     );
     return events;
@@ -71,14 +69,16 @@ export async function remindExpiry(
 ): Promise<ConsentEvent[]> {
   const [app, current] = await Promise.all([
     getApp(rt, appId),
-    loadTransaction(rt, appId, transactionId),
+    rt.sweeps.expiry.loadTransaction(appId, transactionId),
   ]);
   if (!app || !current) return [];
   // Only while some record can still expire: a reminder fired again after the expiry (a
   // timer redelivered, or put back by hand) must not arm a second expiry.
   if (current.records.some((r) => r.state !== 'expired' && r.state !== 'erased')) {
-    const { Put } = expireTimerItem(rt, app, current, now.getTime());
-    await rt.dynamo.doc.send(new PutCommand(Put!));
+    // Never before now: an entry below a sweeper's watermark would never be read.
+    const { expireAt } = expiryInstants(current, 0, app);
+    const at = Math.max(expireAt, now.getTime());
+    await rt.sweeps.expiry.putTimer({ kind: 'expire', ...current, dueAtMs: at });
   }
   return mutate(rt, appId, transactionId, now, (t, at) => {
     const granted = t.records.some((r) => r.state === 'granted');

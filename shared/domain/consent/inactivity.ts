@@ -1,4 +1,3 @@
-import { PutCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../../errors.js';
 import {
   inactivityWarningId,
@@ -6,16 +5,14 @@ import {
   type InactivityWarning,
 } from '../../mail/inactivity.js';
 import type { Runtime } from '../../runtime.js';
-import { cancellationReasons } from '../../storage/dynamo.js';
-import { duePutItem, ensureFamily } from '../../timers/due.js';
+import { ensureFamily } from '../../timers/due.js';
 import { getApp } from '../apps.js';
 import type { App } from '../types.js';
-import { inactivityStep, lastActivityMs } from './activity.js';
+import { inactivityPlan, inactivityStep, lastActivityMs } from './activity.js';
 import { erasedExcept } from './erasure.js';
 import { erasePrincipal } from './manage.js';
 import type { Actor, StoredPrincipal } from './model.js';
-import { keys, loadPrincipal } from '../../storage/consents/repository.js';
-import { expiryEntry, inactivityTimerItem } from '../../storage/consents/timers.js';
+import type { TimerOrder } from './sweep-ports.js';
 
 /**
  * Inactivity erasure (Rule 8 and the Third Schedule; docs/parental-and-inactivity.md), run by
@@ -38,27 +35,13 @@ export type InactivityOutcome = 'none' | 'rescheduled' | 'warned' | 'erased';
 
 const ATTEMPTS = 3;
 
-type Seen = Pick<StoredPrincipal, 'lastActiveAt' | 'inactivityWarnedAt'>;
-
-/** The condition that the principal's activity fields are still those read (`seen`). */
-function unchanged(p: Seen) {
-  const values: Record<string, string> = {};
-  const parts = ['attribute_exists(pk)'];
-  if (p.lastActiveAt === undefined) parts.push('attribute_not_exists(lastActiveAt)');
-  else {
-    parts.push('lastActiveAt = :seenActive');
-    values[':seenActive'] = p.lastActiveAt;
-  }
-  if (p.inactivityWarnedAt === undefined) parts.push('attribute_not_exists(inactivityWarnedAt)');
-  else {
-    parts.push('inactivityWarnedAt = :seenWarned');
-    values[':seenWarned'] = p.inactivityWarnedAt;
-  }
-  return { ConditionExpression: parts.join(' AND '), values };
-}
-
-const timerPut = (rt: Runtime, appId: string, referenceId: string, atMs: number) =>
-  duePutItem(rt, expiryEntry('inactivity', { appId, referenceId }, atMs, rt.config.TIMER_SHARDS));
+/** The principal's `inactivity` timer, due at `atMs`. */
+const timerEntry = (appId: string, referenceId: string, atMs: number): TimerOrder => ({
+  kind: 'inactivity',
+  appId,
+  referenceId,
+  dueAtMs: atMs,
+});
 
 async function warn(
   rt: Runtime,
@@ -80,29 +63,14 @@ async function warn(
   await rt.producer.send([
     { topic: rt.topics.notifications, key: app.appId, value: JSON.stringify(msg) },
   ]);
-  const cond = unchanged(p);
-  try {
-    await rt.dynamo.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: rt.tables.entities,
-              Key: keys.principal(app.appId, p.referenceId),
-              UpdateExpression: 'SET inactivityWarnedAt = :now',
-              ConditionExpression: cond.ConditionExpression,
-              ExpressionAttributeValues: { ...cond.values, ':now': now.toISOString() },
-            },
-          },
-          timerPut(rt, app.appId, p.referenceId, eraseAt),
-        ],
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (cancellationReasons(err)?.failed.has(0)) return false; // active meanwhile
-    throw err;
-  }
+  // False: active meanwhile.
+  return rt.sweeps.inactivity.markWarned(
+    app.appId,
+    p.referenceId,
+    p,
+    now.toISOString(),
+    timerEntry(app.appId, p.referenceId, eraseAt),
+  );
 }
 
 /** The next step for one principal (see the module comment). */
@@ -112,12 +80,13 @@ export async function fireInactivity(
   referenceId: string,
   now: Date,
 ): Promise<InactivityOutcome> {
+  const store = rt.sweeps.inactivity;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const app = await getApp(rt, appId);
     const days = app?.inactivityErasureDays;
     // No policy (any more): nothing to do. Setting one schedules every principal again.
     if (!app || !days) return 'none';
-    const p = await loadPrincipal(rt, appId, referenceId);
+    const p = await store.loadPrincipal(appId, referenceId);
     if (!p) return 'none';
     // Everything is erased already: a new transaction of the principal starts a new timer.
     if ((await erasedExcept(rt, appId, referenceId)) !== undefined) return 'none';
@@ -130,7 +99,7 @@ export async function fireInactivity(
       now.getTime(),
     );
     if (step.do === 'wait') {
-      await rt.dynamo.doc.send(new PutCommand(timerPut(rt, appId, referenceId, step.at).Put!));
+      await store.putTimer(timerEntry(appId, referenceId, step.at));
       return 'rescheduled';
     }
     if (step.do === 'warn') {
@@ -161,8 +130,7 @@ export async function fireInactivity(
   });
 }
 
-/** Principals read per scan page, and timers written at once. */
-const SCAN_PAGE = 500;
+/** Timers written at once. */
 const CONCURRENCY = 10;
 
 /**
@@ -172,13 +140,12 @@ const CONCURRENCY = 10;
  */
 export async function scheduleInactivityScan(rt: Runtime, appId: string, now = new Date()) {
   await ensureFamily(rt, 'expiry', rt.config.TIMER_SHARDS, now.getTime());
-  const e = expiryEntry(
-    'inactivity_scan',
-    { appId, referenceId: '' },
-    now.getTime(),
-    rt.config.TIMER_SHARDS,
-  );
-  await rt.dynamo.doc.send(new PutCommand(duePutItem(rt, e).Put!));
+  await rt.sweeps.inactivity.putTimer({
+    kind: 'inactivity_scan',
+    appId,
+    referenceId: '',
+    dueAtMs: now.getTime(),
+  });
 }
 
 /**
@@ -193,35 +160,22 @@ export async function scheduleAllInactivity(
 ): Promise<number> {
   const app = await getApp(rt, appId);
   if (!app?.inactivityErasureDays) return 0;
-  let start: Record<string, unknown> | undefined;
+  const days = app.inactivityErasureDays;
   let scheduled = 0;
-  do {
-    const page = await rt.dynamo.doc.send(
-      new ScanCommand({
-        TableName: rt.tables.entities,
-        // Claims at a principal's key are no principals (repository.ts, `putClaim`).
-        FilterExpression: 'sk = :sk AND appId = :app AND attribute_not_exists(claimOf)',
-        ExpressionAttributeValues: { ':sk': 'PRINCIPAL', ':app': appId },
-        ProjectionExpression:
-          'appId, referenceId, lastActiveAt, inactivityWarnedAt, createdAt, updatedAt',
-        Limit: SCAN_PAGE,
-        ExclusiveStartKey: start,
-      }),
-    );
-    const items = (page.Items ?? []) as StoredPrincipal[];
+  for await (const items of rt.sweeps.inactivity.principalPages(appId)) {
     for (let i = 0; i < items.length; i += CONCURRENCY) {
       await Promise.all(
         items.slice(i, i + CONCURRENCY).map(async (p) => {
-          // A standing warning is kept: its erasure timer was written with it.
-          const put = p.inactivityWarnedAt
-            ? timerPut(rt, appId, p.referenceId, now.getTime())
-            : inactivityTimerItem(rt, app, p, lastActivityMs(p), now.getTime());
-          if (put?.Put) await rt.dynamo.doc.send(new PutCommand(put.Put));
+          // A standing warning is kept: its erasure timer was written with it. Otherwise the
+          // timer is due when the warning would be, never before now.
+          const at = p.inactivityWarnedAt
+            ? now.getTime()
+            : Math.max(inactivityPlan(lastActivityMs(p), days, app).warnAt, now.getTime());
+          await rt.sweeps.inactivity.putTimer(timerEntry(appId, p.referenceId, at));
         }),
       );
     }
     scheduled += items.length;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return scheduled;
 }
