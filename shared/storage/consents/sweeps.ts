@@ -31,7 +31,6 @@ import type {
 import { cancellationReasons, isConditionFailure, updateIfHolds } from '../dynamo.js';
 import { ATTR } from '../outbox/commits.js';
 import { STREAM_WRITER_ATTR } from '../outbox/carrier-stream.js';
-import type { TransactItem } from '../group-commit.js';
 import { queryAll, queryPages } from '../query.js';
 import { isClaim, keys } from './repository.js';
 import { expiryEntry } from './timers.js';
