@@ -15,6 +15,8 @@ import { Outbox } from './storage/outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { instrumentDynamo } from './storage/instrument.js';
 import { StoreOutages } from './storage/outages.js';
+import type { Ledger } from './ledger/port.js';
+import { DynamoLedger } from './storage/ledger/dynamo-ledger.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -30,6 +32,8 @@ export interface Runtime {
   topics: TopicNames;
   outbox: Outbox;
   processed: Processed;
+  /** The dispatch ledger (shared/ledger/port.ts), on the store. */
+  ledger: Ledger;
   /** Outages of the store as this process's requests saw them (shared/storage/outages.ts). */
   storeOutages: StoreOutages;
   readiness: Record<string, () => Promise<void>>;
@@ -94,6 +98,7 @@ export function createRuntime(
     },
   );
   const processed = new Processed(dynamo.doc, tables.processed);
+  const ledger: Ledger = new DynamoLedger({ dynamo, tables, config });
   let closed: Promise<void> | undefined;
   return {
     config,
@@ -106,6 +111,7 @@ export function createRuntime(
     topics,
     outbox,
     processed,
+    ledger,
     storeOutages,
     docs: new ApiDocs(),
     readiness: {

@@ -1,8 +1,7 @@
 import type { ComplianceFlag } from '../compliance/flags.js';
 import type { Runtime } from '../runtime.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
-import { readAppDispatches, type IndexFilter } from './app-pages.js';
-import { principalDispatches } from './principal.js';
+import { type IndexFilter } from '../storage/ledger/app-pages.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
@@ -115,7 +114,7 @@ export async function readDispatchPage(
 ): Promise<DispatchPage> {
   const ref = indexOf(q);
   if (ref.index === 'gsi2') return readPrincipalPage(rt, { ...q, referenceId: q.referenceId! }, r);
-  const page = await readAppDispatches(rt, {
+  const page = await rt.ledger.readAppDispatches({
     appId: q.appId,
     from: q.from,
     to: q.to,
@@ -141,7 +140,7 @@ async function readPrincipalPage(
 ): Promise<DispatchPage> {
   const after = r.startKey?.gsi2sk;
   const keep = matches(q);
-  const matching = (await principalDispatches(rt, q.appId, q.referenceId)).filter((d) => {
+  const matching = (await rt.ledger.principalDispatches(q.appId, q.referenceId)).filter((d) => {
     const key = String(d.gsi2sk);
     if (after !== undefined && key <= after) return false;
     if (q.from !== undefined && key < q.from) return false;

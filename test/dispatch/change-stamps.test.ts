@@ -1,7 +1,11 @@
 import { BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needsStamp } from '../../shared/ledger/changes.js';
-import { dispatchKey, recordedDispatches, stampLate } from '../../shared/ledger/dispatches.js';
+import { needsStamp } from '../../shared/storage/ledger/changes.js';
+import {
+  dispatchKey,
+  recordedDispatches,
+  stampLate,
+} from '../../shared/storage/ledger/dispatches.js';
 import { listDispatchesByApp } from '../../shared/ledger/queries.js';
 import { sealClosedPeriods } from '../../shared/ledger/seal.js';
 import type { Runtime } from '../../shared/runtime.js';

@@ -6,7 +6,7 @@ import {
   dispatchKey,
   dispatchPk,
   toDispatch,
-} from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/dispatches.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { queryAll } from '../../shared/storage/query.js';
 import { tamperFirstAttempt } from '../helpers/tamper.js';

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
-import { dispatchKey } from '../../shared/ledger/dispatches.js';
+import { dispatchKey } from '../../shared/storage/ledger/dispatches.js';
 import {
   consentEvent,
   dispatchIdOf,

@@ -1,6 +1,6 @@
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchKey } from '../../shared/ledger/dispatches.js';
+import { dispatchKey } from '../../shared/storage/ledger/dispatches.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
 import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';

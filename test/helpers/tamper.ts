@@ -1,10 +1,10 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { changeKeys } from '../../shared/ledger/changes.js';
-import { attemptSk, dispatchItems, dispatchPk } from '../../shared/ledger/dispatches.js';
-import { chainHash } from '../../shared/ledger/hash.js';
-import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/ledger/packed.js';
-import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
-import { factOf, worstOf, type PostbackFact } from '../../shared/ledger/summary.js';
+import { changeKeys } from '../../shared/storage/ledger/changes.js';
+import { attemptSk, dispatchItems, dispatchPk } from '../../shared/storage/ledger/dispatches.js';
+import { chainHash } from '../../shared/domain/ledger/hash.js';
+import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/storage/ledger/packed.js';
+import { RETAIN_ATTR } from '../../shared/domain/ledger/retention.js';
+import { factOf, worstOf, type PostbackFact } from '../../shared/storage/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**

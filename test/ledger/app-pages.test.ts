@@ -8,10 +8,14 @@ import {
   PAGES_INDEX,
   planListings,
   readAppDispatches,
-} from '../../shared/ledger/app-pages.js';
-import { recordAttempt } from '../../shared/ledger/attempts.js';
-import { currentLeaves, firstDispatchAt } from '../../shared/ledger/checkpoint-store.js';
-import { dispatchKey, dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/app-pages.js';
+import { recordAttempt } from '../../shared/storage/ledger/attempts.js';
+import { currentLeaves, firstDispatchAt } from '../../shared/storage/ledger/checkpoint-store.js';
+import {
+  dispatchKey,
+  dispatchPk,
+  getDispatchState,
+} from '../../shared/storage/ledger/dispatches.js';
 import { exportDispatches, readDispatchPage } from '../../shared/ledger/export.js';
 import { listDispatchesByApp } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';

@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DISPATCH_SK, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { DISPATCH_SK, dispatchPk } from '../../shared/storage/ledger/dispatches.js';
 import { exportDispatches } from '../../shared/ledger/export.js';
 import { allPages, startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 
