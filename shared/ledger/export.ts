@@ -1,5 +1,5 @@
 import type { ComplianceFlag } from '../compliance/flags.js';
-import type { Runtime } from '../runtime.js';
+import type { WithLedger } from './port.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
 import { type IndexFilter } from '../storage/ledger/app-pages.js';
 
@@ -108,7 +108,7 @@ const matches = (q: DispatchQuery) => (d: Record<string, unknown>) => {
  * end a page short, even empty, with a key that moves forward.
  */
 export async function readDispatchPage(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery,
   r: PageRequest,
 ): Promise<DispatchPage> {
@@ -134,7 +134,7 @@ export async function readDispatchPage(
  * start key's `gsi2sk`. The principal's dispatches are read whole for each page: a person's.
  */
 async function readPrincipalPage(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery & { referenceId: string },
   r: PageRequest,
 ): Promise<DispatchPage> {
@@ -164,7 +164,7 @@ export type ExportedDispatch = DispatchWithAttempts;
  * Stops between pages once `signal` is aborted.
  */
 export async function* exportDispatches(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery & { from: string; to: string },
   o: { pageSize?: number; signal?: AbortSignal } = {},
 ): AsyncGenerator<ExportedDispatch> {

@@ -105,3 +105,8 @@ export interface Ledger {
   firstDispatchAt(appId: string): Promise<string | undefined>;
   checkpointsFor(appId: string, from: string, to: string): Promise<ExportedCheckpoint[]>;
 }
+
+/** What the ledger's readers (queries.ts, export.ts) take: a caller's runtime passes as it is. */
+export interface WithLedger {
+  ledger: Ledger;
+}

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
+import type { WithLedger } from './port.js';
 import type { DeliveryStatus } from '../webhooks/schedule.js';
 import {
   creationOf,
@@ -34,7 +34,7 @@ const entriesOf = (items: Record<string, unknown>[], prefix: string) =>
 
 /** One dispatch with its attempts, postbacks and flag history; undefined when unknown. */
 export async function getDispatch(
-  rt: Runtime,
+  rt: WithLedger,
   dispatchId: string,
 ): Promise<DispatchWithAttempts | undefined> {
   const items = await rt.ledger.dispatchItems(dispatchId);
@@ -57,7 +57,7 @@ export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string
  * This is the chain alone: the head fields and the signed checkpoints are checked by
  * verify.ts.
  */
-export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
+export async function verifyDispatchChain(rt: WithLedger, dispatchId: string): Promise<ChainCheck> {
   const items = await rt.ledger.dispatchItems(dispatchId);
   const head = items[0];
   if (!head || !isDispatchHead(head))
@@ -105,7 +105,7 @@ function decodeCursor(c: string | undefined): Record<string, unknown> | undefine
  * carriers (app-pages.ts).
  */
 export async function listDispatchesByApp(
-  rt: Runtime,
+  rt: WithLedger,
   appId: string,
   o: ListOptions = {},
 ): Promise<Page> {
@@ -151,7 +151,7 @@ export async function listDispatchesByApp(
  * those found through its consents), with the filters and cursor of `listDispatchesByApp`.
  */
 export async function listDispatchesByReference(
-  rt: Runtime,
+  rt: WithLedger,
   appId: string,
   referenceId: string,
   o: ListOptions = {},
