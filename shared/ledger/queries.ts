@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { WithLedger } from './port.js';
-import type { DeliveryStatus } from '../webhooks/schedule.js';
+import type { DeliveryStatus } from '../domain/ledger/delivery.js';
 import {
   creationOf,
   toAttempt,

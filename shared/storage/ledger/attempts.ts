@@ -2,7 +2,7 @@ import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { LedgerDeps } from './deps.js';
 import { cancellationReasons, isConditionFailure, writeItems } from '../dynamo.js';
-import type { DeliveryStatus } from '../../webhooks/schedule.js';
+import type { DeliveryStatus } from '../../domain/ledger/delivery.js';
 import { changeKeys } from './changes.js';
 import {
   appIndexUpdate,

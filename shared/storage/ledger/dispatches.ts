@@ -7,7 +7,7 @@ import type { LedgerDeps } from './deps.js';
 import { backoffMs } from '../../backoff.js';
 import { isConditionFailure, updateIfHolds, writeItems } from '../dynamo.js';
 import { queryAll } from '../query.js';
-import type { DeliveryStatus, ErrorClass } from '../../webhooks/schedule.js';
+import type { DeliveryStatus, ErrorClass } from '../../domain/ledger/delivery.js';
 import { changeKeys, needsStamp } from './changes.js';
 import type { DueEntry, DueKind } from '../../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
