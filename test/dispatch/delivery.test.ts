@@ -266,7 +266,7 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
         }),
       );
       expect(stored.Items?.map((i) => i.sk)).toEqual(['DSP']);
-      // Packed (shared/ledger/packed.ts): body and first attempt in `dz`, under the kilobyte
+      // Packed (shared/storage/ledger/packed.ts): body and first attempt in `dz`, under the kilobyte
       // AWS bills one write unit for, but for the change stamp the first dispatch of an app
       // carries (changes.ts).
       const item = stored.Items![0]!;

@@ -21,7 +21,7 @@ import type { Runtime } from '../../shared/runtime.js';
 import { testRuntime } from '../helpers/stack.js';
 
 /**
- * Packed dispatch items (shared/ledger/packed.ts) through every reader, against DynamoDB Local:
+ * Packed dispatch items (shared/storage/ledger/packed.ts) through every reader, against DynamoDB Local:
  * the listings by app and by principal (index entries) show every view field, the dispatch
  * reads back with its chain and verifies, and the erasure's redaction packs the redacted body
  * again.

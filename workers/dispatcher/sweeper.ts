@@ -22,7 +22,7 @@ export function laneOf(trigger: AttemptJob['trigger']): Lane {
 const CLAIM_CONCURRENCY = 16;
 
 /**
- * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
+ * Reads the due-index (the ledger's `due` index of dispatch items, shared/storage/ledger/dispatch-due.ts)
  * and turns due entries into attempt jobs.
  * - With shard leases (the dispatcher's way, shard-leases.ts): the retries and resends of the
  *   shards this copy holds are queued as they are, unclaimed (those of other copies' shards

@@ -19,7 +19,7 @@ import type { DispatcherMetrics } from './metrics.js';
  *   a `gsi1` entry, its carrier (app-pages.ts). A
  *   dispatch item goes without a change-index stamp (one index write less) unless it is the
  *   first of its app this writer writes, or its period's first sealing may come before it
- *   lands (shared/ledger/changes.ts); one that landed that late after all is stamped before
+ *   lands (shared/storage/ledger/changes.ts); one that landed that late after all is stamped before
  *   its record is answered.
  * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
  *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
