@@ -11,8 +11,8 @@ import type { App } from '../shared/domain/types.js';
 import { dispatcherWorker } from '../workers/dispatcher/index.js';
 import { benchStack, kafkaFloor, percentile } from './lib.js';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { firstAttemptRecord } from '../shared/ledger/attempts.js';
-import { newDispatchState } from '../shared/ledger/dispatches.js';
+import { firstAttemptRecord } from '../shared/storage/ledger/attempts.js';
+import { newDispatchState } from '../shared/storage/ledger/dispatches.js';
 import type { BenchOutcome } from './record.js';
 
 const N_THROUGHPUT = Number(process.env.BENCH_DISPATCH_EVENTS ?? 4000);

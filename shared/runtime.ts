@@ -21,6 +21,8 @@ import { ensureFamily } from './timers/due.js';
 import { instrumentDynamo } from './storage/instrument.js';
 import type { SweepStores } from './domain/consent/sweep-ports.js';
 import { sweepStores } from './storage/consents/sweeps.js';
+import type { Ledger } from './ledger/port.js';
+import { DynamoLedger } from './storage/ledger/dynamo-ledger.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -40,6 +42,8 @@ export interface Runtime {
   /** Principals, transactions and users' claims, written with their events (`outbox`). */
   consents: ConsentStore;
   processed: Processed;
+  /** The dispatch ledger (shared/ledger/port.ts), on the store. */
+  ledger: Ledger;
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
@@ -114,6 +118,7 @@ export function createRuntime(
     referenceKey: (appId) => getReferenceKey(rt, appId),
     ensureTimers: (nowMs) => ensureFamily(rt, 'expiry', config.TIMER_SHARDS, nowMs),
   });
+  const ledger: Ledger = new DynamoLedger({ dynamo, tables, config });
   let closed: Promise<void> | undefined;
   const sweeps = sweepStores({ dynamo, tables, config, consents });
   const rt: Runtime = {
@@ -129,6 +134,7 @@ export function createRuntime(
     relay,
     consents,
     processed,
+    ledger,
     docs: new ApiDocs(),
     sweeps,
     readiness: {

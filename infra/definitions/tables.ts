@@ -1,14 +1,14 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
-/** The ledger's TTL attribute: epoch seconds, from the app's retention (shared/ledger/retention.ts). */
+/** The ledger's TTL attribute: epoch seconds, from the app's retention (shared/domain/ledger/retention.ts). */
 export const LEDGER_TTL_ATTR = 'retainUntil';
 
 /**
- * What a dispatch shows when listed (shared/ledger/dispatches.ts, `toDispatch`), and all the
+ * What a dispatch shows when listed (shared/storage/ledger/dispatches.ts, `toDispatch`), and all the
  * ledger's `gsi1` and `gsi2` hold of it besides the keys: its creation fields, its status and
  * its hashes, never the webhook body or the attempt entries. An index entry is then well under
  * 1 KB (about 0.8), so each costs one write unit where a copy of the whole item cost two (about
- * 2 KB before dispatch items were packed, shared/ledger/packed.ts; a long response excerpt can
+ * 2 KB before dispatch items were packed, shared/storage/ledger/packed.ts; a long response excerpt can
  * still take a packed one past 1 KB), and only a change of one of these rewrites it. A packed
  * item leaves `entryHash`, `dispatchId` and the null ones out: `impliedFields` puts them back.
  */
@@ -116,18 +116,18 @@ export const tableDefs = {
     indexes: [
       // Dispatches by app and by principal, in event time (shared/ledger/queries.ts, export.ts):
       // what a listing shows of each, no body. A consent's creation dispatches are in no gsi2:
-      // found through the principal's transactions (shared/ledger/principal.ts). Dispatches the
+      // found through the principal's transactions (shared/storage/ledger/principal.ts). Dispatches the
       // dispatcher wrote with others of their app are in no gsi1: a carrier names them.
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: DISPATCH_VIEW_ATTRS },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: DISPATCH_VIEW_ATTRS },
-      // Change index: which dispatches changed in which checkpoint period (shared/ledger/changes.ts).
+      // Change index: which dispatches changed in which checkpoint period (shared/storage/ledger/changes.ts).
       { name: 'gsi3', partitionKey: 'gsi3pk', sortKey: 'gsi3sk', keysOnly: true },
       // Sparse: carriers, dispatch items that list others of their app written with them
-      // (shared/ledger/app-pages.ts), by app and their listing `lk` (which starts with its
+      // (shared/storage/ledger/app-pages.ts), by app and their listing `lk` (which starts with its
       // earliest event time): keys only, the listing being a key.
       { name: 'pages', partitionKey: 'appId', sortKey: 'lk', keysOnly: true },
       // Sparse: the dispatcher's retry due-index, derived from the dispatch items that have an
-      // attempt due (shared/ledger/dispatch-due.ts): their `duePk`/`dueSk`, with only what the
+      // attempt due (shared/storage/ledger/dispatch-due.ts): their `duePk`/`dueSk`, with only what the
       // sweep needs. Moving a dispatch's due time is an update of its own item.
       {
         name: 'due',

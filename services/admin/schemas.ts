@@ -9,7 +9,7 @@ import {
   MAX_RETENTION_DAYS,
   MIN_RETENTION_DAYS,
   RETENTION_RULE,
-} from '../../shared/ledger/retention.js';
+} from '../../shared/domain/ledger/retention.js';
 
 /** Request bodies of the admin API (the single source for validation and OpenAPI). */
 

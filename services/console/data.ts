@@ -4,7 +4,7 @@ import { getApp, getAppSecretKey } from '../../shared/domain/apps.js';
 import { listNotices } from '../../shared/domain/notices.js';
 import type { ApiKey, App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
-import type { Dispatch } from '../../shared/ledger/dispatches.js';
+import type { Dispatch } from '../../shared/storage/ledger/dispatches.js';
 import { getDispatch, listDispatchesByApp } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';
 import {

@@ -12,7 +12,7 @@ import { EVENT_TYPES } from '../../shared/domain/consent/events.js';
 import { INBOX_SLOTS, type InboxDelivery } from '../../shared/domain/observations.js';
 import type { App } from '../../shared/domain/types.js';
 import type { FieldError } from '../../shared/errors.js';
-import type { Dispatch } from '../../shared/ledger/dispatches.js';
+import type { Dispatch } from '../../shared/storage/ledger/dispatches.js';
 import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import { copyBlock, csrfField, esc, layout, scrollTable, time } from './html.js';
 import { appPath, envBadge, flagBadge, postbackRows } from './pages.js';

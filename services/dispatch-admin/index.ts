@@ -5,7 +5,6 @@ import { patterns } from '../../shared/domain/ids.js';
 import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { parseBody } from '../../shared/http/validate.js';
-import { getDispatchState } from '../../shared/ledger/dispatches.js';
 import { recoverFailed, requeueDispatch } from '../../shared/ledger/requeue.js';
 import type { ServiceModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -45,7 +44,7 @@ export const dispatchAdminService: ServiceModule = {
       const dispatchId = String(req.params.dispatchId);
       await appOr404(rt, appId);
       const found = patterns.dispatchId.test(dispatchId)
-        ? await getDispatchState(rt, dispatchId)
+        ? await rt.ledger.getDispatchState(dispatchId)
         : undefined;
       if (!found || found.appId !== appId) throw new AppError('SVC_NOT_FOUND', 'Unknown dispatch');
       const queued = await requeueDispatch(rt, dispatchId);

@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/errors.js';
-import { canonicalJson, sha256Hex } from '../../shared/ledger/hash.js';
+import { canonicalJson, sha256Hex } from '../../shared/domain/ledger/hash.js';
 import { indexOf, type DispatchQuery, type IndexKey } from '../../shared/ledger/export.js';
-import { isDispatchHead } from '../../shared/ledger/dispatches.js';
+import { isDispatchHead } from '../../shared/storage/ledger/dispatches.js';
 
 /**
  * Page cursors: base64url JSON of the DynamoDB start key plus a digest of the query it belongs

@@ -7,7 +7,7 @@ import { appOf } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
-import { toDispatch } from '../../shared/ledger/dispatches.js';
+import { toDispatch } from '../../shared/storage/ledger/dispatches.js';
 import type { DispatchQuery } from '../../shared/ledger/export.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
 import type { ServiceModule } from '../../shared/process.js';

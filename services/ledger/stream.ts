@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
 import { coerceError } from '../../shared/errors.js';
-import { checkpointsFor } from '../../shared/ledger/checkpoint-store.js';
 import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -93,7 +92,7 @@ export async function streamExport(
   try {
     await writeNdjson(res, {
       source: async function* (signal) {
-        for (const c of await checkpointsFor(rt, q.appId, q.from, q.to)) {
+        for (const c of await rt.ledger.checkpointsFor(q.appId, q.from, q.to)) {
           checkpoints++;
           yield { type: 'checkpoint', ...c };
         }

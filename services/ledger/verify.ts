@@ -1,6 +1,5 @@
 import type { App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
-import { checkpointsFor } from '../../shared/ledger/checkpoint-store.js';
 import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import { LedgerVerifier, type VerifyReport } from '../../shared/ledger/verify.js';
@@ -43,7 +42,8 @@ export async function verifyDispatch(
     dispatchId,
   };
   const v = new LedgerVerifier(keys.verifiers, scope);
-  for (const c of await checkpointsFor(rt, app.appId, scope.from, scope.to)) v.addCheckpoint(c);
+  for (const c of await rt.ledger.checkpointsFor(app.appId, scope.from, scope.to))
+    v.addCheckpoint(c);
   const d = await getDispatch(rt, dispatchId);
   const chain = await verifyDispatchChain(rt, dispatchId);
   if (!d) throw new AppError('SVC_NOT_FOUND', 'No such dispatch');
@@ -87,7 +87,7 @@ export async function verifyRange(
 ): Promise<RangeVerifyResponse> {
   const readAt = iso(Date.now());
   const v = new LedgerVerifier(keys.verifiers, { from: q.from, to: q.to });
-  for (const c of await checkpointsFor(rt, q.appId, q.from, q.to)) v.addCheckpoint(c);
+  for (const c of await rt.ledger.checkpointsFor(q.appId, q.from, q.to)) v.addCheckpoint(c);
   for await (const d of exportDispatches(rt, q, signal ? { signal } : {}))
     v.addDispatch(detailOf(d));
   const r = finishing(rt, v, readAt);

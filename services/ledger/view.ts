@@ -1,5 +1,5 @@
-import type { Dispatch } from '../../shared/ledger/dispatches.js';
-import { worstOf } from '../../shared/ledger/summary.js';
+import type { Dispatch } from '../../shared/storage/ledger/dispatches.js';
+import { worstOf } from '../../shared/storage/ledger/summary.js';
 import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
 import type { DispatchDetail, DispatchSummary } from './schemas.js';
 

@@ -2,7 +2,7 @@ import { ulid } from 'ulid';
 import type { PostbackBody, PostbackMessage, PostbackReceipt } from './postback.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import { acceptPostbackItem } from '../ledger/summary.js';
+import { acceptPostbackItem } from '../storage/ledger/summary.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
 import { backoffMs } from '../backoff.js';

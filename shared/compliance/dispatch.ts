@@ -1,5 +1,5 @@
 import type { EventType } from '../domain/consent/events.js';
-import { getDispatchState } from '../ledger/dispatches.js';
+import { getDispatchState } from '../storage/ledger/dispatches.js';
 import type { Runtime } from '../runtime.js';
 
 /** What the postback API needs to know about a dispatch. */

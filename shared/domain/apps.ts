@@ -13,7 +13,7 @@ import { cached, invalidateCache } from './cache.js';
 import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
 import type { App, Environment } from './types.js';
-import { DEFAULT_RETENTION_DAYS } from '../ledger/retention.js';
+import { DEFAULT_RETENTION_DAYS } from './ledger/retention.js';
 
 /**
  * Apps in the `entities` table: pk `APP#{appId}`, sk `APP`; gsi1 finds an app by site key,

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { signFor, verifyFor, type SigningKey } from '../signing/keys.js';
-import { canonicalJson, sha256Hex } from './hash.js';
+import { canonicalJson, sha256Hex } from '../domain/ledger/hash.js';
+import type { Checkpoint, CheckpointBody } from '../domain/ledger/checkpoints.js';
 
 /**
  * Signed ledger checkpoints (docs/security.md, Ledger checkpoints). Each app has one chain of
@@ -15,42 +16,6 @@ import { canonicalJson, sha256Hex } from './hash.js';
 
 /** What a checkpoint signature is for (receipts sign under their own purpose). */
 export const CHECKPOINT_PURPOSE = 'svc-ledger-checkpoint/v1';
-
-export interface CheckpointBody {
-  v: 1;
-  appId: string;
-  /** 1 for the app's first checkpoint, then one more for each. */
-  seq: number;
-  /** `hash` of checkpoint `seq - 1`; 64 zeros for the first. */
-  prevHash: string;
-  /** The period sealed, by the event's createdAt: start inclusive, end exclusive (ISO). */
-  periodStart: string;
-  periodEnd: string;
-  /** 1 the first time the period is sealed; each later seal of it is one more. */
-  version: number;
-  /** The checkpoint this one supersedes for the same period (null for version 1). */
-  replaces: { seq: number; root: string } | null;
-  leafCount: number;
-  /** Merkle root (hex) of the period's leaves (see merkle.ts). */
-  root: string;
-  /** Start of the app's first period: the chain speaks for nothing before it. */
-  chainStart: string;
-  /** Every period from chainStart up to this instant had been sealed when this was signed. */
-  sealedThrough: string;
-  /** Period length and sealing lag the sealer ran with (verifiers judge staleness by them). */
-  periodMs: number;
-  lagMs: number;
-  sealedAt: string;
-  /** Id of the signing key (RFC 7638 thumbprint; see shared/signing/keys.ts). */
-  keyId: string;
-}
-
-export interface Checkpoint extends CheckpointBody {
-  /** SHA-256 (hex) of the canonical JSON of the body: what the next checkpoint's prevHash holds. */
-  hash: string;
-  /** Ed25519 over the canonical JSON of the body (base64url). */
-  signature: string;
-}
 
 const BODY_KEYS: (keyof CheckpointBody)[] = [
   'v',
@@ -104,23 +69,4 @@ export function checkpointProblem(
     return 'signature does not verify';
   if (c.hash !== checkpointHash(body)) return 'hash does not match its content';
   return undefined;
-}
-
-/**
- * For each period, the newest checkpoint in `chain` (the one in force), keeping the periods
- * that overlap [from, to); ordered by period start.
- */
-export function latestOverlapping<C extends CheckpointBody>(
-  chain: readonly C[],
-  from: string,
-  to: string,
-): C[] {
-  const latest = new Map<string, C>();
-  for (const c of chain) {
-    const seen = latest.get(c.periodStart);
-    if (!seen || c.seq > seen.seq) latest.set(c.periodStart, c);
-  }
-  return [...latest.values()]
-    .filter((c) => c.periodStart < to && c.periodEnd > from)
-    .sort((a, b) => (a.periodStart < b.periodStart ? -1 : 1));
 }

@@ -1,7 +1,7 @@
 import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
-import { GENESIS, chainHash } from './hash.js';
-import { DISPATCH_SK } from './dispatches.js';
-import { RETAIN_ATTR } from './retention.js';
+import { GENESIS, chainHash } from '../domain/ledger/hash.js';
+import { DISPATCH_SK } from '../storage/ledger/dispatches.js';
+import { RETAIN_ATTR } from '../domain/ledger/retention.js';
 
 /**
  * Checking one dispatch from its own entries, pure: the hash chain, and the head fields

@@ -1,8 +1,7 @@
 import type { ComplianceFlag } from '../compliance/flags.js';
-import type { Runtime } from '../runtime.js';
+import type { WithLedger } from './port.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
-import { readAppDispatches, type IndexFilter } from './app-pages.js';
-import { principalDispatches } from './principal.js';
+import { type IndexFilter } from '../storage/ledger/app-pages.js';
 
 /**
  * Reading an app's dispatches in event-time order for the auditors' ledger API: filtered pages
@@ -109,13 +108,13 @@ const matches = (q: DispatchQuery) => (d: Record<string, unknown>) => {
  * end a page short, even empty, with a key that moves forward.
  */
 export async function readDispatchPage(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery,
   r: PageRequest,
 ): Promise<DispatchPage> {
   const ref = indexOf(q);
   if (ref.index === 'gsi2') return readPrincipalPage(rt, { ...q, referenceId: q.referenceId! }, r);
-  const page = await readAppDispatches(rt, {
+  const page = await rt.ledger.readAppDispatches({
     appId: q.appId,
     from: q.from,
     to: q.to,
@@ -135,13 +134,13 @@ export async function readDispatchPage(
  * start key's `gsi2sk`. The principal's dispatches are read whole for each page: a person's.
  */
 async function readPrincipalPage(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery & { referenceId: string },
   r: PageRequest,
 ): Promise<DispatchPage> {
   const after = r.startKey?.gsi2sk;
   const keep = matches(q);
-  const matching = (await principalDispatches(rt, q.appId, q.referenceId)).filter((d) => {
+  const matching = (await rt.ledger.principalDispatches(q.appId, q.referenceId)).filter((d) => {
     const key = String(d.gsi2sk);
     if (after !== undefined && key <= after) return false;
     if (q.from !== undefined && key < q.from) return false;
@@ -165,7 +164,7 @@ export type ExportedDispatch = DispatchWithAttempts;
  * Stops between pages once `signal` is aborted.
  */
 export async function* exportDispatches(
-  rt: Runtime,
+  rt: WithLedger,
   q: DispatchQuery & { from: string; to: string },
   o: { pageSize?: number; signal?: AbortSignal } = {},
 ): AsyncGenerator<ExportedDispatch> {

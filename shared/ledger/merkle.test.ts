@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { leafHash, merkleRoot, sortLeaves, type Leaf } from './merkle.js';
+import type { Leaf } from '../domain/ledger/checkpoints.js';
+import { leafHash, merkleRoot, sortLeaves } from './merkle.js';
 
 const leaf = (i: number): Leaf => ({
   dispatchId: `dsp_${String(i).padStart(26, '0')}`,

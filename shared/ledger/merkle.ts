@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from './hash.js';
+import { canonicalJson } from '../domain/ledger/hash.js';
+import type { Leaf } from '../domain/ledger/checkpoints.js';
 
 /**
  * The Merkle tree of a ledger checkpoint, shaped as in RFC 6962 (Certificate Transparency):
@@ -9,14 +10,6 @@ import { canonicalJson } from './hash.js';
  * the hash of the dispatch's last chained entry: the root commits to every entry of every
  * dispatch of the period, and to their number and order.
  */
-
-export interface Leaf {
-  dispatchId: string;
-  /** The event's createdAt: which period the dispatch belongs to. */
-  createdAt: string;
-  /** Hash of the dispatch's last chained entry when the leaf was taken. */
-  headHash: string;
-}
 
 /** The order of leaves in a tree (and of dispatches in the ledger's time index). */
 export const leafKey = (l: Pick<Leaf, 'createdAt' | 'dispatchId'>) =>

@@ -1,21 +1,23 @@
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import type { DeliveryStatus } from '../webhooks/schedule.js';
+import type { WithLedger } from './port.js';
+import type { DeliveryStatus } from '../domain/ledger/delivery.js';
 import {
   creationOf,
-  dispatchItems,
   toAttempt,
   toDispatch,
   type AttemptEntry,
   type Dispatch,
   isDispatchHead,
   DISPATCH_SK,
-} from './dispatches.js';
+} from '../storage/ledger/dispatches.js';
 import { checkChain, storedEntries } from './evidence.js';
-import { toFlagChange, toFlagEntry, type FlagChange, type FlagEntry } from './flag-entries.js';
-import { toPostback, type PostbackEntry } from './postbacks.js';
-import { principalDispatches } from './principal.js';
-import { readAppDispatches } from './app-pages.js';
+import {
+  toFlagChange,
+  toFlagEntry,
+  type FlagChange,
+  type FlagEntry,
+} from '../storage/ledger/flag-entries.js';
+import { toPostback, type PostbackEntry } from '../storage/ledger/postbacks.js';
 
 export type DispatchWithAttempts = Dispatch & {
   attempts: Omit<AttemptEntry, 'type'>[];
@@ -32,10 +34,10 @@ const entriesOf = (items: Record<string, unknown>[], prefix: string) =>
 
 /** One dispatch with its attempts, postbacks and flag history; undefined when unknown. */
 export async function getDispatch(
-  rt: Runtime,
+  rt: WithLedger,
   dispatchId: string,
 ): Promise<DispatchWithAttempts | undefined> {
-  const items = await dispatchItems(rt, dispatchId);
+  const items = await rt.ledger.dispatchItems(dispatchId);
   const head = items[0];
   if (!head || !isDispatchHead(head)) return undefined;
   return {
@@ -55,8 +57,8 @@ export type ChainCheck = { ok: true; entries: number } | { ok: false; at: string
  * This is the chain alone: the head fields and the signed checkpoints are checked by
  * verify.ts.
  */
-export async function verifyDispatchChain(rt: Runtime, dispatchId: string): Promise<ChainCheck> {
-  const items = await dispatchItems(rt, dispatchId);
+export async function verifyDispatchChain(rt: WithLedger, dispatchId: string): Promise<ChainCheck> {
+  const items = await rt.ledger.dispatchItems(dispatchId);
   const head = items[0];
   if (!head || !isDispatchHead(head))
     return { ok: false, at: DISPATCH_SK, reason: 'unknown dispatch' };
@@ -103,7 +105,7 @@ function decodeCursor(c: string | undefined): Record<string, unknown> | undefine
  * carriers (app-pages.ts).
  */
 export async function listDispatchesByApp(
-  rt: Runtime,
+  rt: WithLedger,
   appId: string,
   o: ListOptions = {},
 ): Promise<Page> {
@@ -122,7 +124,7 @@ export async function listDispatchesByApp(
     filters.push(`#${attr} = :${attr}`);
   }
   const after = decodeCursor(o.cursor)?.gsi1sk;
-  const page = await readAppDispatches(rt, {
+  const page = await rt.ledger.readAppDispatches({
     appId,
     from: o.from ?? '0000',
     to: o.to ?? '9999',
@@ -149,7 +151,7 @@ export async function listDispatchesByApp(
  * those found through its consents), with the filters and cursor of `listDispatchesByApp`.
  */
 export async function listDispatchesByReference(
-  rt: Runtime,
+  rt: WithLedger,
   appId: string,
   referenceId: string,
   o: ListOptions = {},
@@ -158,7 +160,7 @@ export async function listDispatchesByReference(
   const after = decodeCursor(o.cursor)?.gsi2sk;
   const from = o.from ?? '0000';
   const to = o.to ?? '9999';
-  const all = (await principalDispatches(rt, appId, referenceId)).filter((d) => {
+  const all = (await rt.ledger.principalDispatches(appId, referenceId)).filter((d) => {
     const key = String(d.gsi2sk);
     if (key < from || key > to) return false;
     if (typeof after === 'string' && (desc ? key >= after : key <= after)) return false;

@@ -1,25 +1,13 @@
 import type { Runtime } from '../runtime.js';
 import type { KeyRing } from '../signing/keys.js';
-import { periodStartOf, type Change } from './changes.js';
-import {
-  chainHead,
-  changesIn,
-  currentLeaves,
-  firstDispatchAt,
-  getCheckpoint,
-  pointerAt,
-  readLeaves,
-  registeredApps,
-  scanMark,
-  setScanMark,
-  writeCheckpoint,
-  type PeriodPointer,
-} from './checkpoint-store.js';
-import { checkpointProblem, signCheckpoint, type Checkpoint } from './checkpoint.js';
-import { creationOf, dispatchItems, isDispatchHead, DISPATCH_SK } from './dispatches.js';
+import { periodStartOf, type Change } from '../storage/ledger/changes.js';
+import { type PeriodPointer } from '../storage/ledger/checkpoint-store.js';
+import { checkpointProblem, signCheckpoint } from './checkpoint.js';
+import type { Checkpoint, Leaf } from '../domain/ledger/checkpoints.js';
+import { creationOf, isDispatchHead, DISPATCH_SK } from '../storage/ledger/dispatches.js';
 import { checkChain, storedEntries } from './evidence.js';
-import { GENESIS } from './hash.js';
-import { merkleRoot, type Leaf } from './merkle.js';
+import { GENESIS } from '../domain/ledger/hash.js';
+import { merkleRoot } from './merkle.js';
 
 /**
  * The sealer: once a period has been closed for the configured lag, every app with a chain
@@ -82,13 +70,13 @@ export async function sealClosedPeriods(
   const periodMs = rt.config.LEDGER_CHECKPOINT_PERIOD_MS;
   const closedEnd = periodStartOf(nowMs - rt.config.LEDGER_CHECKPOINT_LAG_MS, periodMs);
   const closedThrough = iso(closedEnd);
-  const mark = await scanMark(rt);
+  const mark = await rt.ledger.scanMark();
   if (mark !== undefined && mark >= closedThrough) return undefined;
   // One period back: a write stamped in the last period that landed after it was read.
   const from = mark === undefined ? '0000' : iso(Date.parse(mark) - periodMs);
-  const changes = await changesIn(rt, from, closedThrough);
+  const changes = await rt.ledger.changesIn(from, closedThrough);
   const byApp = new Map<string, Change[]>();
-  for (const app of await registeredApps(rt)) byApp.set(app, []);
+  for (const app of await rt.ledger.registeredApps()) byApp.set(app, []);
   for (const c of changes) byApp.set(c.appId, [...(byApp.get(c.appId) ?? []), c]);
   const result: SealResult = {
     closedThrough,
@@ -108,7 +96,7 @@ export async function sealClosedPeriods(
     }
   }
   if (failed.length > 0) throw failed[0];
-  await setScanMark(rt, closedThrough);
+  await rt.ledger.setScanMark(closedThrough);
   return result;
 }
 
@@ -135,7 +123,7 @@ async function sealAppOnce(rt: Runtime, keys: KeyRing, job: AppJob, result: Seal
   const periodMs = rt.config.LEDGER_CHECKPOINT_PERIOD_MS;
   const refuse = (reason: string, periodStart?: string) =>
     result.refusals.push({ appId, ...(periodStart ? { periodStart } : {}), reason });
-  let head = await chainHead(rt, appId);
+  let head = await rt.ledger.chainHead(appId);
   const problem = await chainProblem(rt, keys, appId, head, job.seen.get(appId));
   if (problem) return refuse(problem);
   const chainStart = head?.chainStart ?? (await firstPeriodStart(rt, appId, job.changes, periodMs));
@@ -173,7 +161,8 @@ async function chainProblem(
     if (problem) return `the newest checkpoint (#${head.seq}) is not authentic: ${problem}`;
   }
   if (!known) return undefined;
-  const then = head && head.seq > known.seq ? await getCheckpoint(rt, appId, known.seq) : head;
+  const then =
+    head && head.seq > known.seq ? await rt.ledger.getCheckpoint(appId, known.seq) : head;
   if (!head || head.seq < known.seq || then?.hash !== known.hash)
     return `checkpoint #${known.seq} seen earlier is gone or changed (the chain now ends at #${head?.seq ?? 0}): checkpoints were removed`;
   return undefined;
@@ -186,7 +175,7 @@ async function firstPeriodStart(
   changes: Change[],
   periodMs: number,
 ): Promise<string | undefined> {
-  const first = [await firstDispatchAt(rt, appId), ...changes.map((c) => c.createdAt)]
+  const first = [await rt.ledger.firstDispatchAt(appId), ...changes.map((c) => c.createdAt)]
     .filter((t): t is string => t !== undefined)
     .sort()[0];
   return first ? iso(periodStartOf(Date.parse(first), periodMs)) : undefined;
@@ -205,7 +194,7 @@ async function resealTargets(c: Ctx, changes: Change[], sealedThrough: string): 
   for (const at of [...new Set(changes.map((x) => x.createdAt))].sort()) {
     if (at >= sealedThrough) break;
     if (!last || at < last.periodStart || at >= last.periodEnd)
-      last = await pointerAt(rt, appId, at);
+      last = await rt.ledger.pointerAt(appId, at);
     if (last && at < last.periodEnd) {
       targets.set(last.periodStart, {
         start: last.periodStart,
@@ -243,12 +232,12 @@ async function sealPeriod(
   advance: boolean,
 ): Promise<Checkpoint | undefined> {
   const { rt, appId } = c;
-  const leaves = await currentLeaves(rt, appId, t.start, t.end);
+  const leaves = await rt.ledger.currentLeaves(appId, t.start, t.end);
   const root = merkleRoot(leaves);
   let version = 1;
   let replaces: Checkpoint['replaces'] = null;
   if (t.pointer) {
-    const prev = await getCheckpoint(rt, appId, t.pointer.seq);
+    const prev = await rt.ledger.getCheckpoint(appId, t.pointer.seq);
     const problem = !prev
       ? `its checkpoint #${t.pointer.seq} is missing`
       : (checkpointProblem(prev, c.keys.verifiers) ??
@@ -286,7 +275,7 @@ async function sealPeriod(
     sealedAt: iso(c.nowMs),
     keyId: c.keys.active.kid,
   });
-  if ((await writeCheckpoint(rt, cp, leaves)) === 'conflict') throw new Conflict();
+  if ((await rt.ledger.writeCheckpoint(cp, leaves)) === 'conflict') throw new Conflict();
   if (replaces) c.result.resealed++;
   else c.result.sealed++;
   c.result.checkpoints.push(cp);
@@ -303,7 +292,7 @@ async function lostEntries(
   prev: Checkpoint,
   now: readonly Leaf[],
 ): Promise<string | undefined> {
-  const old = await readLeaves(rt, prev.appId, prev.periodStart, prev.root);
+  const old = await rt.ledger.readLeaves(prev.appId, prev.periodStart, prev.root);
   if (old.length !== prev.leafCount || merkleRoot(old) !== prev.root)
     return `the stored leaves of checkpoint #${prev.seq} do not match its signed root`;
   const current = new Map(now.map((l) => [l.dispatchId, l]));
@@ -313,7 +302,7 @@ async function lostEntries(
     if (n.createdAt !== o.createdAt)
       return `dispatch ${o.dispatchId} changed its createdAt since checkpoint #${prev.seq}`;
     if (n.headHash === o.headHash) continue;
-    const items = await dispatchItems(rt, o.dispatchId);
+    const items = await rt.ledger.dispatchItems(o.dispatchId);
     const head = items[0];
     const chain =
       head && isDispatchHead(head)

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { signingKeys, type KeyRing } from '../signing/keys.js';
-import { signCheckpoint, type Checkpoint } from './checkpoint.js';
+import { signCheckpoint } from './checkpoint.js';
+import type { Checkpoint, Leaf } from '../domain/ledger/checkpoints.js';
 import { creationEntry, type DispatchView } from './evidence.js';
-import { GENESIS, chainHash } from './hash.js';
-import { merkleRoot, sortLeaves, type Leaf } from './merkle.js';
+import { GENESIS, chainHash } from '../domain/ledger/hash.js';
+import { merkleRoot, sortLeaves } from './merkle.js';
 import { LedgerVerifier, type VerifyReport } from './verify.js';
 
 /**

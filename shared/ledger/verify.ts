@@ -1,8 +1,9 @@
 import type { KeyObject } from 'node:crypto';
-import { periodStartOf } from './changes.js';
-import { checkpointProblem, latestOverlapping, type Checkpoint } from './checkpoint.js';
+import { periodStartOf } from '../storage/ledger/changes.js';
+import { checkpointProblem } from './checkpoint.js';
+import { latestOverlapping, type Checkpoint, type Leaf } from '../domain/ledger/checkpoints.js';
 import { checkViewChain, viewHeadProblems, type DispatchView } from './evidence.js';
-import { leafKey, merkleRoot, type Leaf } from './merkle.js';
+import { leafKey, merkleRoot } from './merkle.js';
 
 /**
  * Verifying a ledger export against signed checkpoints, pure and streaming: the ledger API

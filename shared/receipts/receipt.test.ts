@@ -147,7 +147,7 @@ function tampered(f: (r: Editable) => void): unknown {
   return copy;
 }
 
-/** RFC 8785 for the values a receipt holds, written independently of shared/ledger/hash.ts. */
+/** RFC 8785 for the values a receipt holds, written independently of shared/domain/ledger/hash.ts. */
 function jcs(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(jcs).join(',')}]`;
   if (v !== null && typeof v === 'object')

@@ -3,7 +3,7 @@ import type { HistoryEntry, StoredTransaction } from '../domain/consent/model.js
 import { deriveStatus } from '../domain/consent/states.js';
 import { historyOf } from '../domain/consent/carried.js';
 import type { App, NoticeVersion } from '../domain/types.js';
-import { canonicalJson } from '../ledger/hash.js';
+import { canonicalJson } from '../domain/ledger/hash.js';
 import { signFor, verifyFor, type SigningKey } from '../signing/keys.js';
 
 /**

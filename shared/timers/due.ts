@@ -12,7 +12,7 @@ import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
  * (`retry#`), the SLA checks (`sla#`), the consent expiry timers (`expiry#`) and the grievance and
  * breach-report deadlines (`duty#`) without one sweeper ever reading another's entries.
  * The retry family's entries are kept on the dispatch items themselves and found through the
- * ledger's `due` index (shared/ledger/dispatch-due.ts): a dispatch has at most one.
+ * ledger's `due` index (shared/storage/ledger/dispatch-due.ts): a dispatch has at most one.
  * An entry may also be derived from the item it belongs to instead of written here (a sparse
  * index on the item's due time, derived.ts): the expiry family's sweep reads both.
  * Shard counts may grow but never shrink (entries in a dropped shard would not be read).

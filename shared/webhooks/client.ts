@@ -1,7 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { checkUrl, guardedLookup, SSRF_CODE, type DestinationPolicy } from './guard.js';
-import type { ErrorClass } from './schedule.js';
+import type { ErrorClass } from '../domain/ledger/delivery.js';
 
 /** The ledger keeps at most this much of a response body. */
 export const EXCERPT_BYTES = 4096;

@@ -1,3 +1,4 @@
+import type { DeliveryStatus, ErrorClass } from '../domain/ledger/delivery.js';
 /**
  * Pure delivery rules (docs/webhooks.md, Delivery rules and Retry schedule): the retry schedule,
  * jitter, the Retry-After clamp, and what a dispatch becomes after an attempt. No I/O and no clock:
@@ -23,24 +24,6 @@ export const JITTER = 0.2;
 
 /** Statuses whose Retry-After is honoured (RFC 9110 §10.2.3 names 503 and 3xx; 429 by RFC 6585). */
 const RETRY_AFTER_STATUSES = new Set([429, 503]);
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-
-/**
- * Outcome classes of one attempt, as written to the ledger. `endpoint_disabled` and
- * `app_missing` are attempts the dispatcher decided not to make.
- */
-export type ErrorClass =
-  | 'timeout'
-  | 'connection'
-  | 'dns'
-  | 'tls'
-  | 'redirect'
-  | 'http'
-  | 'ssrf_refused'
-  | 'invalid_url'
-  | 'endpoint_disabled'
-  | 'app_missing';
 
 /** The un-jittered delay after failed attempt `n` (1-based); undefined when none remain. */
 export function baseDelayMs(failedAttempt: number, timeScale = 1): number | undefined {

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHash } from '../../shared/domain/crypto.js';
 import { scrubPrincipal } from '../../shared/domain/consent/scrub.js';
 import { keys } from '../../shared/storage/consents/repository.js';
-import { dispatchItems } from '../../shared/ledger/dispatches.js';
-import { sha256Hex } from '../../shared/ledger/hash.js';
+import { dispatchItems } from '../../shared/storage/ledger/dispatches.js';
+import { sha256Hex } from '../../shared/domain/ledger/hash.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
 import { startPipeline, type Pipeline, type PipelineApp } from './fixture.js';
 

@@ -6,15 +6,15 @@ import type { PostbackMessage } from '../../shared/compliance/postback.js';
 import { createApp } from '../../shared/domain/apps.js';
 import type { EventType } from '../../shared/domain/consent/events.js';
 import type { App } from '../../shared/domain/types.js';
-import { recordAttempt } from '../../shared/ledger/attempts.js';
+import { recordAttempt } from '../../shared/storage/ledger/attempts.js';
 import {
   dispatchPk,
   newDispatchItems,
   type DispatchState,
-} from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/dispatches.js';
 import { dueEntry } from '../../shared/timers/due.js';
-import { readGauges, slaCheckEntry } from '../../shared/ledger/flag-entries.js';
-import { postbackSk } from '../../shared/ledger/postbacks.js';
+import { readGauges, slaCheckEntry } from '../../shared/storage/ledger/flag-entries.js';
+import { postbackSk } from '../../shared/storage/ledger/postbacks.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { postbacksHandler } from '../../workers/compliance/handler.js';

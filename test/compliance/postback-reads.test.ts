@@ -12,7 +12,7 @@ import {
   dispatchPk,
   newDispatchItems,
   type DispatchState,
-} from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/dispatches.js';
 import { dueEntry } from '../../shared/timers/due.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
 import type { RunningProcess } from '../../shared/process.js';

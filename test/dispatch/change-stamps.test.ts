@@ -1,10 +1,15 @@
 import { BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needsStamp } from '../../shared/ledger/changes.js';
-import { dispatchKey, recordedDispatches, stampLate } from '../../shared/ledger/dispatches.js';
+import { needsStamp } from '../../shared/storage/ledger/changes.js';
+import {
+  dispatchKey,
+  recordedDispatches,
+  stampLate,
+} from '../../shared/storage/ledger/dispatches.js';
 import { listDispatchesByApp } from '../../shared/ledger/queries.js';
 import { sealClosedPeriods } from '../../shared/ledger/seal.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { DynamoLedger } from '../../shared/storage/ledger/dynamo-ledger.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
 import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';
@@ -12,7 +17,7 @@ import { testRuntime } from '../helpers/stack.js';
 import { deliveredFirstAttempt } from './helpers.js';
 
 /**
- * The first-attempt writer's change stamps against DynamoDB Local (shared/ledger/changes.ts):
+ * The first-attempt writer's change stamps against DynamoDB Local (shared/storage/ledger/changes.ts):
  * a dispatch item goes without one when the sealer's first reading of its period will hold it,
  * and one that lands later than that is stamped before it is answered, so the sealer still
  * seals it again. Periods of one second, sealed two seconds after they close, no margin.
@@ -62,7 +67,9 @@ function heldStore(holdMs: () => number) {
       return rt.dynamo.doc.send(command as never);
     },
   } as unknown as typeof rt.dynamo.doc;
-  return { rt: { ...rt, dynamo: { ...rt.dynamo, doc } } as Runtime, puts };
+  const dynamo = { ...rt.dynamo, doc };
+  // The ledger the writer writes through, on the held client.
+  return { rt: { ...rt, dynamo, ledger: new DynamoLedger({ ...rt, dynamo }) } as Runtime, puts };
 }
 
 const writerOn = (r: Runtime) =>

@@ -2,8 +2,8 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, vi } from 'vitest';
 import { rotateSecret } from '../../shared/domain/apps.js';
-import { dispatchPk } from '../../shared/ledger/dispatches.js';
-import { unpackDispatch } from '../../shared/ledger/packed.js';
+import { dispatchPk } from '../../shared/storage/ledger/dispatches.js';
+import { unpackDispatch } from '../../shared/storage/ledger/packed.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
@@ -266,7 +266,7 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
         }),
       );
       expect(stored.Items?.map((i) => i.sk)).toEqual(['DSP']);
-      // Packed (shared/ledger/packed.ts): body and first attempt in `dz`, under the kilobyte
+      // Packed (shared/storage/ledger/packed.ts): body and first attempt in `dz`, under the kilobyte
       // AWS bills one write unit for, but for the change stamp the first dispatch of an app
       // carries (changes.ts).
       const item = stored.Items![0]!;

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import { consentEvent, publish, sandboxApp, waitForDispatch, useDispatcher } from './helpers.js';
 
 const f = useDispatcher('dispatch-isolation', {

@@ -6,7 +6,7 @@ import {
   dispatchKey,
   dispatchPk,
   toDispatch,
-} from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/dispatches.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { queryAll } from '../../shared/storage/query.js';
 import { tamperFirstAttempt } from '../helpers/tamper.js';
@@ -178,7 +178,7 @@ describe('dispatch ledger queries', () => {
         ExpressionAttributeValues: { ':r': newReferenceId() },
       }),
     );
-    // The item is packed (shared/ledger/packed.ts): its creation hash is computed from the
+    // The item is packed (shared/storage/ledger/packed.ts): its creation hash is computed from the
     // changed fields, and its first attempt, packed against them, no longer checks out.
     expect(await verifyDispatchChain(f.p.rt, ids[2]!)).toMatchObject({ ok: false, at: 'ATT#001' });
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import { startProcess, type RunningProcess } from '../../shared/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { stackEnv, testLogger } from '../helpers/stack.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
 import { getEndpointState } from '../../shared/webhooks/endpoints.js';
 import { consentEvent, publish, sandboxApp, useDispatcher, waitForDispatch } from './helpers.js';

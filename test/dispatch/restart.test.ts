@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dispatchIdFor } from '../../shared/ledger/dispatches.js';
+import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';

@@ -1,8 +1,12 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
-import { recordAttempt } from '../../shared/ledger/attempts.js';
-import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
+import {
+  dispatchPk,
+  getDispatchState,
+  newDispatchItems,
+} from '../../shared/storage/ledger/dispatches.js';
+import { recordAttempt } from '../../shared/storage/ledger/attempts.js';
+import { listDispatchDue } from '../../shared/storage/ledger/dispatch-due.js';
 import { bucketOf, dueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';

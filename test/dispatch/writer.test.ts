@@ -1,7 +1,8 @@
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchKey } from '../../shared/ledger/dispatches.js';
+import { dispatchKey } from '../../shared/storage/ledger/dispatches.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { DynamoLedger } from '../../shared/storage/ledger/dynamo-ledger.js';
 import { dispatcherMetrics } from '../../workers/dispatcher/metrics.js';
 import { FirstAttemptWriter } from '../../workers/dispatcher/writer.js';
 import { testRuntime } from '../helpers/stack.js';
@@ -72,7 +73,9 @@ describe('first-attempt writer, safe mode', () => {
         return out;
       },
     } as unknown as typeof rt.dynamo.doc;
-    return { rt: { ...rt, dynamo: { ...rt.dynamo, doc } } as Runtime, sent };
+    const dynamo = { ...rt.dynamo, doc };
+    // The ledger the writer writes through, on the faulty client.
+    return { rt: { ...rt, dynamo, ledger: new DynamoLedger({ ...rt, dynamo }) } as Runtime, sent };
   }
 
   it('a transaction that keeps timing out is tried until it lands, its lost answer with the same token: recorded once', async () => {

@@ -1,16 +1,16 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { changeKeys } from '../../shared/ledger/changes.js';
-import { attemptSk, dispatchItems, dispatchPk } from '../../shared/ledger/dispatches.js';
-import { chainHash } from '../../shared/ledger/hash.js';
-import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/ledger/packed.js';
-import { RETAIN_ATTR } from '../../shared/ledger/retention.js';
-import { factOf, worstOf, type PostbackFact } from '../../shared/ledger/summary.js';
+import { changeKeys } from '../../shared/storage/ledger/changes.js';
+import { attemptSk, dispatchItems, dispatchPk } from '../../shared/storage/ledger/dispatches.js';
+import { chainHash } from '../../shared/domain/ledger/hash.js';
+import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/storage/ledger/packed.js';
+import { RETAIN_ATTR } from '../../shared/domain/ledger/retention.js';
+import { factOf, worstOf, type PostbackFact } from '../../shared/storage/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**
  * Changes one field of a dispatch's first attempt where it is stored: its own `ATT#001` item,
  * or the dispatch item's packed attribute when the dispatch was created with it
- * (shared/ledger/packed.ts). What an attacker with write access to the table could do;
+ * (shared/storage/ledger/packed.ts). What an attacker with write access to the table could do;
  * verification must notice.
  */
 export async function tamperFirstAttempt(
@@ -134,7 +134,7 @@ async function rewriteChain(
     update += ', gsi3pk = :cpk, gsi3sk = :csk';
     Object.assign(values, { ':cpk': keys.gsi3pk, ':csk': keys.gsi3sk });
   }
-  // The first attempt lives inside the head item's packed attribute (shared/ledger/packed.ts):
+  // The first attempt lives inside the head item's packed attribute (shared/storage/ledger/packed.ts):
   // it is now a stored entry of its own, the body packed alone.
   update += ', #z = :z';
   values[':z'] = packDispatch(head)[PACKED_ATTR];

@@ -3,7 +3,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeCursor } from '../../services/ledger/cursor.js';
 import { dispatchDetail, dispatchSummary } from '../../services/ledger/schemas.js';
-import { dispatchPk } from '../../shared/ledger/dispatches.js';
+import { dispatchPk } from '../../shared/storage/ledger/dispatches.js';
 import { tamperFirstAttempt } from '../helpers/tamper.js';
 import {
   allPages,

@@ -8,10 +8,14 @@ import {
   PAGES_INDEX,
   planListings,
   readAppDispatches,
-} from '../../shared/ledger/app-pages.js';
-import { recordAttempt } from '../../shared/ledger/attempts.js';
-import { currentLeaves, firstDispatchAt } from '../../shared/ledger/checkpoint-store.js';
-import { dispatchKey, dispatchPk, getDispatchState } from '../../shared/ledger/dispatches.js';
+} from '../../shared/storage/ledger/app-pages.js';
+import { recordAttempt } from '../../shared/storage/ledger/attempts.js';
+import { currentLeaves, firstDispatchAt } from '../../shared/storage/ledger/checkpoint-store.js';
+import {
+  dispatchKey,
+  dispatchPk,
+  getDispatchState,
+} from '../../shared/storage/ledger/dispatches.js';
 import { exportDispatches, readDispatchPage } from '../../shared/ledger/export.js';
 import { listDispatchesByApp } from '../../shared/ledger/queries.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -22,7 +26,7 @@ import { testRuntime } from '../helpers/stack.js';
 import { allPages, startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 
 /**
- * An app's dispatches listed through `gsi1` and carriers (shared/ledger/app-pages.ts): the
+ * An app's dispatches listed through `gsi1` and carriers (shared/storage/ledger/app-pages.ts): the
  * dispatcher's fast writer names the dispatches of one app it writes together by a listing one
  * of them carries (in the `pages` index) instead of a `gsi1` entry each, and every reader of an
  * app's dispatches merges both. Against DynamoDB Local: the writer and the readers, then the

@@ -8,8 +8,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keysService } from '../../services/keys/index.js';
 import { postbackService } from '../../services/postback/index.js';
-import { chainHead } from '../../shared/ledger/checkpoint-store.js';
-import { canonicalJson } from '../../shared/ledger/hash.js';
+import { chainHead } from '../../shared/storage/ledger/checkpoint-store.js';
+import { canonicalJson } from '../../shared/domain/ledger/hash.js';
 import { checkpointWorker } from '../../workers/checkpoints/index.js';
 import { complianceWorker } from '../../workers/compliance/index.js';
 import {

@@ -2,9 +2,13 @@ import { BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../../shared/domain/ids.js';
-import { firstAttemptRecord } from '../../shared/ledger/attempts.js';
-import { dispatchItems, dispatchKey, newDispatchState } from '../../shared/ledger/dispatches.js';
-import { PACKED_ATTR } from '../../shared/ledger/packed.js';
+import { firstAttemptRecord } from '../../shared/storage/ledger/attempts.js';
+import {
+  dispatchItems,
+  dispatchKey,
+  newDispatchState,
+} from '../../shared/storage/ledger/dispatches.js';
+import { PACKED_ATTR } from '../../shared/storage/ledger/packed.js';
 import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
 import {
   getDispatch,
@@ -12,12 +16,12 @@ import {
   listDispatchesByReference,
   verifyDispatchChain,
 } from '../../shared/ledger/queries.js';
-import { redactDispatchBodies } from '../../shared/ledger/redact.js';
+import { redactDispatchBodies } from '../../shared/storage/ledger/redact.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { testRuntime } from '../helpers/stack.js';
 
 /**
- * Packed dispatch items (shared/ledger/packed.ts) through every reader, against DynamoDB Local:
+ * Packed dispatch items (shared/storage/ledger/packed.ts) through every reader, against DynamoDB Local:
  * the listings by app and by principal (index entries) show every view field, the dispatch
  * reads back with its chain and verifies, and the erasure's redaction packs the redacted body
  * again.

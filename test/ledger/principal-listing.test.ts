@@ -1,11 +1,11 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DISPATCH_SK, dispatchPk } from '../../shared/ledger/dispatches.js';
+import { DISPATCH_SK, dispatchPk } from '../../shared/storage/ledger/dispatches.js';
 import { exportDispatches } from '../../shared/ledger/export.js';
 import { allPages, startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 
 /**
- * A principal's dispatches, listed by referenceId, from two sources (shared/ledger/principal.ts):
+ * A principal's dispatches, listed by referenceId, from two sources (shared/storage/ledger/principal.ts):
  * a consent's creation events' dispatches are written with no `gsi2` entry and found through the
  * principal's transactions; every other dispatch (here a withdrawal) has its entry. Real
  * processes: consents over REST, the dispatcher, DynamoDB Local and Kafka.

@@ -2,7 +2,11 @@ import { DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { postbackService } from '../../services/postback/index.js';
-import { DEFAULT_RETENTION_DAYS, RETAIN_ATTR, retainUntil } from '../../shared/ledger/retention.js';
+import {
+  DEFAULT_RETENTION_DAYS,
+  RETAIN_ATTR,
+  retainUntil,
+} from '../../shared/domain/ledger/retention.js';
 import { complianceWorker } from '../../workers/compliance/index.js';
 import { startLedgerProcess, type LedgerApp, type LedgerFixture } from './fixture.js';
 

@@ -4,7 +4,7 @@ import type { ConsentEvent, EventType } from '../../shared/domain/consent/events
 import { postbackDueAt } from '../../shared/domain/consent/events.js';
 import { newEventId, newReferenceId, uuidv7 } from '../../shared/domain/ids.js';
 import { dueEntry } from '../../shared/timers/due.js';
-import { newDispatchItems } from '../../shared/ledger/dispatches.js';
+import { newDispatchItems } from '../../shared/storage/ledger/dispatches.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /** Test data for the postback API: apps, and dispatches written with the ledger's own functions. */

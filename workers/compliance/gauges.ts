@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { POSTBACK_EVENTS, readGauges } from '../../shared/ledger/flag-entries.js';
-import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
+import { POSTBACK_EVENTS } from '../../shared/storage/ledger/flag-entries.js';
+import { releaseGaugeLease, takeGaugeLease } from '../../shared/storage/leases/gauge-lease.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
 
@@ -43,7 +43,7 @@ export class GaugeReporter {
       m.unconfirmedErasures.reset();
       return;
     }
-    const totals = await readGauges(this.rt);
+    const totals = await this.rt.ledger.readGauges();
     let unconfirmed = 0;
     for (const event of POSTBACK_EVENTS) {
       const t = totals[event]!;

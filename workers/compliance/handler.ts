@@ -3,10 +3,9 @@ import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js
 import type { PostbackMessage } from '../../shared/compliance/postback.js';
 import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
-import { slaCheckEntry } from '../../shared/ledger/flag-entries.js';
-import { writeCompliance, type ComplianceBase } from '../../shared/ledger/postbacks.js';
-import { retainUntilFor } from '../../shared/ledger/retention.js';
-import { readComplianceState } from '../../shared/ledger/summary.js';
+import { slaCheckEntry } from '../../shared/storage/ledger/flag-entries.js';
+import { type ComplianceBase } from '../../shared/storage/ledger/postbacks.js';
+import { retainUntilFor } from '../../shared/domain/ledger/retention.js';
 import { backoffMs } from '../../shared/backoff.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { ComplianceMetrics } from './metrics.js';
@@ -69,7 +68,7 @@ export function postbacksHandler(
 async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boolean> {
   for (let tries = 0; tries < MAX_TRIES; tries++) {
     // One read of the dispatch item, which summarises its postbacks and flags (summary.ts).
-    const state = await readComplianceState(rt, job.dispatchId);
+    const state = await rt.ledger.readComplianceState(job.dispatchId);
     if (!state) {
       if (!job.postback) {
         rt.log.warn({ dispatchId: job.dispatchId }, 'SLA check for an unknown dispatch; dropped');
@@ -111,7 +110,7 @@ async function apply(rt: Runtime, m: ComplianceMetrics, job: Job): Promise<boole
       policy,
     );
     const next = job.scheduleNext ? nextCheckAt(facts, evalAt, policy) : null;
-    const written = await writeCompliance(rt, {
+    const written = await rt.ledger.writeCompliance({
       base,
       ...(job.postback
         ? {

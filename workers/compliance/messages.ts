@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { postbackMessage } from '../../shared/compliance/postback.js';
-import { slaCheckMessage } from '../../shared/ledger/flag-entries.js';
+import { slaCheckMessage } from '../../shared/storage/ledger/flag-entries.js';
 
 /**
  * The two messages of the postbacks topic, told apart by `type`: a postback the postback API

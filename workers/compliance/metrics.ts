@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FLAGS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
-import { POSTBACK_EVENTS } from '../../shared/ledger/flag-entries.js';
+import { POSTBACK_EVENTS } from '../../shared/storage/ledger/flag-entries.js';
 import { getOrCreate } from '../../shared/metrics.js';
 
 /**

@@ -3,12 +3,8 @@ import { cached } from '../../shared/domain/cache.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError, coerceError } from '../../shared/errors.js';
 import { retryWhileTransient } from '../../shared/backoff.js';
-import {
-  firstAttemptRecord,
-  recordAttempt,
-  type RecordAttempt,
-} from '../../shared/ledger/attempts.js';
-import type { DispatchState } from '../../shared/ledger/dispatches.js';
+import { type RecordAttempt } from '../../shared/storage/ledger/attempts.js';
+import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
 import type { DueEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptResult, WebhookClient } from '../../shared/webhooks/client.js';
@@ -182,7 +178,10 @@ export class Attempter {
     nowMs: number,
   ): Promise<FirstWriteResult> {
     const state = record.state as DispatchState;
-    return this.o.writer.write(firstAttemptRecord(this.rt, { ...record, state, nowMs }), mode);
+    return this.o.writer.write(
+      this.rt.ledger.firstAttemptRecord({ ...record, state, nowMs }),
+      mode,
+    );
   }
 
   /** Records an attempt as `planSettle` decides, then counts it and moves endpoint health. */
@@ -202,7 +201,7 @@ export class Attempter {
       : // The attempt was made: its record is not given up on while the store is only slow
         // (given up, the safety net would make the attempt again).
         (
-          await retryWhileTransient(() => recordAttempt(rt, plan.record), {
+          await retryWhileTransient(() => rt.ledger.recordAttempt(plan.record), {
             signal: this.o.signal,
             onRetry: (err, tries) => {
               if (tries % 5 === 0)

@@ -3,14 +3,11 @@ import { getAppCached } from '../../shared/domain/apps.js';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import { AppError } from '../../shared/errors.js';
 import {
-  createDispatch,
   dispatchIdFor,
   webhookEndpoint,
-  recordedDispatches,
-  stampLate,
   newDispatchState,
-} from '../../shared/ledger/dispatches.js';
-import { retainUntilFor } from '../../shared/ledger/retention.js';
+} from '../../shared/storage/ledger/dispatches.js';
+import { retainUntilFor } from '../../shared/domain/ledger/retention.js';
 import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
@@ -83,11 +80,11 @@ export function consentEventHandler(
           : [],
       ),
     );
-    const existing = await recordedDispatches(rt, [...doubtful]);
+    const existing = await rt.ledger.recordedDispatches([...doubtful]);
     // A writer that landed one late and died before stamping it (see `FirstAttemptWriter`):
     // it gets its change stamp now, before its event is committed.
     const unstamped = [...existing.values()].filter((x) => !x.stamped);
-    d.metrics.ledgerLateStamps.inc(await stampLate(rt, unstamped, Date.now()));
+    d.metrics.ledgerLateStamps.inc(await rt.ledger.stampLate(unstamped, Date.now()));
     const out: Promise<unknown>[] = [];
     for (const p of parsed) {
       if (!('m' in p)) {
@@ -194,7 +191,7 @@ export function consentEventHandler(
   ) {
     // The app's retention, from the cache the attempts read the app through.
     const app = await getAppCached(rt, event.appId, { refreshAhead: true });
-    return createDispatch(rt, {
+    return rt.ledger.createDispatch({
       event,
       body,
       endpoint: endpointOf(event),

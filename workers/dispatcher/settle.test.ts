@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DispatchState } from '../../shared/ledger/dispatches.js';
+import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
 import type { AttemptResult } from '../../shared/webhooks/client.js';
 import { destinationOf, planSettle } from './settle.js';
 

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
+import type { LeaseDeps } from '../../shared/storage/leases/gauge-lease.js';
+import {
+  putPresence,
+  readRetryLeases,
+  releasePresence,
+  releaseShard,
+  takeShard,
+} from '../../shared/storage/leases/retry-leases.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { DEADLINE_MARGIN_MS } from './attempt.js';
@@ -12,12 +18,10 @@ import { DEADLINE_MARGIN_MS } from './attempt.js';
  * dies holding leases loses nothing: they run out, another copy takes them, and whatever was
  * due (including an attempt cut short) is still due on its dispatch item.
  *
- * Items in the `timers` table under pk `lease#retry`:
- * - `shard#{n}`: the lease of shard n (`owner`, `leaseUntil`), taken and renewed by a
- *   conditional put (`takeGaugeLease`);
- * - `copy#{owner}`: each live copy's presence, so the copies share the shards: each aims at
- *   `ceil(shards / live copies)`, and stops using and renewing what it holds beyond that, which
- *   another copy takes once it has run out.
+ * Each shard's lease and each live copy's presence are items of the `timers` table
+ * (shared/storage/leases/retry-leases.ts). The copies share the shards: each aims at
+ * `ceil(shards / live copies)`, and stops using and renewing what it holds beyond that, which
+ * another copy takes once it has run out.
  *
  * A lease taken over from another copy is used only `graceMs` (by default `leaseMs`) after
  * that copy's lease ran out, so the records of its last attempts have landed (see
@@ -32,10 +36,6 @@ import { DEADLINE_MARGIN_MS } from './attempt.js';
  * made twice: a duplicate webhook with the same `webhook-id`, never a second ledger record
  * (the record is conditional on the dispatch's attempt count).
  */
-
-const PK = 'lease#retry';
-const shardSk = (n: number) => `shard#${n}`;
-const copySk = (owner: string) => `copy#${owner}`;
 
 /** How much sooner than its lease's end a copy stops starting attempts on it. */
 export const SKEW_MS = 2_000;
@@ -75,7 +75,7 @@ export class ShardLeases {
   private stopped = false;
 
   constructor(
-    private readonly rt: Runtime,
+    private readonly db: LeaseDeps,
     private readonly o: { shards: number; leaseMs: number; log: Logger; graceMs?: number },
   ) {}
 
@@ -114,32 +114,16 @@ export class ShardLeases {
   /** One round: presence, then the leases kept, given back and taken. */
   async renew(nowMs = Date.now()): Promise<void> {
     if (this.stopped) return;
-    const { rt } = this;
+    const { db } = this;
     const untilMs = nowMs + this.o.leaseMs;
-    await rt.dynamo.doc.send(
-      new PutCommand({
-        TableName: rt.tables.timers,
-        Item: { pk: PK, sk: copySk(this.owner), owner: this.owner, leaseUntil: untilMs },
-      }),
-    );
-    const r = await rt.dynamo.doc.send(
-      new QueryCommand({
-        TableName: rt.tables.timers,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': PK },
-        ConsistentRead: true,
-      }),
-    );
-    const items = (r.Items ?? []) as { sk: string; owner: string; leaseUntil: number }[];
+    await putPresence(db, this.owner, untilMs);
+    const stored = await readRetryLeases(db);
     // Presences of copies gone for ten lease periods (killed, never stopped) are cleared.
-    for (const i of items)
-      if (i.sk.startsWith('copy#') && i.leaseUntil < nowMs - 10 * this.o.leaseMs)
-        await releaseGaugeLease(rt, i.owner, { pk: PK, sk: i.sk });
-    const copies = items.filter((i) => i.sk.startsWith('copy#') && i.leaseUntil >= nowMs).length;
+    for (const c of stored.copies)
+      if (c.leaseUntil < nowMs - 10 * this.o.leaseMs) await releasePresence(db, c.owner);
+    const copies = stored.copies.filter((c) => c.leaseUntil >= nowMs).length;
     const fair = Math.ceil(this.o.shards / Math.max(1, copies));
-    const lease = new Map(
-      items.filter((i) => i.sk.startsWith('shard#')).map((i) => [Number(i.sk.slice(6)), i]),
-    );
+    const lease = stored.shards;
     // The leases this copy holds, by the store's account: the rest are no longer its own.
     const mine: number[] = [];
     const free: number[] = [];
@@ -168,8 +152,7 @@ export class ShardLeases {
     );
     for (const n of [...keep, ...take]) {
       if (this.stopped) return;
-      const key = { pk: PK, sk: shardSk(n) };
-      if (await takeGaugeLease(rt, this.owner, nowMs, untilMs, key)) {
+      if (await takeShard(db, this.owner, n, nowMs, untilMs)) {
         const prev = lease.get(n);
         if (!this.held.has(n) && prev && prev.owner !== this.owner)
           this.usableFrom.set(n, prev.leaseUntil + (this.o.graceMs ?? this.o.leaseMs));
@@ -180,7 +163,7 @@ export class ShardLeases {
 
   private async giveBack(n: number): Promise<void> {
     this.held.delete(n);
-    await releaseGaugeLease(this.rt, this.owner, { pk: PK, sk: shardSk(n) });
+    await releaseShard(this.db, this.owner, n);
   }
 
   /**
@@ -193,7 +176,7 @@ export class ShardLeases {
     await this.running;
     try {
       for (const n of [...this.held.keys(), ...this.leaving]) await this.giveBack(n);
-      await releaseGaugeLease(this.rt, this.owner, { pk: PK, sk: copySk(this.owner) });
+      await releasePresence(this.db, this.owner);
     } catch (err) {
       // They run out by themselves.
       this.o.log.warn({ err }, 'retry shard leases not given back');

@@ -1,9 +1,3 @@
-import {
-  detachDispatchDue,
-  getDispatchState,
-  moveDispatchDue,
-} from '../../shared/ledger/dispatches.js';
-import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
 import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -28,7 +22,7 @@ export function laneOf(trigger: AttemptJob['trigger']): Lane {
 const CLAIM_CONCURRENCY = 16;
 
 /**
- * Reads the due-index (the ledger's `due` index of dispatch items, shared/ledger/dispatch-due.ts)
+ * Reads the due-index (the ledger's `due` index of dispatch items, shared/storage/ledger/dispatch-due.ts)
  * and turns due entries into attempt jobs.
  * - With shard leases (the dispatcher's way, shard-leases.ts): the retries and resends of the
  *   shards this copy holds are queued as they are, unclaimed (those of other copies' shards
@@ -105,7 +99,12 @@ export class Sweeper {
     await this.walker.walk(nowMs, async (b, shard) => {
       const room = this.o.room();
       if (room <= 0 || this.stopped) return 'stop';
-      const entries = await listDispatchDue(this.rt, b, shard, nowMs, room + this.active.size);
+      const entries = await this.rt.ledger.listDispatchDue(
+        b,
+        shard,
+        nowMs,
+        room + this.active.size,
+      );
       const todo = entries.filter((e) => !this.active.has(e.dispatchId));
       for (let i = 0; i < todo.length; i += CLAIM_CONCURRENCY)
         await Promise.all(todo.slice(i, i + CLAIM_CONCURRENCY).map((e) => this.fire(e)));
@@ -142,7 +141,7 @@ export class Sweeper {
 
   private async claim(e: DueEntry): Promise<void> {
     const { rt } = this;
-    const state = await getDispatchState(rt, e.dispatchId);
+    const state = await rt.ledger.getDispatchState(e.dispatchId);
     // Not the dispatch's current entry: the index had not caught up with a move yet.
     if (!state || state.dueSk !== e.sk) return;
     if (state.deliveryStatus !== 'pending' && e.kind !== 'manual') {
@@ -210,12 +209,12 @@ export class Sweeper {
   ): Promise<DueEntry | undefined> {
     const { rt } = this;
     const next = dueEntry(e.dispatchId, e.appId, dueAtMs, e.kind, rt.config.TIMER_SHARDS);
-    return (await moveDispatchDue(rt, e, next, attempts, snoozed)) ? next : undefined;
+    return (await rt.ledger.moveDispatchDue(e, next, attempts, snoozed)) ? next : undefined;
   }
 
   /** An automatic entry of a dispatch that is already settled: remove it. */
   private async retire(e: DueEntry): Promise<void> {
-    await detachDispatchDue(this.rt, e.dispatchId, e.sk);
+    await this.rt.ledger.detachDispatchDue(e.dispatchId, e.sk);
   }
 
   /** Stops sweeping and clears local timers (their entries stay in the index). Idempotent. */

@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, coerceError } from '../../shared/errors.js';
-import {
-  commitFirstAttempts,
-  firstAttemptPhases,
-  writeBatch,
-  type BatchPuts,
-  type FirstAttemptRecord,
-} from '../../shared/ledger/attempts.js';
-import { needsStamp } from '../../shared/ledger/changes.js';
-import { stampLate } from '../../shared/ledger/dispatches.js';
+import { type BatchPuts, type FirstAttemptRecord } from '../../shared/storage/ledger/attempts.js';
+import { needsStamp } from '../../shared/storage/ledger/changes.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { backoffMs } from '../../shared/backoff.js';
@@ -25,7 +18,7 @@ import type { DispatcherMetrics } from './metrics.js';
  *   a `gsi1` entry, its carrier (app-pages.ts). A
  *   dispatch item goes without a change-index stamp (one index write less) unless it is the
  *   first of its app this writer writes, or its period's first sealing may come before it
- *   lands (shared/ledger/changes.ts); one that landed that late after all is stamped before
+ *   lands (shared/storage/ledger/changes.ts); one that landed that late after all is stamped before
  *   its record is answered.
  * - `safe`: anyone else might (after a rebalance or a restart): conditional transactions,
  *   group-committed too (up to 90 items a transaction), and a dispatch that already exists
@@ -135,7 +128,7 @@ export class FirstAttemptWriter {
       // The SLA checks first, then the dispatch items (see firstAttemptPhases).
       const recs = batch.map((p) => p.rec);
       const stamped = this.toStamp(recs);
-      for (const phase of firstAttemptPhases(this.rt, recs, (r) => stamped.has(r)))
+      for (const phase of this.rt.ledger.firstAttemptPhases(recs, (r) => stamped.has(r)))
         await this.batchWrite(phase);
       await this.stampLanded(recs.filter((r) => !stamped.has(r)));
       for (const r of stamped) this.announced.add(String(r.head.appId));
@@ -175,7 +168,7 @@ export class FirstAttemptWriter {
       createdAt: String(r.head.createdAt),
     }));
     await this.retrying('change stamp of late dispatch items failed; retrying', async () => {
-      const n = await stampLate(this.rt, items, Date.now());
+      const n = await this.rt.ledger.stampLate(items, Date.now());
       if (n > 0) {
         this.o.metrics.ledgerLateStamps.inc(n);
         this.o.log.info({ stamped: n }, 'dispatch items landed late: change-stamped');
@@ -189,7 +182,7 @@ export class FirstAttemptWriter {
     let request = puts;
     if (Object.keys(request).length === 0) return;
     await this.retrying('ledger batch write failed; retrying', async () => {
-      request = await writeBatch(this.rt, request);
+      request = await this.rt.ledger.writeBatch(request);
       return Object.keys(request).length === 0;
     });
   }
@@ -252,8 +245,7 @@ export class FirstAttemptWriter {
     for (let tries = 0; left.length > 0;) {
       try {
         if (this.closed) throw new AppError('SVC_UNAVAILABLE', 'dispatcher is stopping');
-        const r = await commitFirstAttempts(
-          this.rt,
+        const r = await this.rt.ledger.commitFirstAttempts(
           left.map((p) => p.rec),
           token,
         );

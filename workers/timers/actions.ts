@@ -5,8 +5,7 @@ import { scrubPrincipal, type ScrubCounts } from '../../shared/domain/consent/sc
 import type { ExpiryKind } from '../../shared/domain/consent/timers.js';
 import type { ExpiryEntry } from '../../shared/storage/consents/timers.js';
 import type { TimerEntry } from '../../shared/timers/due.js';
-import type { SlaCheckEntry, SlaCheckMessage } from '../../shared/ledger/flag-entries.js';
-import { redactDispatchBodies } from '../../shared/ledger/redact.js';
+import type { SlaCheckEntry, SlaCheckMessage } from '../../shared/storage/ledger/flag-entries.js';
 import { getOrCreate } from '../../shared/metrics.js';
 import type { Runtime } from '../../shared/runtime.js';
 
@@ -82,7 +81,7 @@ export async function fireExpiry(
       rt.log.debug({ referenceId: entry.referenceId, status: r.status }, 'nothing to scrub');
       return;
     }
-    const dispatches = await redactDispatchBodies(rt, entry.appId, entry.referenceId, now);
+    const dispatches = await rt.ledger.redactDispatchBodies(entry.appId, entry.referenceId, now);
     const s = tally.scrub;
     s.principals += r.counts.principals;
     s.userPointers += r.counts.userPointers;

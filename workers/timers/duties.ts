@@ -8,7 +8,7 @@ import {
   type DutyEntry,
 } from '../../shared/duties/store.js';
 import { checkGrievance } from '../../shared/grievances/store.js';
-import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
+import { releaseGaugeLease, takeGaugeLease } from '../../shared/storage/leases/gauge-lease.js';
 import type { TimerEntry } from '../../shared/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 

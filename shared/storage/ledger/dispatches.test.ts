@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { creationEventIds, newEventId, patterns } from '../domain/ids.js';
+import { creationEventIds, newEventId, patterns } from '../../domain/ids.js';
 import {
   attemptSk,
   dispatchIdFor,

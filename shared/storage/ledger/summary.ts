@@ -1,8 +1,8 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
-import type { PostbackMessage } from '../compliance/postback.js';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
+import { FLAGS, worstFlag, type ComplianceFlag } from '../../compliance/flags.js';
+import type { PostbackMessage } from '../../compliance/postback.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { LedgerDeps } from './deps.js';
 import { impliedFields } from './packed.js';
 import { dispatchItems, type DispatchRecord, dispatchKey, isDispatchHead } from './dispatches.js';
 
@@ -56,12 +56,12 @@ export interface ComplianceState {
  * item, or (for an item without the summary) of all its items. Undefined when unknown.
  */
 export async function readComplianceState(
-  rt: Runtime,
+  db: LedgerDeps,
   dispatchId: string,
 ): Promise<ComplianceState | undefined> {
-  const r = await rt.dynamo.doc.send(
+  const r = await db.dynamo.doc.send(
     new GetCommand({
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: dispatchKey(dispatchId),
       ConsistentRead: true,
     }),
@@ -78,7 +78,7 @@ export async function readComplianceState(
       summaryStored: true,
     };
   }
-  const items = await dispatchItems(rt, dispatchId);
+  const items = await dispatchItems(db, dispatchId);
   const head = items[0] as (DispatchRecord & Record<string, unknown>) | undefined;
   if (!head || !isDispatchHead(head)) return undefined;
   const entries = (prefix: string) => items.filter((i) => String(i.sk).startsWith(prefix));
@@ -98,10 +98,10 @@ export async function readComplianceState(
  * dispatch item, in the transaction that also writes the postback's outbox item, refused
  * (condition failure) once `max` were accepted.
  */
-export function acceptPostbackItem(rt: Runtime, dispatchId: string, max: number): TransactItem {
+export function acceptPostbackItem(db: LedgerDeps, dispatchId: string, max: number): TransactItem {
   return {
     Update: {
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: dispatchKey(dispatchId),
       UpdateExpression: 'ADD postbacksAccepted :one',
       ConditionExpression:

@@ -1,8 +1,8 @@
-import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
-import { keys } from '../storage/consents/repository.js';
-import { creationEventIds } from '../domain/ids.js';
-import type { Runtime } from '../runtime.js';
-import { queryAll } from '../storage/query.js';
+import { DISPATCH_VIEW_ATTRS } from '../../../infra/definitions/tables.js';
+import { keys } from '../consents/repository.js';
+import { creationEventIds } from '../../domain/ids.js';
+import type { LedgerDeps } from './deps.js';
+import { queryAll } from '../query.js';
 import {
   dispatchIdFor,
   isDispatchHead,
@@ -32,20 +32,20 @@ import { impliedFields } from './packed.js';
  * not an app's.
  */
 export async function principalDispatches(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   referenceId: string,
 ): Promise<Record<string, unknown>[]> {
   const { pk } = keys.principal(appId, referenceId);
   const [indexed, transactions] = await Promise.all([
-    queryAll(rt.dynamo.doc, {
-      TableName: rt.tables.ledger,
+    queryAll(db.dynamo.doc, {
+      TableName: db.tables.ledger,
       IndexName: 'gsi2',
       KeyConditionExpression: 'gsi2pk = :pk',
       ExpressionAttributeValues: { ':pk': pk },
     }),
-    queryAll(rt.dynamo.doc, {
-      TableName: rt.tables.entities,
+    queryAll(db.dynamo.doc, {
+      TableName: db.tables.entities,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :txn)',
       ExpressionAttributeValues: { ':pk': pk, ':txn': 'TXN#' },
       ProjectionExpression: 'transactionId, createdAt',
@@ -66,7 +66,7 @@ export async function principalDispatches(
     for (const eventId of creationEventIds(t.transactionId, ms))
       wanted.add(dispatchIdFor(eventId, endpoint));
   }
-  for (const item of await readDispatchViews(rt, [...wanted])) {
+  for (const item of await readDispatchViews(db, [...wanted])) {
     const d = impliedFields(item);
     if (d.appId !== appId || d.referenceId !== referenceId) continue;
     byId.set(String(d.dispatchId), {
@@ -83,12 +83,12 @@ export async function principalDispatches(
 
 /** The view attributes (what a listing shows) and keys of the dispatch items that exist. */
 export async function readDispatchViews(
-  rt: Runtime,
+  db: LedgerDeps,
   ids: string[],
 ): Promise<Record<string, unknown>[]> {
   const attrs = ['pk', 'sk', ...DISPATCH_VIEW_ATTRS];
   const names = Object.fromEntries(attrs.map((a, i) => [`#a${i}`, a]));
-  const items = await readDispatchItems(rt, ids, {
+  const items = await readDispatchItems(db, ids, {
     ProjectionExpression: Object.keys(names).join(', '),
     ExpressionAttributeNames: names,
   });

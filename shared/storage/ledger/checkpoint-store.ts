@@ -1,9 +1,8 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { queryPages, type QueryInput } from '../storage/query.js';
+import type { LedgerDeps } from './deps.js';
+import { queryPages, type QueryInput } from '../query.js';
 import { CHANGE_SHARDS, parseChangeKey, type Change } from './changes.js';
-import { latestOverlapping, type Checkpoint } from './checkpoint.js';
-import type { Leaf } from './merkle.js';
+import { latestOverlapping, type Checkpoint, type Leaf } from '../../domain/ledger/checkpoints.js';
 import { dispatchIdOf } from './packed.js';
 import { readAppDispatches } from './app-pages.js';
 
@@ -44,12 +43,12 @@ const strip = (i: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(i).filter(([k]) => !STORAGE.has(k)));
 
 async function queryAll(
-  rt: Runtime,
+  db: LedgerDeps,
   input: QueryInput,
   stop?: (item: Record<string, unknown>) => boolean,
 ): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  for await (const items of queryPages(rt.dynamo.doc, input)) {
+  for await (const items of queryPages(db.dynamo.doc, input)) {
     for (const i of items) {
       if (stop?.(i)) return out;
       out.push(i);
@@ -59,10 +58,10 @@ async function queryAll(
 }
 
 /** The app's newest checkpoint (strongly consistent). */
-export async function chainHead(rt: Runtime, appId: string): Promise<Checkpoint | undefined> {
-  const r = await rt.dynamo.doc.send(
+export async function chainHead(db: LedgerDeps, appId: string): Promise<Checkpoint | undefined> {
+  const r = await db.dynamo.doc.send(
     new QueryCommand({
-      TableName: rt.tables.checkpoints,
+      TableName: db.tables.checkpoints,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': chainPk(appId) },
       ScanIndexForward: false,
@@ -76,12 +75,12 @@ export async function chainHead(rt: Runtime, appId: string): Promise<Checkpoint 
 
 /** The app's checkpoints from `fromSeq` on, in order. */
 export async function readChain(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   fromSeq: number,
 ): Promise<Checkpoint[]> {
-  const items = await queryAll(rt, {
-    TableName: rt.tables.checkpoints,
+  const items = await queryAll(db, {
+    TableName: db.tables.checkpoints,
     KeyConditionExpression: 'pk = :pk AND sk >= :from',
     ExpressionAttributeValues: { ':pk': chainPk(appId), ':from': seqSk(Math.max(1, fromSeq)) },
     ConsistentRead: true,
@@ -90,13 +89,13 @@ export async function readChain(
 }
 
 export async function getCheckpoint(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   seq: number,
 ): Promise<Checkpoint | undefined> {
-  const r = await rt.dynamo.doc.send(
+  const r = await db.dynamo.doc.send(
     new GetCommand({
-      TableName: rt.tables.checkpoints,
+      TableName: db.tables.checkpoints,
       Key: { pk: chainPk(appId), sk: seqSk(seq) },
       ConsistentRead: true,
     }),
@@ -106,13 +105,13 @@ export async function getCheckpoint(
 
 /** The sealed period starting at or before `at` that starts latest (it may end before `at`). */
 export async function pointerAt(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   at: string,
 ): Promise<PeriodPointer | undefined> {
-  const r = await rt.dynamo.doc.send(
+  const r = await db.dynamo.doc.send(
     new QueryCommand({
-      TableName: rt.tables.checkpoints,
+      TableName: db.tables.checkpoints,
       KeyConditionExpression: 'pk = :pk AND sk <= :at',
       ExpressionAttributeValues: { ':pk': periodsPk(appId), ':at': at },
       ScanIndexForward: false,
@@ -126,15 +125,15 @@ export async function pointerAt(
 
 /** Sealed periods overlapping [from, to), newest first. Periods never overlap each other. */
 export async function pointersOverlapping(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   from: string,
   to: string,
 ): Promise<PeriodPointer[]> {
   const items = await queryAll(
-    rt,
+    db,
     {
-      TableName: rt.tables.checkpoints,
+      TableName: db.tables.checkpoints,
       KeyConditionExpression: 'pk = :pk AND sk < :to',
       ExpressionAttributeValues: { ':pk': periodsPk(appId), ':to': to },
       ScanIndexForward: false,
@@ -146,13 +145,13 @@ export async function pointersOverlapping(
 }
 
 export async function readLeaves(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   periodStart: string,
   root: string,
 ): Promise<Leaf[]> {
-  const pages = await queryAll(rt, {
-    TableName: rt.tables.checkpoints,
+  const pages = await queryAll(db, {
+    TableName: db.tables.checkpoints,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :root)',
     ExpressionAttributeValues: { ':pk': leavesPk(appId, periodStart), ':root': `${root}#` },
     ConsistentRead: true,
@@ -173,14 +172,14 @@ export type WriteResult = 'written' | 'conflict';
  * `conflict`: another sealer took this seq first.
  */
 export async function writeCheckpoint(
-  rt: Runtime,
+  db: LedgerDeps,
   cp: Checkpoint,
   leaves: readonly Leaf[],
 ): Promise<WriteResult> {
-  const T = rt.tables.checkpoints;
+  const T = db.tables.checkpoints;
   for (let i = 0, page = 0; i < leaves.length; i += PAGE, page++) {
     const chunk = leaves.slice(i, i + PAGE).map((l) => [l.dispatchId, l.createdAt, l.headHash]);
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new PutCommand({
         TableName: T,
         Item: {
@@ -200,7 +199,7 @@ export async function writeCheckpoint(
     root: cp.root,
   };
   try {
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new TransactWriteCommand({
         TransactItems: [
           {
@@ -232,9 +231,9 @@ export async function writeCheckpoint(
   }
 }
 
-export async function registeredApps(rt: Runtime): Promise<string[]> {
-  const items = await queryAll(rt, {
-    TableName: rt.tables.checkpoints,
+export async function registeredApps(db: LedgerDeps): Promise<string[]> {
+  const items = await queryAll(db, {
+    TableName: db.tables.checkpoints,
     KeyConditionExpression: 'pk = :pk',
     ExpressionAttributeValues: { ':pk': 'APPS' },
     ProjectionExpression: '#sk',
@@ -244,10 +243,10 @@ export async function registeredApps(rt: Runtime): Promise<string[]> {
 }
 
 /** Up to where (a period boundary, ISO) the change index has been read; undefined at first. */
-export async function scanMark(rt: Runtime): Promise<string | undefined> {
-  const r = await rt.dynamo.doc.send(
+export async function scanMark(db: LedgerDeps): Promise<string | undefined> {
+  const r = await db.dynamo.doc.send(
     new GetCommand({
-      TableName: rt.tables.checkpoints,
+      TableName: db.tables.checkpoints,
       Key: { pk: 'STATE', sk: 'SCAN' },
       ConsistentRead: true,
     }),
@@ -256,11 +255,11 @@ export async function scanMark(rt: Runtime): Promise<string | undefined> {
 }
 
 /** Moves the mark forward (never back, whichever copy of the sealer writes last). */
-export async function setScanMark(rt: Runtime, through: string): Promise<void> {
+export async function setScanMark(db: LedgerDeps, through: string): Promise<void> {
   try {
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new PutCommand({
-        TableName: rt.tables.checkpoints,
+        TableName: db.tables.checkpoints,
         Item: { pk: 'STATE', sk: 'SCAN', through },
         ConditionExpression: 'attribute_not_exists(pk) OR #t < :t',
         ExpressionAttributeNames: { '#t': 'through' },
@@ -273,12 +272,12 @@ export async function setScanMark(rt: Runtime, through: string): Promise<void> {
 }
 
 /** Dispatches whose last change was stamped with a period start in [from, to) (any app). */
-export async function changesIn(rt: Runtime, from: string, to: string): Promise<Change[]> {
+export async function changesIn(db: LedgerDeps, from: string, to: string): Promise<Change[]> {
   const shards = Array.from({ length: CHANGE_SHARDS }, (_, i) => i);
   const pages = await Promise.all(
     shards.map((s) =>
-      queryAll(rt, {
-        TableName: rt.tables.ledger,
+      queryAll(db, {
+        TableName: db.tables.ledger,
         IndexName: 'gsi3',
         // Keys are `{stamp}#…`: every key with stamp `to` sorts after `to`, so BETWEEN ends before them.
         KeyConditionExpression: 'gsi3pk = :pk AND gsi3sk BETWEEN :from AND :to',
@@ -294,7 +293,7 @@ export async function changesIn(rt: Runtime, from: string, to: string): Promise<
  * from `gsi1` and the carriers (app-pages.ts).
  */
 export async function currentLeaves(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   start: string,
   end: string,
@@ -302,7 +301,7 @@ export async function currentLeaves(
   const leaves: Leaf[] = [];
   let after: string | undefined;
   do {
-    const page = await readAppDispatches(rt, { appId, from: start, to: end, after, want: 1000 });
+    const page = await readAppDispatches(db, { appId, from: start, to: end, after, want: 1000 });
     for (const i of page.items)
       leaves.push({
         dispatchId: String(dispatchIdOf(i)),
@@ -315,8 +314,8 @@ export async function currentLeaves(
 }
 
 /** createdAt of the app's first dispatch, or undefined when it has none. */
-export async function firstDispatchAt(rt: Runtime, appId: string): Promise<string | undefined> {
-  const first = (await readAppDispatches(rt, { appId, want: 1 })).items[0];
+export async function firstDispatchAt(db: LedgerDeps, appId: string): Promise<string | undefined> {
+  const first = (await readAppDispatches(db, { appId, want: 1 })).items[0];
   return first ? String(first.createdAt) : undefined;
 }
 
@@ -332,18 +331,18 @@ export interface ExportedCheckpoint extends Checkpoint {
  * is there, and the leaves of each checkpoint in force for those periods.
  */
 export async function checkpointsFor(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   from: string,
   to: string,
 ): Promise<ExportedCheckpoint[]> {
-  const head = await chainHead(rt, appId);
+  const head = await chainHead(db, appId);
   if (!head) return [];
-  const pointers = await pointersOverlapping(rt, appId, from, to);
+  const pointers = await pointersOverlapping(db, appId, from, to);
   let start = Math.min(head.seq, ...pointers.map((p) => p.seq));
   let chain: Checkpoint[];
   for (;;) {
-    chain = await readChain(rt, appId, start);
+    chain = await readChain(db, appId, start);
     const need = Math.min(
       start,
       ...latestOverlapping(chain, from, to).map((c) => c.replaces?.seq ?? c.seq),
@@ -354,7 +353,7 @@ export async function checkpointsFor(
   const inForce = new Set(latestOverlapping(chain, from, to));
   return Promise.all(
     chain.map(async (c) =>
-      inForce.has(c) ? { ...c, leaves: await readLeaves(rt, appId, c.periodStart, c.root) } : c,
+      inForce.has(c) ? { ...c, leaves: await readLeaves(db, appId, c.periodStart, c.root) } : c,
     ),
   );
 }

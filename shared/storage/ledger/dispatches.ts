@@ -1,19 +1,19 @@
 import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from '@aws-sdk/lib-dynamodb';
-import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
-import type { ConsentEvent } from '../domain/consent/events.js';
-import { creationEventIds, hashedUlidRandom } from '../domain/ids.js';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { backoffMs } from '../backoff.js';
-import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo.js';
-import { queryAll } from '../storage/query.js';
-import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
+import { DISPATCH_VIEW_ATTRS } from '../../../infra/definitions/tables.js';
+import type { ConsentEvent } from '../../domain/consent/events.js';
+import { creationEventIds, hashedUlidRandom } from '../../domain/ids.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { LedgerDeps } from './deps.js';
+import { backoffMs } from '../../backoff.js';
+import { isConditionFailure, updateIfHolds, writeItems } from '../dynamo.js';
+import { queryAll } from '../query.js';
+import type { DeliveryStatus, ErrorClass } from '../../domain/ledger/delivery.js';
 import { changeKeys, needsStamp } from './changes.js';
-import type { DueEntry, DueKind } from '../timers/due.js';
+import type { DueEntry, DueKind } from '../../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
-import { GENESIS, chainHash, sha256Hex } from './hash.js';
-import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { GENESIS, chainHash, sha256Hex } from '../../domain/ledger/hash.js';
+import { RETAIN_ATTR, retainUntilFor } from '../../domain/ledger/retention.js';
 import { CREATION_FIELDS } from './creation.js';
 import { dispatchIdOf, impliedFields, packDispatch, unpackDispatch } from './packed.js';
 
@@ -127,6 +127,18 @@ const CREATION: readonly (keyof DispatchCreation)[] = CREATION_FIELDS;
 
 export function creationOf(item: Record<string, unknown>): DispatchCreation {
   return Object.fromEntries(CREATION.map((k) => [k, item[k]])) as unknown as DispatchCreation;
+}
+
+/** A dispatch to create before any attempt (`newDispatchItems`). */
+export interface NewDispatchInput {
+  event: ConsentEvent;
+  body: string;
+  endpoint: string;
+  nowMs: number;
+  due: (id: string) => DueEntry;
+  traceparent?: string | undefined;
+  /** The TTL of the dispatch item (retention.ts); the default retention from now when absent. */
+  retainUntil?: number | undefined;
 }
 
 export interface NewDispatch {
@@ -252,10 +264,10 @@ export function appIndexUpdate(d: { appId: string; createdAt: string; dispatchId
  * event's creation; never in the past): the compliance worker counts it as awaiting and
  * schedules the next check (near-deadline mark, deadlines).
  */
-export function firstSlaCheck(rt: Runtime, state: DispatchState, nowMs: number) {
+export function firstSlaCheck(db: LedgerDeps, state: DispatchState, nowMs: number) {
   if (!state.postbackRequired) return undefined;
   const firstCheck = Math.max(nowMs, Date.parse(state.createdAt) || 0);
-  return slaCheckEntry(state.dispatchId, state.appId, firstCheck, rt.config.TIMER_SHARDS);
+  return slaCheckEntry(state.dispatchId, state.appId, firstCheck, db.config.TIMER_SHARDS);
 }
 
 /**
@@ -264,33 +276,21 @@ export function firstSlaCheck(rt: Runtime, state: DispatchState, nowMs: number) 
  * path of a dispatch whose first attempt is left to the due-index or must be findable by a
  * postback before it is made.
  */
-export function newDispatchItems(
-  rt: Runtime,
-  o: {
-    event: ConsentEvent;
-    body: string;
-    endpoint: string;
-    nowMs: number;
-    due: (id: string) => DueEntry;
-    traceparent?: string | undefined;
-    /** The TTL of the dispatch item (retention.ts); the default retention from now when absent. */
-    retainUntil?: number | undefined;
-  },
-): NewDispatch {
+export function newDispatchItems(db: LedgerDeps, o: NewDispatchInput): NewDispatch {
   const fresh = newDispatchState(o);
   const due = o.due(fresh.dispatchId);
   const state: DispatchState = {
     ...fresh,
     ...dispatchDue(due),
-    ...changeKeys(fresh, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS),
+    ...changeKeys(fresh, Date.now(), db.config.LEDGER_CHECKPOINT_PERIOD_MS),
   };
-  const sla = firstSlaCheck(rt, state, o.nowMs);
+  const sla = firstSlaCheck(db, state, o.nowMs);
   return {
     state,
     items: [
       {
         Put: {
-          TableName: rt.tables.ledger,
+          TableName: db.tables.ledger,
           Item: packDispatch({
             ...dispatchItem(state),
             [RETAIN_ATTR]: o.retainUntil ?? retainUntilFor(undefined),
@@ -298,7 +298,7 @@ export function newDispatchItems(
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
-      ...(sla ? [{ Put: { TableName: rt.tables.timers, Item: { ...sla } } }] : []),
+      ...(sla ? [{ Put: { TableName: db.tables.timers, Item: { ...sla } } }] : []),
     ],
   };
 }
@@ -309,12 +309,12 @@ export function newDispatchItems(
  * `duplicate` (nothing written) when the dispatch exists already.
  */
 export async function createDispatch(
-  rt: Runtime,
-  o: Parameters<typeof newDispatchItems>[1],
+  db: LedgerDeps,
+  o: NewDispatchInput,
 ): Promise<{ result: 'recorded' | 'duplicate'; state: DispatchState }> {
-  const created = newDispatchItems(rt, o);
+  const created = newDispatchItems(db, o);
   try {
-    await writeItems(rt.dynamo.doc, created.items);
+    await writeItems(db.dynamo.doc, created.items);
     return { result: 'recorded', state: created.state };
   } catch (err) {
     if (isConditionFailure(err)) return { result: 'duplicate', state: created.state };
@@ -329,14 +329,14 @@ export async function createDispatch(
  * did not hold.
  */
 export async function moveDispatchDue(
-  rt: Runtime,
+  db: LedgerDeps,
   from: DueEntry,
   to: DueEntry,
   attempts?: number,
   snoozed = false,
 ): Promise<boolean> {
-  return updateIfHolds(rt.dynamo.doc, {
-    TableName: rt.tables.ledger,
+  return updateIfHolds(db.dynamo.doc, {
+    TableName: db.tables.ledger,
     Key: dispatchKey(from.dispatchId),
     UpdateExpression: `SET duePk = :pk, dueSk = :sk, dueKind = :kind${snoozed ? ' ADD dueSnoozes :one' : ''}`,
     ConditionExpression: attempts === undefined ? 'dueSk = :old' : 'dueSk = :old AND attempts = :n',
@@ -356,12 +356,12 @@ export async function moveDispatchDue(
  * `dueSk` (otherwise nothing changes).
  */
 export async function detachDispatchDue(
-  rt: Runtime,
+  db: LedgerDeps,
   dispatchId: string,
   dueSk: string,
 ): Promise<void> {
-  await updateIfHolds(rt.dynamo.doc, {
-    TableName: rt.tables.ledger,
+  await updateIfHolds(db.dynamo.doc, {
+    TableName: db.tables.ledger,
     Key: dispatchKey(dispatchId),
     UpdateExpression: `REMOVE ${DUE_ATTRS}`,
     ConditionExpression: 'dueSk = :sk',
@@ -370,8 +370,8 @@ export async function detachDispatchDue(
 }
 
 /** Which of these dispatches exist in the ledger (consistent reads, 100 keys a request). */
-export async function existingDispatches(rt: Runtime, ids: string[]): Promise<Set<string>> {
-  return new Set((await recordedDispatches(rt, ids)).keys());
+export async function existingDispatches(db: LedgerDeps, ids: string[]): Promise<Set<string>> {
+  return new Set((await recordedDispatches(db, ids)).keys());
 }
 
 /** What a ledger read by key returns of each item. */
@@ -385,12 +385,12 @@ type Projection = {
  * unprocessed keys asked again with a back-off), with only what `projection` names.
  */
 export function readDispatchItems(
-  rt: Runtime,
+  db: LedgerDeps,
   ids: readonly string[],
   projection: Projection,
 ): Promise<Record<string, unknown>[]> {
   return readLedgerItems(
-    rt,
+    db,
     ids.map((id) => dispatchKey(id)),
     projection,
   );
@@ -398,7 +398,7 @@ export function readDispatchItems(
 
 /** The ledger items of these keys that exist, read as `readDispatchItems` reads. */
 export async function readLedgerItems(
-  rt: Runtime,
+  db: LedgerDeps,
   itemKeys: readonly Record<string, unknown>[],
   projection: Projection,
 ): Promise<Record<string, unknown>[]> {
@@ -408,13 +408,13 @@ export async function readLedgerItems(
     for (let round = 0; keys && keys.length > 0; round++) {
       if (round > 0)
         await new Promise((r) => setTimeout(r, backoffMs(round, { baseMs: 50, maxMs: 2_000 })));
-      const r: BatchGetCommandOutput = await rt.dynamo.doc.send(
+      const r: BatchGetCommandOutput = await db.dynamo.doc.send(
         new BatchGetCommand({
-          RequestItems: { [rt.tables.ledger]: { Keys: keys, ConsistentRead: true, ...projection } },
+          RequestItems: { [db.tables.ledger]: { Keys: keys, ConsistentRead: true, ...projection } },
         }),
       );
-      out.push(...(r.Responses?.[rt.tables.ledger] ?? []));
-      keys = r.UnprocessedKeys?.[rt.tables.ledger]?.Keys;
+      out.push(...(r.Responses?.[db.tables.ledger] ?? []));
+      keys = r.UnprocessedKeys?.[db.tables.ledger]?.Keys;
     }
   }
   return out;
@@ -425,11 +425,11 @@ export async function readLedgerItems(
  * id, each with what `stampLate` needs and whether it carries a change stamp.
  */
 export async function recordedDispatches(
-  rt: Runtime,
+  db: LedgerDeps,
   ids: string[],
 ): Promise<Map<string, Unstamped & { stamped: boolean }>> {
   const found = new Map<string, Unstamped & { stamped: boolean }>();
-  const items = await readDispatchItems(rt, [...new Set(ids)], {
+  const items = await readDispatchItems(db, [...new Set(ids)], {
     ProjectionExpression: 'pk, dispatchId, appId, createdAt, gsi3pk',
   });
   for (const item of items) {
@@ -456,16 +456,16 @@ export interface Unstamped {
  * change stamped it already). Resolves to how many were stamped; store errors are thrown.
  */
 export async function stampLate(
-  rt: Runtime,
+  db: LedgerDeps,
   items: readonly Unstamped[],
   nowMs: number,
 ): Promise<number> {
-  const late = items.filter((d) => needsStamp(d.createdAt, nowMs, rt.config));
+  const late = items.filter((d) => needsStamp(d.createdAt, nowMs, db.config));
   const done = await Promise.all(
     late.map((d) => {
-      const k = changeKeys(d, nowMs, rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
-      return updateIfHolds(rt.dynamo.doc, {
-        TableName: rt.tables.ledger,
+      const k = changeKeys(d, nowMs, db.config.LEDGER_CHECKPOINT_PERIOD_MS);
+      return updateIfHolds(db.dynamo.doc, {
+        TableName: db.tables.ledger,
         Key: dispatchKey(d.dispatchId),
         UpdateExpression: 'SET gsi3pk = :pk, gsi3sk = :sk',
         ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(gsi3pk)',
@@ -477,12 +477,12 @@ export async function stampLate(
 }
 
 export async function getDispatchState(
-  rt: Runtime,
+  db: LedgerDeps,
   dispatchId: string,
 ): Promise<DispatchState | undefined> {
-  const r = await rt.dynamo.doc.send(
+  const r = await db.dynamo.doc.send(
     new GetCommand({
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: dispatchKey(dispatchId),
       ConsistentRead: true,
     }),
@@ -516,11 +516,11 @@ export function toAttempt(item: Record<string, unknown>): Omit<AttemptEntry, 'ty
 
 /** Raw items of a dispatch (the dispatch item first, then its entries in order). */
 export async function dispatchItems(
-  rt: Runtime,
+  db: LedgerDeps,
   dispatchId: string,
 ): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.ledger,
+  const out: Record<string, unknown>[] = await queryAll(db.dynamo.doc, {
+    TableName: db.tables.ledger,
     KeyConditionExpression: 'pk = :pk',
     ExpressionAttributeValues: { ':pk': dispatchPk(dispatchId) },
     ConsistentRead: true,

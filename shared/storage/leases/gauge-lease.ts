@@ -1,6 +1,12 @@
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import { isConditionFailure } from '../dynamo.js';
+
+/** What a lease's writes use (a caller holding the whole runtime passes it as it is). */
+export interface LeaseDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'timers'>;
+}
 
 /**
  * The lease of the compliance gauges (`readGauges`, flags.ts): exactly one worker copy reports
@@ -14,16 +20,16 @@ const LEASE_KEY = { pk: 'lease#compliance-gauges', sk: 'lease' };
  * out before `nowMs`, or `owner` holds it already. False when someone else holds it.
  */
 export async function takeGaugeLease(
-  rt: Runtime,
+  db: LeaseDeps,
   owner: string,
   nowMs: number,
   untilMs: number,
   key: { pk: string; sk: string } = LEASE_KEY,
 ): Promise<boolean> {
   try {
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new PutCommand({
-        TableName: rt.tables.timers,
+        TableName: db.tables.timers,
         Item: { ...key, owner, leaseUntil: untilMs },
         ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #o = :me',
         ExpressionAttributeNames: { '#o': 'owner' },
@@ -39,14 +45,14 @@ export async function takeGaugeLease(
 
 /** Hands the lease back if `owner` still holds it (otherwise nothing changes). */
 export async function releaseGaugeLease(
-  rt: Runtime,
+  db: LeaseDeps,
   owner: string,
   key: { pk: string; sk: string } = LEASE_KEY,
 ): Promise<void> {
   try {
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new DeleteCommand({
-        TableName: rt.tables.timers,
+        TableName: db.tables.timers,
         Key: key,
         ConditionExpression: '#o = :me',
         ExpressionAttributeNames: { '#o': 'owner' },

@@ -1,8 +1,8 @@
 import { BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { cancellationReasons, isConditionFailure, writeItems } from '../storage/dynamo.js';
-import type { DeliveryStatus } from '../webhooks/schedule.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { LedgerDeps } from './deps.js';
+import { cancellationReasons, isConditionFailure, writeItems } from '../dynamo.js';
+import type { DeliveryStatus } from '../../domain/ledger/delivery.js';
 import { changeKeys } from './changes.js';
 import {
   appIndexUpdate,
@@ -15,12 +15,12 @@ import {
   type DispatchState,
   dispatchKey,
 } from './dispatches.js';
-import type { DueEntry } from '../timers/due.js';
+import type { DueEntry } from '../../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { planListings, withListing } from './app-pages.js';
-import { chainHash } from './hash.js';
+import { chainHash } from '../../domain/ledger/hash.js';
 import { packDispatch } from './packed.js';
-import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { RETAIN_ATTR, retainUntilFor } from '../../domain/ledger/retention.js';
 
 /** Appending attempt entries to a dispatch's chain (see dispatches.ts for the layout). */
 
@@ -68,22 +68,22 @@ export const INLINE_ATTEMPTS = 16;
  * head moved, the entry is chained again to the new head and the write retried.
  */
 export async function recordAttempt(
-  rt: Runtime,
+  db: LedgerDeps,
   r: RecordAttempt,
 ): Promise<{ result: RecordResult; entry: AttemptEntry }> {
   let state = r.state;
   let withDue = true;
   for (let tries = 0; ; tries++) {
-    const { entry, items } = attemptItems(rt, { ...r, state }, withDue);
+    const { entry, items } = attemptItems(db, { ...r, state }, withDue);
     try {
-      await writeItems(rt.dynamo.doc, items);
+      await writeItems(db.dynamo.doc, items);
       return { result: withDue ? 'recorded' : 'recorded_requeued', entry };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
     }
     // This attempt number is taken (a duplicate), the due entry moved (re-queued), or the
     // head moved (another entry was appended).
-    const now = await getDispatchState(rt, r.state.dispatchId);
+    const now = await getDispatchState(db, r.state.dispatchId);
     if (!now || now.attempts !== r.state.attempts || tries >= MAX_RECHAINS)
       return { result: 'duplicate', entry };
     if (now.dueSk !== state.dueSk) withDue = false;
@@ -121,7 +121,7 @@ export interface FirstAttemptRecord {
  * stays uncommitted in Kafka until it lands, which is what redoes an attempt cut short).
  */
 export function firstAttemptRecord(
-  rt: Runtime,
+  db: LedgerDeps,
   r: Omit<RecordAttempt, 'state'> & { state: DispatchState; nowMs: number },
 ): FirstAttemptRecord {
   const s = r.state;
@@ -137,7 +137,7 @@ export function firstAttemptRecord(
   const { duePk: _dp, dueSk: _ds, ...rest } = s;
   const after: DispatchState = {
     ...rest,
-    ...changeKeys(s, r.nowMs, rt.config.LEDGER_CHECKPOINT_PERIOD_MS),
+    ...changeKeys(s, r.nowMs, db.config.LEDGER_CHECKPOINT_PERIOD_MS),
     attempts: 1,
     headHash: entry.hash,
     deliveryStatus: r.deliveryStatus,
@@ -146,7 +146,7 @@ export function firstAttemptRecord(
     nextAttemptAt: r.next ? r.next.dueAt : null,
     ...(r.next ? dispatchDue(r.next) : {}),
   };
-  const sla = firstSlaCheck(rt, s, r.nowMs);
+  const sla = firstSlaCheck(db, s, r.nowMs);
   return {
     dispatchId: s.dispatchId,
     entry,
@@ -155,7 +155,7 @@ export function firstAttemptRecord(
       firstAttempt: entry,
       [RETAIN_ATTR]: r.retainUntil ?? retainUntilFor(undefined),
     }),
-    children: sla ? [{ table: rt.tables.timers, item: { ...sla } }] : [],
+    children: sla ? [{ table: db.tables.timers, item: { ...sla } }] : [],
   };
 }
 
@@ -180,7 +180,7 @@ function batchPuts(items: readonly { table: string; item: Record<string, unknown
  * carrier says how (`listedBy`).
  */
 export function firstAttemptPhases(
-  rt: Runtime,
+  db: LedgerDeps,
   recs: readonly FirstAttemptRecord[],
   stamp: (rec: FirstAttemptRecord) => boolean,
 ): BatchPuts[] {
@@ -194,7 +194,7 @@ export function firstAttemptPhases(
       r.listedBy = 'itself';
     } else if (plan.heads[i]!.gsi1pk === undefined) r.listedBy = 'carrier';
   });
-  const ledger = (item: Record<string, unknown>) => ({ table: rt.tables.ledger, item });
+  const ledger = (item: Record<string, unknown>) => ({ table: db.tables.ledger, item });
   return [
     ...batchPutsOf([
       ...recs.flatMap((r) => r.children),
@@ -224,26 +224,11 @@ function unstamped(head: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * The records whose dispatch item is not in the ledger (consistent reads, 100 keys a request):
- * what a store that lost acknowledged writes no longer has.
- */
-export async function missingFirstAttempts(
-  rt: Runtime,
-  recs: readonly FirstAttemptRecord[],
-): Promise<FirstAttemptRecord[]> {
-  const found = await existingDispatches(
-    rt,
-    recs.map((r) => r.dispatchId),
-  );
-  return recs.filter((r) => !found.has(r.dispatchId));
-}
-
-/**
  * One `BatchWriteItem` request (at most 25 puts). Resolves to the puts it left unprocessed
  * (`{}` when all are in); a failed request throws as it came, for the caller to classify.
  */
-export async function writeBatch(rt: Runtime, puts: BatchPuts): Promise<BatchPuts> {
-  const r = await rt.dynamo.doc.send(new BatchWriteCommand({ RequestItems: puts }));
+export async function writeBatch(db: LedgerDeps, puts: BatchPuts): Promise<BatchPuts> {
+  const r = await db.dynamo.doc.send(new BatchWriteCommand({ RequestItems: puts }));
   return (r.UnprocessedItems ?? {}) as BatchPuts;
 }
 
@@ -265,7 +250,7 @@ export type FirstAttemptsCommit =
  * request idempotent: sent again after an answer was lost, it succeeds without writing again.
  */
 export async function commitFirstAttempts(
-  rt: Runtime,
+  db: LedgerDeps,
   recs: readonly FirstAttemptRecord[],
   requestToken?: string,
 ): Promise<FirstAttemptsCommit> {
@@ -273,12 +258,12 @@ export async function commitFirstAttempts(
   /** Which record each item belongs to. */
   const owner: number[] = [];
   recs.forEach((rec, i) => {
-    for (const { table, item } of [...rec.children, { table: rt.tables.ledger, item: rec.head }]) {
+    for (const { table, item } of [...rec.children, { table: db.tables.ledger, item: rec.head }]) {
       items.push({
         Put: {
           TableName: table,
           Item: item,
-          ...(table === rt.tables.ledger
+          ...(table === db.tables.ledger
             ? { ConditionExpression: 'attribute_not_exists(pk)' }
             : {}),
         },
@@ -287,7 +272,7 @@ export async function commitFirstAttempts(
     }
   });
   try {
-    await rt.dynamo.doc.send(
+    await db.dynamo.doc.send(
       new TransactWriteCommand({
         TransactItems: items,
         ...(requestToken !== undefined ? { ClientRequestToken: requestToken } : {}),
@@ -303,7 +288,7 @@ export async function commitFirstAttempts(
 }
 
 function attemptItems(
-  rt: Runtime,
+  db: LedgerDeps,
   r: RecordAttempt,
   withDue: boolean,
 ): { entry: AttemptEntry; items: TransactItem[] } {
@@ -325,13 +310,13 @@ function attemptItems(
     : [
         {
           Put: {
-            TableName: rt.tables.ledger,
+            TableName: db.tables.ledger,
             Item: { ...entry, pk: key.pk, sk: attemptSk(n), [RETAIN_ATTR]: ttl },
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         },
       ];
-  const changed = changeKeys(r.state, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
+  const changed = changeKeys(r.state, Date.now(), db.config.LEDGER_CHECKPOINT_PERIOD_MS);
   const values: Record<string, unknown> = {
     ':n': n,
     ':prev': r.state.attempts,
@@ -383,7 +368,7 @@ function attemptItems(
   }
   const update: TransactItem = {
     Update: {
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: key,
       UpdateExpression: `SET ${sets.join(', ')}${remove}`,
       ConditionExpression: cond,

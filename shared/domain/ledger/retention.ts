@@ -1,4 +1,4 @@
-import { LEDGER_TTL_ATTR } from '../../infra/definitions/tables.js';
+import { LEDGER_TTL_ATTR } from '../../../infra/definitions/tables.js';
 
 /**
  * How long the ledger keeps what it holds (docs/retention.md): every ledger item (a dispatch,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GENESIS, chainHash } from './hash.js';
+import { GENESIS, chainHash } from '../../domain/ledger/hash.js';
 import { chainAfter, flagSk, nearDeadlineAt, POSTBACK_EVENTS } from './flag-entries.js';
 import { gaugeDeltas, postbackSk, type ComplianceWrite } from './postbacks.js';
 

@@ -1,10 +1,10 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
+import type { LedgerDeps } from './deps.js';
 import { dispatchKey, isDispatchHead } from './dispatches.js';
 import { impliedFields } from './packed.js';
 import { readDispatchViews } from './principal.js';
-import { RETAIN_ATTR } from './retention.js';
-import { itemBytes } from '../storage/billing.js';
+import { RETAIN_ATTR } from '../../domain/ledger/retention.js';
+import { itemBytes } from '../billing.js';
 
 /**
  * An app's dispatches by event time, key `{createdAt}#{dispatchId}`, from two sources:
@@ -235,7 +235,7 @@ const before = (desc: boolean) => (a: string, b: string) => (desc ? a > b : a < 
  * A page of an app's dispatches from `gsi1` and the carriers' listings, merged in key order,
  * each dispatch once.
  */
-export async function readAppDispatches(rt: Runtime, r: AppRead): Promise<AppPage> {
+export async function readAppDispatches(db: LedgerDeps, r: AppRead): Promise<AppPage> {
   const desc = r.desc ?? false;
   const items: Record<string, unknown>[] = [];
   const indexPk = `APP#${r.appId}`;
@@ -243,7 +243,7 @@ export async function readAppDispatches(rt: Runtime, r: AppRead): Promise<AppPag
   let evaluated = 0;
   for (;;) {
     const round = await readRound(
-      rt,
+      db,
       r,
       after,
       r.maxEvaluated ? r.maxEvaluated - evaluated : undefined,
@@ -258,7 +258,7 @@ export async function readAppDispatches(rt: Runtime, r: AppRead): Promise<AppPag
       let d = round.src.entries.get(key);
       if (d === undefined) {
         if (!resolved.has(key))
-          await resolve(rt, r.appId, keys.slice(i), round.src, resolved, r.want - items.length);
+          await resolve(db, r.appId, keys.slice(i), round.src, resolved, r.want - items.length);
         d = resolved.get(key) ?? undefined;
         if (!d) continue;
       }
@@ -295,7 +295,7 @@ function indexKey(indexPk: string, key: string): Record<string, string> {
  * read by key: null for one that is not in the ledger or not this app's.
  */
 async function resolve(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   keys: string[],
   src: Source,
@@ -305,7 +305,7 @@ async function resolve(
   const wanted = keys.filter((k) => src.entries.get(k) === undefined && !resolved.has(k));
   const chunk = wanted.slice(0, Math.min(100, Math.max(want, 25)));
   const found = new Map<string, Record<string, unknown>>();
-  for (const item of await readDispatchViews(rt, chunk.map(idOf))) {
+  for (const item of await readDispatchViews(db, chunk.map(idOf))) {
     const d = impliedFields(item);
     if (d.appId === appId) found.set(String(d.dispatchId), d);
   }
@@ -323,7 +323,7 @@ interface Round {
 
 /** One read of both sources beyond `after`, up to where both are complete. */
 async function readRound(
-  rt: Runtime,
+  db: LedgerDeps,
   r: AppRead,
   after: string | undefined,
   budget: number | undefined,
@@ -331,11 +331,11 @@ async function readRound(
   const later = before(r.desc ?? false);
   const within = (frontier: string | undefined, key: string) =>
     frontier === undefined || !later(frontier, key);
-  const index = await readIndex(rt, r, after, budget);
+  const index = await readIndex(db, r, after, budget);
   const { entries, indexStop } = index;
   const ids = new Set([...entries.keys()].map(idOf));
   let listingStop: string | undefined;
-  for await (const read of readListings(rt, r, after)) {
+  for await (const read of readListings(db, r, after)) {
     for (const key of read.keys) {
       const id = idOf(key);
       if (ids.has(id) || !inRange(key, r, after)) continue;
@@ -368,7 +368,7 @@ function bounds(r: AppRead, after: string | undefined) {
  * always evaluates a key beyond it when there is one.
  */
 async function readIndex(
-  rt: Runtime,
+  db: LedgerDeps,
   r: AppRead,
   after: string | undefined,
   budget: number | undefined,
@@ -376,9 +376,9 @@ async function readIndex(
   const { lo, hi } = bounds(r, after);
   const want = Math.max(1, r.want);
   const filtered = r.filter?.FilterExpression !== undefined;
-  const idx = await rt.dynamo.doc.send(
+  const idx = await db.dynamo.doc.send(
     new QueryCommand({
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       IndexName: 'gsi1',
       ...withFilter(rangeInput('gsi1pk', 'gsi1sk', `APP#${r.appId}`, lo, hi), r.filter),
       ScanIndexForward: !r.desc,
@@ -408,7 +408,7 @@ async function readIndex(
  * read whole (a listing goes on past its earliest time).
  */
 async function* readListings(
-  rt: Runtime,
+  db: LedgerDeps,
   r: AppRead,
   after: string | undefined,
 ): AsyncGenerator<{ keys: string[]; stop: string | undefined }> {
@@ -422,9 +422,9 @@ async function* readListings(
   );
   let start: Record<string, unknown> | undefined;
   do {
-    const p = await rt.dynamo.doc.send(
+    const p = await db.dynamo.doc.send(
       new QueryCommand({
-        TableName: rt.tables.ledger,
+        TableName: db.tables.ledger,
         IndexName: PAGES_INDEX,
         ...range,
         ScanIndexForward: !r.desc,

@@ -1,6 +1,6 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CREATION_FIELDS } from './creation.js';
-import { GENESIS, chainHash } from './hash.js';
+import { GENESIS, chainHash } from '../../domain/ledger/hash.js';
 
 /**
  * How a dispatch item is stored. AWS bills a write a unit per started KB; a first attempt's

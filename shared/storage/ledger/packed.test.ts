@@ -1,11 +1,11 @@
 import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { DISPATCH_VIEW_ATTRS } from '../../infra/definitions/tables.js';
-import type { ConsentEvent } from '../domain/consent/events.js';
-import { itemBytes } from '../storage/billing.js';
+import { DISPATCH_VIEW_ATTRS } from '../../../infra/definitions/tables.js';
+import type { ConsentEvent } from '../../domain/consent/events.js';
+import { itemBytes } from '../billing.js';
 import { creationOf, dispatchItem, newDispatchState, toDispatch } from './dispatches.js';
-import { checkChain } from './evidence.js';
-import { chainHash, sha256Hex } from './hash.js';
+import { checkChain } from '../../ledger/evidence.js';
+import { chainHash, sha256Hex } from '../../domain/ledger/hash.js';
 import { PACKED_ATTR, impliedFields, packDispatch, unpackDispatch as unpackAny } from './packed.js';
 
 type Item = Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
-import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
+import type { LedgerDeps } from './deps.js';
+import { DUE_INDEX, dueAtOf } from '../../timers/derived.js';
+import { duePk, type DueEntry, type DueKind } from '../../timers/due.js';
 import { dispatchIdOf } from './packed.js';
 
 /**
@@ -42,15 +42,15 @@ export const DUE_ATTRS = 'duePk, dueSk, dueKind, dueSnoozes';
  * before `nowMs`, oldest first, as due entries. Not a consistent read (see above).
  */
 export async function listDispatchDue(
-  rt: Runtime,
+  db: LedgerDeps,
   bucket: number,
   shard: number,
   nowMs: number,
   limit: number,
 ): Promise<DueEntry[]> {
-  const r = await rt.dynamo.doc.send(
+  const r = await db.dynamo.doc.send(
     new QueryCommand({
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       IndexName: DUE_INDEX,
       KeyConditionExpression: 'duePk = :pk AND dueSk <= :now',
       ExpressionAttributeValues: {

@@ -1,13 +1,13 @@
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { ComplianceFlag } from '../compliance/flags.js';
-import type { PostbackMessage } from '../compliance/postback.js';
-import type { EventType } from '../domain/consent/events.js';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { cancellationReasons } from '../storage/dynamo.js';
+import type { ComplianceFlag } from '../../compliance/flags.js';
+import type { PostbackMessage } from '../../compliance/postback.js';
+import type { EventType } from '../../domain/consent/events.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { LedgerDeps } from './deps.js';
+import { cancellationReasons } from '../dynamo.js';
 import { changeKeys } from './changes.js';
 import { appIndexUpdate, dispatchPk, dispatchKey } from './dispatches.js';
-import { duePutItem, type TimerEntry } from '../timers/due.js';
+import type { TimerEntry } from '../../timers/due.js';
 import {
   chainAfter,
   flagSk,
@@ -16,7 +16,7 @@ import {
   type FlagEntry,
   type GaugeDeltas,
 } from './flag-entries.js';
-import { RETAIN_ATTR, retainUntilFor } from './retention.js';
+import { RETAIN_ATTR, retainUntilFor } from '../../domain/ledger/retention.js';
 import { factOf, worstOf, type PostbackFact } from './summary.js';
 
 /**
@@ -109,7 +109,10 @@ function failedConditions(err: unknown): Set<number> | undefined {
  * update (head, flag, gauge memberships) conditional on the dispatch being as read, the gauge
  * counters and the next SLA check. Either all of it happens or none.
  */
-export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<ComplianceResult> {
+export async function writeCompliance(
+  db: LedgerDeps,
+  w: ComplianceWrite,
+): Promise<ComplianceResult> {
   const b = w.base;
   const pk = dispatchPk(b.dispatchId);
   const { postback: pb } = w;
@@ -135,7 +138,7 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
   for (const e of entries)
     items.push({
       Put: {
-        TableName: rt.tables.ledger,
+        TableName: db.tables.ledger,
         Item: {
           ...e,
           pk,
@@ -146,13 +149,13 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
       },
     });
   if (entries.length > 0 || gaugesMoved || !b.summaryStored)
-    items.push(dispatchUpdate(rt, w, chained.head, ttl));
-  const counter = gaugeCounterItem(rt, b.event, b.dispatchId, deltas);
+    items.push(dispatchUpdate(db, w, chained.head, ttl));
+  const counter = gaugeCounterItem(db, b.event, b.dispatchId, deltas);
   if (counter) items.push(counter);
-  if (w.next) items.push(duePutItem(rt, w.next));
+  if (w.next) items.push({ Put: { TableName: db.tables.timers, Item: { ...w.next } } });
   if (items.length === 0) return { result: 'written', flags: [] };
   try {
-    await rt.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
+    await db.dynamo.doc.send(new TransactWriteCommand({ TransactItems: items }));
   } catch (err) {
     const failed = failedConditions(err);
     if (!failed) throw err;
@@ -168,7 +171,12 @@ export async function writeCompliance(rt: Runtime, w: ComplianceWrite): Promise<
   return { result: 'written', ...(postback ? { postback } : {}), flags };
 }
 
-function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string, ttl: number): TransactItem {
+function dispatchUpdate(
+  db: LedgerDeps,
+  w: ComplianceWrite,
+  head: string,
+  ttl: number,
+): TransactItem {
   const b = w.base;
   const sets = [
     'headHash = :head',
@@ -188,7 +196,7 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string, ttl: numb
   Object.assign(values, listed.values);
   if (head !== b.headHash) {
     // Entries were chained: the change index learns the period this happened in.
-    const changed = changeKeys(b, Date.now(), rt.config.LEDGER_CHECKPOINT_PERIOD_MS);
+    const changed = changeKeys(b, Date.now(), db.config.LEDGER_CHECKPOINT_PERIOD_MS);
     sets.push('gsi3pk = :cpk', 'gsi3sk = :csk');
     Object.assign(values, { ':cpk': changed.gsi3pk, ':csk': changed.gsi3sk });
   }
@@ -218,7 +226,7 @@ function dispatchUpdate(rt: Runtime, w: ComplianceWrite, head: string, ttl: numb
   values[':worst'] = worstOf([b.worstFlag, ...w.changes.map((c) => c.flag)]);
   return {
     Update: {
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: dispatchKey(b.dispatchId),
       UpdateExpression: `SET ${sets.join(', ')}`,
       ConditionExpression: conds.join(' AND '),

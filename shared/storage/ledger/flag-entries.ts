@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import type { ComplianceFlag, FlagCause } from '../compliance/flags.js';
-import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { queryAll } from '../storage/query.js';
-import { shardOf, timerKey, type TimerEntry } from '../timers/due.js';
-import { chainHash } from './hash.js';
-import { RETAIN_ATTR } from './retention.js';
+import type { ComplianceFlag, FlagCause } from '../../compliance/flags.js';
+import { POSTBACK_WINDOW_MS, type EventType } from '../../domain/consent/events.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import type { LedgerDeps } from './deps.js';
+import { queryAll } from '../query.js';
+import { shardOf, timerKey, type TimerEntry } from '../../timers/due.js';
+import { chainHash } from '../../domain/ledger/hash.js';
+import { RETAIN_ATTR } from '../../domain/ledger/retention.js';
 
 /**
  * Flag entries of the dispatch ledger, the SLA checks that drive them and the counters behind
@@ -125,7 +125,7 @@ export interface GaugeDeltas {
 
 /** The counter update for one dispatch's changes, or undefined when nothing moves. */
 export function gaugeCounterItem(
-  rt: Runtime,
+  db: LedgerDeps,
   event: EventType,
   dispatchId: string,
   d: GaugeDeltas,
@@ -134,7 +134,7 @@ export function gaugeCounterItem(
   if (moves.length === 0) return undefined;
   return {
     Update: {
-      TableName: rt.tables.ledger,
+      TableName: db.tables.ledger,
       Key: { pk: GAUGE_PK, sk: `${event}#${shardOf(dispatchId, GAUGE_SHARDS)}` },
       UpdateExpression: `ADD ${moves.map(([k]) => `#${k} :${k}`).join(', ')}`,
       ExpressionAttributeNames: Object.fromEntries(moves.map(([k]) => [`#${k}`, k])),
@@ -146,12 +146,12 @@ export function gaugeCounterItem(
 export type GaugeTotals = Record<string, GaugeDeltas>;
 
 /** The counters summed per event (every postback event present, zero when unseen). */
-export async function readGauges(rt: Runtime): Promise<GaugeTotals> {
+export async function readGauges(db: LedgerDeps): Promise<GaugeTotals> {
   const out: GaugeTotals = Object.fromEntries(
     POSTBACK_EVENTS.map((e) => [e, { awaiting: 0, near: 0, unconfirmed: 0 }]),
   );
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.ledger,
+  const items = await queryAll(db.dynamo.doc, {
+    TableName: db.tables.ledger,
     KeyConditionExpression: 'pk = :pk',
     ExpressionAttributeValues: { ':pk': GAUGE_PK },
     ConsistentRead: true,

@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import type { LedgerDeps } from './deps.js';
+import { isConditionFailure } from '../dynamo.js';
 import { PACKED_ATTR, packDispatch, unpackDispatch } from './packed.js';
 import { principalDispatches } from './principal.js';
 
@@ -12,7 +12,7 @@ import { principalDispatches } from './principal.js';
  * proves what went out; a later replay sends the redacted body.
  */
 export async function redactDispatchBodies(
-  rt: Runtime,
+  db: LedgerDeps,
   appId: string,
   referenceId: string,
   now: Date,
@@ -20,11 +20,11 @@ export async function redactDispatchBodies(
   let redacted = 0;
   // A listing holds no body (infra/definitions/tables.ts): it names the principal's dispatch
   // items (principal.ts), each read from the table.
-  for (const d of await principalDispatches(rt, appId, referenceId)) {
+  for (const d of await principalDispatches(db, appId, referenceId)) {
     const key = { pk: String(d.pk), sk: String(d.sk) };
-    const { Item: item } = await rt.dynamo.doc.send(
+    const { Item: item } = await db.dynamo.doc.send(
       new GetCommand({
-        TableName: rt.tables.ledger,
+        TableName: db.tables.ledger,
         Key: key,
         ConsistentRead: true,
       }),
@@ -33,9 +33,9 @@ export async function redactDispatchBodies(
     const update = redaction(item);
     if (!update) continue;
     try {
-      await rt.dynamo.doc.send(
+      await db.dynamo.doc.send(
         new UpdateCommand({
-          TableName: rt.tables.ledger,
+          TableName: db.tables.ledger,
           Key: key,
           UpdateExpression: `SET #z = :z, bodyRedactedAt = :at`,
           // Only the body that was read: a concurrent change is picked up by the next sweep.
