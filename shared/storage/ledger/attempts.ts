@@ -8,7 +8,6 @@ import {
   appIndexUpdate,
   attemptSk,
   dispatchItem,
-  existingDispatches,
   firstSlaCheck,
   getDispatchState,
   type AttemptEntry,
