@@ -11,7 +11,7 @@ import {
   getEndpointState,
   isDisabled,
   type EndpointState,
-} from '../../shared/webhooks/endpoints.js';
+} from '../../shared/storage/webhooks/endpoints.js';
 import type { Session } from './session.js';
 
 /**

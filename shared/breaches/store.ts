@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
 import { dutyDeadlines, type DutyFacts } from '../duties/clock.js';
-import { listPage, withoutKeys } from '../duties/list.js';
+import { listPage, withoutKeys } from '../storage/duties/list.js';
 import { notificationItem } from '../duties/notifications.js';
 import {
   checkDuty,

@@ -6,7 +6,7 @@ import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { queryAll } from '../storage/query.js';
-import { duePutItem, ensureFamily, shardOf, timerKey, type TimerEntry } from '../timers/due.js';
+import { duePutItem, ensureFamily, shardOf, timerKey, type TimerEntry } from '../storage/timers/due.js';
 import {
   DUTY_FLAGS,
   dutyFlag,
@@ -15,7 +15,7 @@ import {
   type DutyFacts,
   type DutyFlag,
 } from './clock.js';
-import { withoutKeys } from './list.js';
+import { withoutKeys } from '../storage/duties/list.js';
 
 /**
  * What grievances and breach reports share: their timers in the `duty#` family of the due-index,

@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Runtime } from '../runtime.js';
-import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
-import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
+import { DUE_INDEX, dueAtOf } from '../storage/timers/derived.js';
+import { duePk, type DueEntry, type DueKind } from '../storage/timers/due.js';
 import { dispatchIdOf } from './packed.js';
 
 /**

@@ -9,7 +9,7 @@ import { isConditionFailure, updateIfHolds, writeItems } from '../storage/dynamo
 import { queryAll } from '../storage/query.js';
 import type { DeliveryStatus, ErrorClass } from '../webhooks/schedule.js';
 import { changeKeys, needsStamp } from './changes.js';
-import type { DueEntry, DueKind } from '../timers/due.js';
+import type { DueEntry, DueKind } from '../storage/timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from './hash.js';

@@ -4,7 +4,7 @@ import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js'
 import type { TransactItem } from '../storage/outbox/outbox.js';
 import type { Runtime } from '../runtime.js';
 import { queryAll } from '../storage/query.js';
-import { shardOf, timerKey, type TimerEntry } from '../timers/due.js';
+import { shardOf, timerKey, type TimerEntry } from '../storage/timers/due.js';
 import { chainHash } from './hash.js';
 import { RETAIN_ATTR } from './retention.js';
 

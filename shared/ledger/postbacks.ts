@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime.js';
 import { cancellationReasons } from '../storage/dynamo.js';
 import { changeKeys } from './changes.js';
 import { appIndexUpdate, dispatchPk, dispatchKey } from './dispatches.js';
-import { duePutItem, type TimerEntry } from '../timers/due.js';
+import { duePutItem, type TimerEntry } from '../storage/timers/due.js';
 import {
   chainAfter,
   flagSk,

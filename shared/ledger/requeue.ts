@@ -2,7 +2,7 @@ import type { Runtime } from '../runtime.js';
 import { updateIfHolds } from '../storage/dynamo.js';
 import { getDispatchState, type DispatchState, dispatchKey } from './dispatches.js';
 import { dispatchDue } from './dispatch-due.js';
-import { dueEntry, ensureWatermark, shardOf } from '../timers/due.js';
+import { dueEntry, ensureWatermark, shardOf } from '../storage/timers/due.js';
 import { listDispatchesByApp } from './queries.js';
 
 /**

@@ -12,7 +12,7 @@ import {
   newDispatchItems,
   type DispatchState,
 } from '../../shared/ledger/dispatches.js';
-import { dueEntry } from '../../shared/timers/due.js';
+import { dueEntry } from '../../shared/storage/timers/due.js';
 import { readGauges, slaCheckEntry } from '../../shared/ledger/flag-entries.js';
 import { postbackSk } from '../../shared/ledger/postbacks.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';

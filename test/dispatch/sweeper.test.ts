@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchPk, getDispatchState, newDispatchItems } from '../../shared/ledger/dispatches.js';
 import { recordAttempt } from '../../shared/ledger/attempts.js';
 import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
-import { bucketOf, dueEntry } from '../../shared/timers/due.js';
+import { bucketOf, dueEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
 import type { Lane } from '../../workers/dispatcher/lanes.js';

@@ -14,8 +14,8 @@ import {
   leaseDerivedDue,
   listDerivedDue,
   releaseDerivedDue,
-} from '../../shared/timers/derived.js';
-import { bucketOf, shardOf, type DueKey } from '../../shared/timers/due.js';
+} from '../../shared/storage/timers/derived.js';
+import { bucketOf, shardOf, type DueKey } from '../../shared/storage/timers/due.js';
 import { startPipeline, type Pipeline, type PipelineApp } from '../compliance/fixture.js';
 
 /**

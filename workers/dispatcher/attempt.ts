@@ -9,7 +9,7 @@ import {
   type RecordAttempt,
 } from '../../shared/ledger/attempts.js';
 import type { DispatchState } from '../../shared/ledger/dispatches.js';
-import type { DueEntry } from '../../shared/timers/due.js';
+import type { DueEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptResult, WebhookClient } from '../../shared/webhooks/client.js';
 import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';

@@ -11,7 +11,7 @@ import {
   newDispatchState,
 } from '../../shared/ledger/dispatches.js';
 import { retainUntilFor } from '../../shared/ledger/retention.js';
-import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
+import { dueEntry, ensureFamily } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
 import { FRESH_MS, actionFor, isDoubtful, writeModeFor } from './classify.js';

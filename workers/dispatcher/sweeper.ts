@@ -4,7 +4,7 @@ import {
   moveDispatchDue,
 } from '../../shared/ledger/dispatches.js';
 import { listDispatchDue } from '../../shared/ledger/dispatch-due.js';
-import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
+import { dueEntry, type DueEntry } from '../../shared/storage/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';

@@ -3,7 +3,7 @@ import { expireTransaction, remindExpiry } from '../../shared/domain/consent/exp
 import { fireInactivity, scheduleAllInactivity } from '../../shared/domain/consent/inactivity.js';
 import { scrubPrincipal, type ScrubCounts } from '../../shared/domain/consent/scrub.js';
 import type { ExpiryEntry, ExpiryKind } from '../../shared/domain/consent/timers.js';
-import type { TimerEntry } from '../../shared/timers/due.js';
+import type { TimerEntry } from '../../shared/storage/timers/due.js';
 import type { SlaCheckEntry, SlaCheckMessage } from '../../shared/ledger/flag-entries.js';
 import { redactDispatchBodies } from '../../shared/ledger/redact.js';
 import { getOrCreate } from '../../shared/metrics.js';

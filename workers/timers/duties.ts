@@ -9,7 +9,7 @@ import {
 } from '../../shared/duties/store.js';
 import { checkGrievance } from '../../shared/grievances/store.js';
 import { releaseGaugeLease, takeGaugeLease } from '../../shared/ledger/gauge-lease.js';
-import type { TimerEntry } from '../../shared/timers/due.js';
+import type { TimerEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**

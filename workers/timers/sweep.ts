@@ -6,13 +6,13 @@ import {
   releaseDue,
   type DueFamily,
   type TimerEntry,
-} from '../../shared/timers/due.js';
+} from '../../shared/storage/timers/due.js';
 import {
   deleteDerivedDue,
   leaseDerivedDue,
   listDerivedDue,
   releaseDerivedDue,
-} from '../../shared/timers/derived.js';
+} from '../../shared/storage/timers/derived.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';

@@ -7,7 +7,7 @@ import {
 } from '../../mail/inactivity.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons } from '../../storage/dynamo.js';
-import { duePutItem, ensureFamily } from '../../timers/due.js';
+import { duePutItem, ensureFamily } from '../../storage/timers/due.js';
 import { getApp } from '../apps.js';
 import type { App } from '../types.js';
 import { inactivityStep, lastActivityMs } from './activity.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DueAttributes, DueLease } from '../../timers/due-attributes.js';
+import type { DueAttributes, DueLease } from '../due-attributes.js';
 import { patterns, recordUuid } from '../ids.js';
 import {
   RECORD_STATES,

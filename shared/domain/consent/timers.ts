@@ -1,5 +1,5 @@
-import { dueAttributes } from '../../timers/derived.js';
-import { duePutItem, timerKey, type TimerEntry } from '../../timers/due.js';
+import { dueAttributes } from '../../storage/timers/derived.js';
+import { duePutItem, timerKey, type TimerEntry } from '../../storage/timers/due.js';
 import type { TransactItem } from '../../storage/outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import type { App } from '../types.js';

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.js';
-import { ensureFamily } from '../../timers/due.js';
+import { ensureFamily } from '../../storage/timers/due.js';
 import type { TransactItem } from '../../storage/outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { cancellationReasons, writeItems } from '../../storage/dynamo.js';

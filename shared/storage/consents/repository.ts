@@ -3,7 +3,7 @@ import { AppError } from '../../errors.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { Runtime } from '../../runtime.js';
 import { queryAll } from '../query.js';
-import { unchangedDueCondition } from '../../timers/derived.js';
+import { unchangedDueCondition } from '../timers/derived.js';
 import { getReferenceKey } from '../../domain/apps.js';
 import {
   derivedReferenceId,
