@@ -15,6 +15,14 @@ import { Outbox } from './storage/outbox/outbox.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
 import { instrumentDynamo } from './storage/instrument.js';
 import { StoreOutages } from './storage/outages.js';
+import type { ApiKeyStore } from './domain/apiKeys.js';
+import type { AppStore } from './domain/apps.js';
+import type { ChecklistStore } from './domain/observations.js';
+import type { NoticeStore } from './domain/notices.js';
+import { dynamoApiKeyStore } from './storage/keys/store.js';
+import { dynamoAppStore } from './storage/apps/store.js';
+import { dynamoChecklistStore } from './storage/checklist/store.js';
+import { dynamoNoticeStore } from './storage/notices/store.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -35,6 +43,11 @@ export interface Runtime {
   readiness: Record<string, () => Promise<void>>;
   /** Routes register their schemas here; served as /openapi.json and /docs. */
   docs: ApiDocs;
+  // The domain's stores (ports declared in shared/domain, adapters in shared/storage).
+  apps: AppStore;
+  apiKeys: ApiKeyStore;
+  notices: NoticeStore;
+  checklist: ChecklistStore;
   close(): Promise<void>;
 }
 
@@ -95,6 +108,7 @@ export function createRuntime(
   );
   const processed = new Processed(dynamo.doc, tables.processed);
   let closed: Promise<void> | undefined;
+  const stores = { dynamo, tables };
   return {
     config,
     log,
@@ -108,6 +122,10 @@ export function createRuntime(
     processed,
     storeOutages,
     docs: new ApiDocs(),
+    apps: dynamoAppStore(stores),
+    apiKeys: dynamoApiKeyStore(stores),
+    notices: dynamoNoticeStore(stores),
+    checklist: dynamoChecklistStore(stores),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

@@ -3,12 +3,7 @@ import { z } from 'zod';
 import { updateApp } from '../../shared/domain/apps.js';
 import { attestInput, attestItem, goLive } from '../../shared/domain/go-live.js';
 import { patterns } from '../../shared/domain/ids.js';
-import {
-  checklistItems,
-  listInbox,
-  observationSk,
-  toTestEventObservation,
-} from '../../shared/domain/observations.js';
+import { listInbox, testEventsOf } from '../../shared/domain/observations.js';
 import {
   sandboxOnly,
   sendTestEvent,
@@ -85,10 +80,10 @@ const SANDBOX_DONE: Record<string, string> = {
 
 /** The last test event of each kind, as the sandbox tools keep it for the checklist. */
 async function lastTests(rt: Runtime, appId: string) {
-  const items = await checklistItems(rt, appId);
+  const events = await testEventsOf(rt, appId);
   return {
-    signed: toTestEventObservation(items.get(observationSk('signed'))),
-    bad: toTestEventObservation(items.get(observationSk('bad_signature'))),
+    signed: events.signed,
+    bad: events.bad_signature,
   };
 }
 

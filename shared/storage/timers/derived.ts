@@ -128,7 +128,11 @@ export async function leaseDerivedDue(
 }
 
 /** Gives a lease of a derived entry back early (as `releaseDue`). */
-export async function releaseDerivedDue(rt: Pick<TimerDeps, 'dynamo'>, e: Derived, token: string): Promise<void> {
+export async function releaseDerivedDue(
+  rt: Pick<TimerDeps, 'dynamo'>,
+  e: Derived,
+  token: string,
+): Promise<void> {
   await updateIfHolds(rt.dynamo.doc, {
     TableName: e.from.table,
     Key: { pk: e.from.pk, sk: e.from.sk },
