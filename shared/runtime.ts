@@ -23,6 +23,9 @@ import { dynamoApiKeyStore } from './storage/keys/store.js';
 import { dynamoAppStore } from './storage/apps/store.js';
 import { dynamoChecklistStore } from './storage/checklist/store.js';
 import { dynamoNoticeStore } from './storage/notices/store.js';
+import { dynamoSessionStore } from './storage/console/sessions.js';
+import type { IdempotencyStore } from './http/idempotency.js';
+import { dynamoIdempotencyStore } from './storage/http/idempotency.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -48,6 +51,9 @@ export interface Runtime {
   apiKeys: ApiKeyStore;
   notices: NoticeStore;
   checklist: ChecklistStore;
+  /** The console's sessions (services/console/session.ts declares what it needs of them). */
+  consoleSessions: ReturnType<typeof dynamoSessionStore>;
+  idempotency: IdempotencyStore;
   close(): Promise<void>;
 }
 
@@ -126,6 +132,8 @@ export function createRuntime(
     apiKeys: dynamoApiKeyStore(stores),
     notices: dynamoNoticeStore(stores),
     checklist: dynamoChecklistStore(stores),
+    consoleSessions: dynamoSessionStore(stores),
+    idempotency: dynamoIdempotencyStore(stores),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

@@ -40,6 +40,15 @@ export interface AppPatch {
 /** An app as stored: the API shape, its sealed boxes (`…Enc`) and what else it records. */
 export type StoredApp = App & Record<string, unknown>;
 
+/** An app as a list of all apps shows it. */
+export interface AppSummary {
+  appId: string;
+  name: string;
+  environment: string;
+  createdAt: string;
+  widgetVerifiedAt: string | null;
+}
+
 /** The sealed attributes of one stored app, as a re-key reads them. */
 export interface SealedBoxes {
   appId: string;
@@ -80,6 +89,14 @@ export interface AppStore {
   ): Promise<StoredApp | undefined>;
   /** Stamps the widget's sighting unless one at or after `before` is stored; false if so. */
   markWidgetVerified(appId: string, origin: string, at: string, before: string): Promise<boolean>;
+  /**
+   * One page of every app (after `cursor`, an opaque string from a previous page), at least
+   * `want` unless the store ends or bounds the read; `next` resumes it, null at the end.
+   */
+  page(
+    cursor: string | undefined,
+    want: number,
+  ): Promise<{ apps: AppSummary[]; next: string | null }>;
   /** Every app's sealed boxes, a page at a time. */
   sealedBoxes(): AsyncIterable<SealedBoxes[]>;
   /** Replaces a box if it is still `old`; false when it changed meanwhile. */

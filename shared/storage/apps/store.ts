@@ -7,7 +7,8 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { TableNames } from '../../../infra/definitions/tables.js';
-import type { AppStore, SealedBoxes, StoredApp } from '../../domain/apps.js';
+import type { AppStore, AppSummary, SealedBoxes, StoredApp } from '../../domain/apps.js';
+import { AppError } from '../../errors.js';
 import type { Environment } from '../../domain/types.js';
 import { isConditionFailure, updateIfHolds } from '../dynamo.js';
 
@@ -28,6 +29,23 @@ function stored(item: Record<string, unknown>): StoredApp {
   const out = { ...item };
   for (const k of STORAGE_ATTRS) delete out[k];
   return out as StoredApp;
+}
+
+/** Scan pages read for one page of the list of apps; each reads at most 1 MB. */
+const SCAN_PAGES = 10;
+
+const encode = (k: Record<string, unknown> | undefined) =>
+  k ? Buffer.from(JSON.stringify(k)).toString('base64url') : null;
+
+function decode(c: string | undefined): Record<string, unknown> | undefined {
+  if (!c) return undefined;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new AppError('SVC_VALIDATION_FAILED', 'The cursor is not valid');
 }
 
 export function dynamoAppStore(deps: StoreDeps): AppStore {
@@ -163,6 +181,39 @@ export function dynamoAppStore(deps: StoreDeps): AppStore {
         if (isConditionFailure(err)) return false;
         throw err;
       }
+    },
+
+    /**
+     * No index lists apps, so this scans for app items (sk `APP`), projecting only what the
+     * list shows (never a sealed box), up to `want` apps or SCAN_PAGES pages. Its cost grows
+     * with the whole table; an index of apps would make it a query.
+     */
+    async page(cursor, want) {
+      const apps: AppSummary[] = [];
+      let start = decode(cursor);
+      for (let page = 0; page < SCAN_PAGES && apps.length < want; page++) {
+        const r = await doc.send(
+          new ScanCommand({
+            TableName,
+            FilterExpression: 'sk = :app',
+            ProjectionExpression: 'appId, #name, environment, createdAt, widgetVerifiedAt',
+            ExpressionAttributeNames: { '#name': 'name' },
+            ExpressionAttributeValues: { ':app': 'APP' },
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const i of r.Items ?? [])
+          apps.push({
+            appId: String(i.appId),
+            name: String(i.name),
+            environment: String(i.environment),
+            createdAt: String(i.createdAt),
+            widgetVerifiedAt: typeof i.widgetVerifiedAt === 'string' ? i.widgetVerifiedAt : null,
+          });
+        start = r.LastEvaluatedKey;
+        if (!start) break;
+      }
+      return { apps, next: encode(start) };
     },
 
     async *sealedBoxes() {
