@@ -96,7 +96,7 @@ function describeFailure(a: {
 
 /**
  * Endpoint health as the dispatcher keeps it (last success, failing since, disabled and why:
- * shared/webhooks/endpoints.ts), with the success rate and last error of the recent dispatches
+ * shared/storage/webhooks/endpoints.ts), with the success rate and last error of the recent dispatches
  * from the ledger.
  */
 async function endpointHealth(rt: Runtime, app: App, recent: Dispatch[]): Promise<EndpointHealth> {

@@ -6,7 +6,6 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { TableNames } from '../../../infra/definitions/tables.js';
-import type { IdempotencyRecord, IdempotencyStore } from '../../http/idempotency.js';
 import { isConditionFailure } from '../dynamo.js';
 
 /**
@@ -18,11 +17,28 @@ export interface StoreDeps {
   tables: Pick<TableNames, 'idempotency'>;
 }
 
-export function dynamoIdempotencyStore(deps: StoreDeps): IdempotencyStore {
+/** A record as stored (shared/http/idempotency.ts, `IdempotencyRecord`, is what reads it). */
+interface StoredRecord {
+  pk: string;
+  state: 'pending' | 'done';
+  requestHash: string;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  client?: string;
+  expiresAt: number;
+}
+
+/** The store the idempotency middleware declares (shared/http/idempotency.ts). */
+export function dynamoIdempotencyStore(deps: StoreDeps) {
   const doc = deps.dynamo.doc;
   const TableName = deps.tables.idempotency;
   return {
-    async begin(pk, pending, nowS) {
+    async begin(
+      pk: string,
+      pending: Pick<StoredRecord, 'requestHash' | 'client' | 'expiresAt'>,
+      nowS: number,
+    ): Promise<{ claimed: true } | { claimed: false; prior: StoredRecord | undefined }> {
       try {
         await doc.send(
           new PutCommand({
@@ -33,17 +49,20 @@ export function dynamoIdempotencyStore(deps: StoreDeps): IdempotencyStore {
             ExpressionAttributeValues: { ':now': nowS },
           }),
         );
-        return { claimed: true };
+        return { claimed: true as const };
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
       }
       const prior = (
         await doc.send(new GetCommand({ TableName, Key: { pk }, ConsistentRead: true }))
-      ).Item as IdempotencyRecord | undefined;
-      return { claimed: false, prior };
+      ).Item as StoredRecord | undefined;
+      return { claimed: false as const, prior };
     },
 
-    async finish(pk, answer) {
+    async finish(
+      pk: string,
+      answer: { status: number; headers: Record<string, string>; body: string },
+    ): Promise<void> {
       await doc.send(
         new UpdateCommand({
           TableName,
@@ -60,7 +79,7 @@ export function dynamoIdempotencyStore(deps: StoreDeps): IdempotencyStore {
       );
     },
 
-    async forget(pk) {
+    async forget(pk: string): Promise<void> {
       await doc.send(new DeleteCommand({ TableName, Key: { pk } }));
     },
   };

@@ -1,16 +1,16 @@
 import { getDispatch, listDispatchesByApp } from '../ledger/queries.js';
 import type { Runtime } from '../runtime.js';
-import { listApiKeys } from './apiKeys.js';
+import { listApiKeys } from '../domain/apiKeys.js';
 import {
   POSTBACK_EVENTS,
   type Attestation,
   type ChecklistSnapshot,
   type PostbackEvent,
   type PostbackObservation,
-} from './checklist.js';
-import { listNotices } from './notices.js';
-import type { StoredAttestation } from './observations.js';
-import type { App } from './types.js';
+} from '../domain/checklist.js';
+import { listNotices } from '../domain/notices.js';
+import type { StoredAttestation } from '../domain/observations.js';
+import type { App } from '../domain/types.js';
 
 /**
  * Loads the snapshot the checklist is evaluated from (checklist.ts is the pure rules), and keeps
