@@ -1,7 +1,7 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { timerKey, type TimerEntry } from '../shared/timers/due.js';
+import { timerKey, type TimerEntry } from '../shared/storage/timers/due.js';
 import { applyDefinitions, createRuntime, type Runtime } from '../shared/runtime.js';
 import { FamilySweeper } from '../workers/timers/sweep.js';
 import { benchStack, percentile } from './lib.js';

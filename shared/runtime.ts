@@ -17,13 +17,24 @@ import type { ConsentStore } from './domain/consent/store.js';
 import { deriveCreationMessages } from './storage/consents/carried.js';
 import { DynamoConsentStore } from './storage/consents/store.js';
 import { createDynamo, pingDynamo, type Dynamo } from './storage/dynamo.js';
-import { ensureFamily } from './timers/due.js';
+import { ensureFamily } from './storage/timers/due.js';
 import { instrumentDynamo } from './storage/instrument.js';
 import type { SweepStores } from './domain/consent/sweep-ports.js';
 import { sweepStores } from './storage/consents/sweeps.js';
 import type { Ledger } from './ledger/port.js';
 import { DynamoLedger } from './storage/ledger/dynamo-ledger.js';
 
+import type { ApiKeyStore } from './domain/apiKeys.js';
+import type { AppStore } from './domain/apps.js';
+import type { ChecklistStore } from './domain/observations.js';
+import type { NoticeStore } from './domain/notices.js';
+import { dynamoApiKeyStore } from './storage/keys/store.js';
+import { dynamoAppStore } from './storage/apps/store.js';
+import { dynamoChecklistStore } from './storage/checklist/store.js';
+import { dynamoNoticeStore } from './storage/notices/store.js';
+import { dynamoSessionStore } from './storage/console/sessions.js';
+import type { IdempotencyStore } from './http/idempotency.js';
+import { dynamoIdempotencyStore } from './storage/http/idempotency.js';
 export type TopicNames = Record<TopicKey, string>;
 
 /** The clients one process needs, built once in its composition root and passed down. */
@@ -49,6 +60,14 @@ export interface Runtime {
   docs: ApiDocs;
   /** The consent sweeps' storage (shared/storage/consents/sweeps.ts). */
   sweeps: SweepStores;
+  // The domain's stores (ports declared in shared/domain, adapters in shared/storage).
+  apps: AppStore;
+  apiKeys: ApiKeyStore;
+  notices: NoticeStore;
+  checklist: ChecklistStore;
+  /** The console's sessions (services/console/session.ts declares what it needs of them). */
+  consoleSessions: ReturnType<typeof dynamoSessionStore>;
+  idempotency: IdempotencyStore;
   close(): Promise<void>;
 }
 
@@ -121,6 +140,7 @@ export function createRuntime(
   const ledger: Ledger = new DynamoLedger({ dynamo, tables, config });
   let closed: Promise<void> | undefined;
   const sweeps = sweepStores({ dynamo, tables, config, consents });
+  const stores = { dynamo, tables };
   const rt: Runtime = {
     config,
     log,
@@ -137,6 +157,12 @@ export function createRuntime(
     ledger,
     docs: new ApiDocs(),
     sweeps,
+    apps: dynamoAppStore(stores),
+    apiKeys: dynamoApiKeyStore(stores),
+    notices: dynamoNoticeStore(stores),
+    checklist: dynamoChecklistStore(stores),
+    consoleSessions: dynamoSessionStore(stores),
+    idempotency: dynamoIdempotencyStore(stores),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

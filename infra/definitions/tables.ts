@@ -72,7 +72,7 @@ export const tableDefs = {
     indexes: [
       { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
       { name: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
-      // Sparse: the due entries derived from the items they belong to (shared/timers/derived.ts),
+      // Sparse: the due entries derived from the items they belong to (shared/storage/timers/derived.ts),
       // with only what their sweep needs. A lease or any other change of the item writes nothing here.
       {
         name: 'due',

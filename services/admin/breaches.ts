@@ -6,21 +6,21 @@ import {
   listQuery,
   listResponse,
   recordBody,
-} from '../../shared/breaches/model.js';
+} from '../../shared/domain/duties/breaches.js';
 import {
   addAffected,
   fileBoardReport,
   getBreach,
   listBreaches,
   recordBreach,
-} from '../../shared/breaches/store.js';
+} from '../../shared/storage/breaches/store.js';
 import { AppError } from '../../shared/errors.js';
 import {
   MAX_GRIEVANCE_DAYS,
   settingsBody,
   settingsResponse,
-} from '../../shared/grievances/model.js';
-import { responseDaysOf, setResponseDays } from '../../shared/grievances/store.js';
+} from '../../shared/domain/duties/grievances.js';
+import { responseDaysOf, setResponseDays } from '../../shared/storage/grievances/store.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';

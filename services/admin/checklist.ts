@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Router } from 'express';
 import { CHECKLIST_AREAS, ITEM_STATUSES, SEVERITIES } from '../../shared/domain/checklist.js';
-import { attestInput, attestItem, checklistOf, goLive } from '../../shared/domain/go-live.js';
+import { attestInput, attestItem, checklistOf, goLive } from '../../shared/apps/go-live.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
@@ -13,7 +13,7 @@ import { appSchema, createAppBody } from './schemas.js';
 
 /**
  * The compliance checklist, attestations and go-live (docs/api.md, Compliance checklist and
- * go-live). The rules are shared/domain/checklist.ts, the changes shared/domain/go-live.ts
+ * go-live). The rules are shared/domain/checklist.ts, the changes shared/apps/go-live.ts
  * (which the console calls too); this file parses, answers and documents.
  */
 

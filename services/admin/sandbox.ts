@@ -18,7 +18,7 @@ import {
   simulatePostback,
   simulatePostbackBody,
   testEventBody,
-} from '../../shared/domain/sandbox-tools.js';
+} from '../../shared/sandbox/tools.js';
 import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
@@ -42,7 +42,7 @@ import { ADMIN_PREFIX } from './prefix.js';
  * - the postback simulator: a postback for one of the app's dispatches, accepted through the
  *   postback API's own code, answered with the flag once the compliance worker applied it.
  *
- * The test events and the simulator are shared/domain/sandbox-tools.ts (the console calls them
+ * The test events and the simulator are shared/sandbox/tools.ts (the console calls them
  * too); this file parses, answers and documents, and serves the inbox.
  */
 

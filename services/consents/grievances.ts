@@ -6,14 +6,14 @@ import {
   grievanceSchema,
   listQuery,
   listResponse,
-} from '../../shared/grievances/model.js';
+} from '../../shared/domain/duties/grievances.js';
 import {
   answerGrievance,
   fileGrievance,
   getGrievance,
   listGrievances,
   resolvePrincipal,
-} from '../../shared/grievances/store.js';
+} from '../../shared/storage/grievances/store.js';
 import type { ApiKeyScope } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { requireApiKey } from '../../shared/http/auth.js';

@@ -1,6 +1,5 @@
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { listApiKeys } from '../../shared/domain/apiKeys.js';
-import { getApp, getAppSecretKey } from '../../shared/domain/apps.js';
+import { getApp, getAppSecretKey, type AppSummary } from '../../shared/domain/apps.js';
 import { listNotices } from '../../shared/domain/notices.js';
 import type { ApiKey, App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
@@ -11,7 +10,7 @@ import {
   getEndpointState,
   isDisabled,
   type EndpointState,
-} from '../../shared/webhooks/endpoints.js';
+} from '../../shared/storage/webhooks/endpoints.js';
 import type { Session } from './session.js';
 
 /**
@@ -26,68 +25,20 @@ export async function appFor(rt: Runtime, s: Session, appId: string): Promise<Ap
   return app;
 }
 
-export interface AppRow {
-  appId: string;
-  name: string;
-  environment: string;
-  createdAt: string;
-  widgetVerifiedAt: string | null;
-}
-
-/** Scan pages read for one page of the list; each reads at most 1 MB. */
-const SCAN_PAGES = 10;
-
-const encode = (k: Record<string, unknown> | undefined) =>
-  k ? Buffer.from(JSON.stringify(k)).toString('base64url') : null;
-
-function decode(c: string | undefined): Record<string, unknown> | undefined {
-  if (!c) return undefined;
-  try {
-    const v: unknown = JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  throw new AppError('SVC_VALIDATION_FAILED', 'The cursor is not valid');
-}
+export type AppRow = AppSummary;
 
 /**
- * Every app, for the operator. The domain keeps no list of apps, so this scans the `entities`
- * table for app items (sk `APP`), projecting only what the list shows (never the sealed
- * secret), up to `want` apps or SCAN_PAGES pages, and hands back a cursor for the rest. Its
- * cost grows with the whole table; an index of apps would make it a query.
+ * Every app, for the operator, by name: a page of up to `want` from the store's listing, with a
+ * cursor for the rest (the store reads a bounded amount per page).
  */
 export async function listApps(
   rt: Runtime,
   cursor?: string,
   want = 100,
 ): Promise<{ apps: AppRow[]; next: string | null }> {
-  const apps: AppRow[] = [];
-  let start = decode(cursor);
-  for (let page = 0; page < SCAN_PAGES && apps.length < want; page++) {
-    const r = await rt.dynamo.doc.send(
-      new ScanCommand({
-        TableName: rt.tables.entities,
-        FilterExpression: 'sk = :app',
-        ProjectionExpression: 'appId, #name, environment, createdAt, widgetVerifiedAt',
-        ExpressionAttributeNames: { '#name': 'name' },
-        ExpressionAttributeValues: { ':app': 'APP' },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const i of r.Items ?? [])
-      apps.push({
-        appId: String(i.appId),
-        name: String(i.name),
-        environment: String(i.environment),
-        createdAt: String(i.createdAt),
-        widgetVerifiedAt: typeof i.widgetVerifiedAt === 'string' ? i.widgetVerifiedAt : null,
-      });
-    start = r.LastEvaluatedKey;
-    if (!start) break;
-  }
+  const { apps, next } = await rt.apps.page(cursor, want);
   apps.sort((a, b) => a.name.localeCompare(b.name) || a.appId.localeCompare(b.appId));
-  return { apps, next: encode(start) };
+  return { apps, next };
 }
 
 /** `svc_sk_test_…Ab3d`: the kind of key and its last 4 characters, never more. */
@@ -145,7 +96,7 @@ function describeFailure(a: {
 
 /**
  * Endpoint health as the dispatcher keeps it (last success, failing since, disabled and why:
- * shared/webhooks/endpoints.ts), with the success rate and last error of the recent dispatches
+ * shared/storage/webhooks/endpoints.ts), with the success rate and last error of the recent dispatches
  * from the ledger.
  */
 async function endpointHealth(rt: Runtime, app: App, recent: Dispatch[]): Promise<EndpointHealth> {

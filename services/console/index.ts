@@ -1,6 +1,6 @@
 import express, { Router, type ErrorRequestHandler, type Response } from 'express';
 import { API_KEY_SCOPES } from '../../shared/domain/apiKeys.js';
-import { checklistOf } from '../../shared/domain/go-live.js';
+import { checklistOf } from '../../shared/apps/go-live.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { AppError, errorCodes } from '../../shared/errors.js';
 import { loadPageAssets } from '../../shared/http/page-assets.js';

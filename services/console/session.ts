@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Request, RequestHandler, Response } from 'express';
 import { listApiKeys, getApiKeyByValue } from '../../shared/domain/apiKeys.js';
 import { getApp, getAppCached } from '../../shared/domain/apps.js';
-import { keyedHash, safeEqual, sha256hex } from '../../shared/domain/crypto.js';
+import { keyedHash, safeEqual } from '../../shared/domain/crypto.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { AppError } from '../../shared/errors.js';
 import { locals } from '../../shared/http/locals.js';
@@ -13,10 +12,9 @@ import type { Runtime } from '../../shared/runtime.js';
 /**
  * Console sessions (docs/security.md, Console sessions). The browser holds only a random
  * session id, in an HttpOnly, SameSite=Strict cookie scoped to /console (Secure over https).
- * The server keeps the session in the `idempotency` table under `console-session#{sha256(id)}`
- * (so a copy of the table holds no usable id), with the table's TTL attribute `expiresAt`
- * set to the session's end: DynamoDB removes it some time after, and every read checks the
- * time itself. Sign-out deletes the item. A session lasts at most SESSION_TTL_MS and also ends
+ * The server keeps the session in its store (`SessionStore`, by a hash of the id, so a copy of
+ * the store holds no usable id) until the session's end, and every read checks the time
+ * itself. Sign-out deletes it. A session lasts at most SESSION_TTL_MS and also ends
  * when what it was opened with stops being valid: for the operator, a change of
  * SVC_ADMIN_TOKEN (the item keeps a keyed hash of the token it was opened with); for an API
  * key, its revocation or the loss of the `console` scope (checked on every request).
@@ -47,8 +45,17 @@ export type Session =
 export const principalOf = (s: Session): string =>
   s.kind === 'admin' ? 'operator (console)' : `API key “${s.apiKeyName}” (${s.apiKeyId})`;
 
-const itemKey = (id: string) => ({ pk: `console-session#${sha256hex(id)}` });
+/** Where sessions are kept (shared/storage/console/sessions.ts); the Runtime's `consoleSessions`. */
+export interface SessionStore {
+  /** Puts a new session, refused if the id exists, kept until `expiresAtMs`. */
+  create(id: string, session: Record<string, unknown>, expiresAtMs: number): Promise<void>;
+  /** The session as stored, expired or not. */
+  load(id: string): Promise<Record<string, unknown> | undefined>;
+  delete(id: string): Promise<void>;
+}
 const adminHash = (rt: Runtime, token: string) => keyedHash(rt.config, 'console-admin', token);
+
+const sessions = (rt: Runtime): SessionStore => rt.consoleSessions;
 
 type Opened = { kind: 'admin' } | { kind: 'apiKey'; appId: string; apiKeyId: string; name: string };
 
@@ -67,13 +74,7 @@ async function createSession(rt: Runtime, who: Opened, nowMs = Date.now()): Prom
           apiKeyId: who.apiKeyId,
           apiKeyName: who.name,
         };
-  await rt.dynamo.doc.send(
-    new PutCommand({
-      TableName: rt.tables.idempotency,
-      Item: { ...itemKey(id), ...item, expiresAt: Math.ceil(expiresAtMs / 1000) },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    }),
-  );
+  await sessions(rt).create(id, item, expiresAtMs);
   return who.kind === 'admin'
     ? { kind: 'admin', id, csrf, expiresAtMs }
     : {
@@ -88,9 +89,7 @@ async function createSession(rt: Runtime, who: Opened, nowMs = Date.now()): Prom
 }
 
 export async function deleteSession(rt: Runtime, id: string): Promise<void> {
-  await rt.dynamo.doc.send(
-    new DeleteCommand({ TableName: rt.tables.idempotency, Key: itemKey(id) }),
-  );
+  await sessions(rt).delete(id);
 }
 
 /** The session of this id if it is still valid; an invalid one is deleted on the way. */
@@ -99,10 +98,7 @@ export async function readSession(
   id: string,
   nowMs = Date.now(),
 ): Promise<Session | undefined> {
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({ TableName: rt.tables.idempotency, Key: itemKey(id), ConsistentRead: true }),
-  );
-  const item = r.Item;
+  const item = await sessions(rt).load(id);
   if (!item) return undefined;
   const expiresAtMs = Number(item.expiresAtMs);
   const csrf = String(item.csrf);

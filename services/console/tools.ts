@@ -1,21 +1,16 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { updateApp } from '../../shared/domain/apps.js';
-import { attestInput, attestItem, goLive } from '../../shared/domain/go-live.js';
+import { attestInput, attestItem, goLive } from '../../shared/apps/go-live.js';
 import { patterns } from '../../shared/domain/ids.js';
-import {
-  checklistItems,
-  listInbox,
-  observationSk,
-  toTestEventObservation,
-} from '../../shared/domain/observations.js';
+import { listInbox, testEventsOf } from '../../shared/domain/observations.js';
 import {
   sandboxOnly,
   sendTestEvent,
   simulatePostback,
   simulatePostbackBody,
   testEventBody,
-} from '../../shared/domain/sandbox-tools.js';
+} from '../../shared/sandbox/tools.js';
 import type { App } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { getDispatch, listDispatchesByApp } from '../../shared/ledger/queries.js';
@@ -37,7 +32,7 @@ import {
  * The console's go-live checklist and sandbox tools (docs/api.md, Console): attest, go live,
  * and for sandbox apps the sandbox page (webhook URL, test events, postback simulator, inbox).
  * Each change is a POST behind the session and its CSRF token (`write`), goes through the same
- * domain function as its admin API route (shared/domain/go-live.ts, sandbox-tools.ts), is
+ * domain function as its admin API route (shared/apps/go-live.ts, shared/sandbox/tools.ts), is
  * logged with `via: "console"`, and answers with a redirect to a page (a go-live answers with
  * the page that shows the live app's secret key once, or the refusal).
  */
@@ -85,10 +80,10 @@ const SANDBOX_DONE: Record<string, string> = {
 
 /** The last test event of each kind, as the sandbox tools keep it for the checklist. */
 async function lastTests(rt: Runtime, appId: string) {
-  const items = await checklistItems(rt, appId);
+  const events = await testEventsOf(rt, appId);
   return {
-    signed: toTestEventObservation(items.get(observationSk('signed'))),
-    bad: toTestEventObservation(items.get(observationSk('bad_signature'))),
+    signed: events.signed,
+    bad: events.bad_signature,
   };
 }
 

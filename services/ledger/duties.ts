@@ -4,16 +4,16 @@ import {
   breachSchema,
   listQuery as breachQuery,
   listResponse as breachList,
-} from '../../shared/breaches/model.js';
-import { affectedOf, getBreach, listBreaches } from '../../shared/breaches/store.js';
+} from '../../shared/domain/duties/breaches.js';
+import { affectedOf, getBreach, listBreaches } from '../../shared/storage/breaches/store.js';
 import { AppError } from '../../shared/errors.js';
 import {
   grievanceIdPattern,
   grievanceSchema,
   listQuery as grievanceQuery,
   listResponse as grievanceList,
-} from '../../shared/grievances/model.js';
-import { getGrievance, listGrievances } from '../../shared/grievances/store.js';
+} from '../../shared/domain/duties/grievances.js';
+import { getGrievance, listGrievances } from '../../shared/storage/grievances/store.js';
 import { appOf } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { parseBody } from '../../shared/http/validate.js';

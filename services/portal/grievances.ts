@@ -5,8 +5,8 @@ import {
   principalListQuery,
   principalListResponse,
   toPrincipalView,
-} from '../../shared/grievances/model.js';
-import { fileGrievance, listPrincipalGrievances } from '../../shared/grievances/store.js';
+} from '../../shared/domain/duties/grievances.js';
+import { fileGrievance, listPrincipalGrievances } from '../../shared/storage/grievances/store.js';
 import { appOf } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { parseBody } from '../../shared/http/validate.js';

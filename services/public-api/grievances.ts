@@ -8,13 +8,13 @@ import {
   principalListResponse,
   referenceId,
   toPrincipalView,
-} from '../../shared/grievances/model.js';
+} from '../../shared/domain/duties/grievances.js';
 import {
   fileGrievance,
   getGrievance,
   listPrincipalGrievances,
   resolvePrincipal,
-} from '../../shared/grievances/store.js';
+} from '../../shared/storage/grievances/store.js';
 import { AppError } from '../../shared/errors.js';
 import { appOf, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';

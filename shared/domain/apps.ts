@@ -1,14 +1,6 @@
-import {
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
+import type { BaseConfig } from '../config.js';
 import { AppError, type FieldError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
 import { cached, invalidateCache } from './cache.js';
 import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
@@ -16,10 +8,9 @@ import type { App, Environment } from './types.js';
 import { DEFAULT_RETENTION_DAYS } from './ledger/retention.js';
 
 /**
- * Apps in the `entities` table: pk `APP#{appId}`, sk `APP`; gsi1 finds an app by site key,
- * gsi2 by the SHA-256 of its secret key. `secretKeyEnc` (AES-256-GCM, bound to the app id)
- * is the only copy of the secret and never leaves this module except through
- * `getAppSecretKey`.
+ * Apps and their credentials. `secretKeyEnc` (AES-256-GCM, bound to the app id) is the only
+ * copy of the secret and never leaves this module except through `getAppSecretKey`; the store
+ * (`AppStore`) keeps the sealed boxes as it is given them.
  */
 export interface CreateAppInput {
   name: string;
@@ -46,9 +37,83 @@ export interface AppPatch {
   inactivityErasureDays?: number | null | undefined;
 }
 
-type AppItem = App & Record<string, unknown>;
+/** An app as stored: the API shape, its sealed boxes (`…Enc`) and what else it records. */
+export type StoredApp = App & Record<string, unknown>;
 
-const appPk = (appId: string) => `APP#${appId}`;
+/** An app as a list of all apps shows it. */
+export interface AppSummary {
+  appId: string;
+  name: string;
+  environment: string;
+  createdAt: string;
+  widgetVerifiedAt: string | null;
+}
+
+/** The sealed attributes of one stored app, as a re-key reads them. */
+export interface SealedBoxes {
+  appId: string;
+  secretKeyEnc?: string;
+  referenceKeyEnc?: string;
+}
+
+/**
+ * Where apps are kept (shared/storage/apps/store.ts). Every write names only the attributes it
+ * changes, so none undoes a concurrent one; a write whose condition fails returns undefined
+ * (false).
+ */
+export interface AppStore {
+  /** Puts a new app, findable by its site key and by `secretHash`; refuses an existing id. */
+  create(app: StoredApp, secretHash: string): Promise<void>;
+  /** A consistent read. */
+  load(appId: string): Promise<StoredApp | undefined>;
+  /** The app an index names; the index lags a little, so read the app itself and check. */
+  idBySiteKey(siteKey: string): Promise<string | undefined>;
+  idBySecretHash(secretHash: string): Promise<string | undefined>;
+  /** Sets the patch's values, removes its nulls, stamps `updatedAt`: if the app has `environment`. */
+  update(
+    appId: string,
+    patch: Record<string, unknown>,
+    updatedAt: string,
+    environment: Environment,
+  ): Promise<StoredApp | undefined>;
+  /** A new sealed secret and its index entry, the version bumped, in one write. */
+  rotateSecret(
+    appId: string,
+    secretKeyEnc: string,
+    secretHash: string,
+    at: string,
+  ): Promise<StoredApp | undefined>;
+  recordGoLive(
+    appId: string,
+    g: { at: string; by: string; twin: { liveAppId: string } | { sandboxAppId: string } },
+  ): Promise<StoredApp | undefined>;
+  /** Stamps the widget's sighting unless one at or after `before` is stored; false if so. */
+  markWidgetVerified(appId: string, origin: string, at: string, before: string): Promise<boolean>;
+  /**
+   * One page of every app (after `cursor`, an opaque string from a previous page), at least
+   * `want` unless the store ends or bounds the read; `next` resumes it, null at the end.
+   */
+  page(
+    cursor: string | undefined,
+    want: number,
+  ): Promise<{ apps: AppSummary[]; next: string | null }>;
+  /** Every app's sealed boxes, a page at a time. */
+  sealedBoxes(): AsyncIterable<SealedBoxes[]>;
+  /** Replaces a box if it is still `old`; false when it changed meanwhile. */
+  replaceBox(
+    appId: string,
+    attr: 'secretKeyEnc' | 'referenceKeyEnc',
+    old: string,
+    next: string,
+  ): Promise<boolean>;
+}
+
+/** What the app functions use; a Runtime is one. */
+export interface AppsDeps {
+  apps: AppStore;
+  config: BaseConfig;
+}
+type AppItem = StoredApp;
 const secretAad = (appId: string) => `app:${appId}`;
 const referenceAad = (appId: string) => `app-ref:${appId}`;
 /** The sealed attributes of an app item, with the additional data each is bound to. */
@@ -56,11 +121,11 @@ const SEALED = [
   { attr: 'secretKeyEnc', aad: secretAad },
   { attr: 'referenceKeyEnc', aad: referenceAad },
 ] as const;
-const newReferenceKeyBox = (rt: Runtime, appId: string) =>
+const newReferenceKeyBox = (rt: AppsDeps, appId: string) =>
   sealSecret(rt.config, randomBytes(32).toString('base64'), referenceAad(appId));
 const STORAGE_ATTRS = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
 
-/** The API shape: storage keys and every encrypted attribute (`…Enc`) removed. */
+/** The API shape: storage keys (if any) and every encrypted attribute (`…Enc`) removed. */
 export function toApp(item: Record<string, unknown>): App {
   return Object.fromEntries(
     Object.entries(item).filter(([k]) => !STORAGE_ATTRS.has(k) && !k.endsWith('Enc')),
@@ -87,7 +152,7 @@ function assertRules(errors: FieldError[]): void {
 }
 
 export async function createApp(
-  rt: Runtime,
+  rt: AppsDeps,
   input: CreateAppInput,
 ): Promise<{ app: App; secretKey: string }> {
   assertRules(appRuleErrors(input));
@@ -117,48 +182,32 @@ export async function createApp(
     createdAt: now,
     updatedAt: now,
   };
-  await rt.dynamo.doc.send(
-    new PutCommand({
-      TableName: rt.tables.entities,
-      Item: {
-        ...app,
-        pk: appPk(appId),
-        sk: 'APP',
-        gsi1pk: `SITEKEY#${siteKey}`,
-        gsi1sk: 'APP',
-        gsi2pk: `SECRET#${sha256hex(secretKey)}`,
-        gsi2sk: 'APP',
-        secretKeyEnc: sealSecret(rt.config, secretKey, secretAad(appId)),
-        referenceKeyEnc: newReferenceKeyBox(rt, appId),
-      },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    }),
+  await rt.apps.create(
+    {
+      ...app,
+      secretKeyEnc: sealSecret(rt.config, secretKey, secretAad(appId)),
+      referenceKeyEnc: newReferenceKeyBox(rt, appId),
+    },
+    sha256hex(secretKey),
   );
   invalidateCache();
   return { app, secretKey };
 }
 
-async function getAppItem(rt: Runtime, appId: string): Promise<AppItem | undefined> {
+async function getAppItem(rt: AppsDeps, appId: string): Promise<AppItem | undefined> {
   if (!patterns.appId.test(appId)) return undefined;
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.entities,
-      Key: { pk: appPk(appId), sk: 'APP' },
-      ConsistentRead: true,
-    }),
-  );
-  return r.Item as AppItem | undefined;
+  return rt.apps.load(appId);
 }
 
 /** A consistent read: what the admin API shows. */
-export async function getApp(rt: Runtime, appId: string): Promise<App | undefined> {
+export async function getApp(rt: AppsDeps, appId: string): Promise<App | undefined> {
   const item = await getAppItem(rt, appId);
   return item && toApp(item);
 }
 
 /** The same through the in-process cache: for authentication on every request. */
 export function getAppCached(
-  rt: Runtime,
+  rt: AppsDeps,
   appId: string,
   o: { refreshAhead?: boolean } = {},
 ): Promise<App | undefined> {
@@ -171,7 +220,7 @@ export function getAppCached(
  * `derivedReferenceId`). It never changes (a key rotation reseals the box, `resealSecrets`), so
  * it is cached for the process's life.
  */
-export function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
+export function getReferenceKey(rt: AppsDeps, appId: string): Promise<Buffer> {
   let byApp = referenceKeys.get(rt);
   if (!byApp) referenceKeys.set(rt, (byApp = new Map<string, Promise<Buffer>>()));
   const known = byApp.get(appId);
@@ -182,9 +231,9 @@ export function getReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
   return key;
 }
 
-const referenceKeys = new WeakMap<Runtime, Map<string, Promise<Buffer>>>();
+const referenceKeys = new WeakMap<AppsDeps, Map<string, Promise<Buffer>>>();
 
-async function loadReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
+async function loadReferenceKey(rt: AppsDeps, appId: string): Promise<Buffer> {
   const item = await getAppItem(rt, appId);
   if (!item || typeof item.referenceKeyEnc !== 'string')
     throw new AppError('SVC_NOT_FOUND', 'Unknown app');
@@ -193,28 +242,17 @@ async function loadReferenceKey(rt: Runtime, appId: string): Promise<Buffer> {
 
 /** Resolves an index entry to the app id, then reads the item itself (indexes lag a little). */
 async function appItemByIndex(
-  rt: Runtime,
-  index: 'gsi1' | 'gsi2',
-  pk: string,
+  rt: AppsDeps,
+  appId: Promise<string | undefined>,
 ): Promise<AppItem | undefined> {
-  const r = await rt.dynamo.doc.send(
-    new QueryCommand({
-      TableName: rt.tables.entities,
-      IndexName: index,
-      KeyConditionExpression: '#pk = :pk AND #sk = :sk',
-      ExpressionAttributeNames: { '#pk': `${index}pk`, '#sk': `${index}sk` },
-      ExpressionAttributeValues: { ':pk': pk, ':sk': 'APP' },
-      ProjectionExpression: 'appId',
-    }),
-  );
-  const appId = r.Items?.[0]?.appId as string | undefined;
-  return appId === undefined ? undefined : getAppItem(rt, appId);
+  const id = await appId;
+  return id === undefined ? undefined : getAppItem(rt, id);
 }
 
-export function getAppBySiteKey(rt: Runtime, siteKey: string): Promise<App | undefined> {
+export function getAppBySiteKey(rt: AppsDeps, siteKey: string): Promise<App | undefined> {
   if (!patterns.siteKey.test(siteKey)) return Promise.resolve(undefined);
   return cached(rt, `site:${siteKey}`, async () => {
-    const item = await appItemByIndex(rt, 'gsi1', `SITEKEY#${siteKey}`);
+    const item = await appItemByIndex(rt, rt.apps.idBySiteKey(siteKey));
     // The index may still point at an app whose site key changed; trust the item only.
     return item && item.siteKey === siteKey ? toApp(item) : undefined;
   });
@@ -225,11 +263,11 @@ export function getAppBySiteKey(rt: Runtime, siteKey: string): Promise<App | und
  * current secret decides (constant-time), so a key rotated away a moment ago never passes
  * even while the index still lists it.
  */
-export function getAppBySecretKey(rt: Runtime, secretKey: string): Promise<App | undefined> {
+export function getAppBySecretKey(rt: AppsDeps, secretKey: string): Promise<App | undefined> {
   if (!patterns.secretKey.test(secretKey)) return Promise.resolve(undefined);
   const hash = sha256hex(secretKey);
   return cached(rt, `secret:${hash}`, async () => {
-    const item = await appItemByIndex(rt, 'gsi2', `SECRET#${hash}`);
+    const item = await appItemByIndex(rt, rt.apps.idBySecretHash(hash));
     if (!item || typeof item.secretKeyEnc !== 'string') return undefined;
     const current = openSecret(rt.config, item.secretKeyEnc, secretAad(item.appId));
     return safeEqual(current, secretKey) ? toApp(item) : undefined;
@@ -237,7 +275,7 @@ export function getAppBySecretKey(rt: Runtime, secretKey: string): Promise<App |
 }
 
 /** The current secret in clear: the webhook signer's key. Never log the result. */
-export async function getAppSecretKey(rt: Runtime, app: Pick<App, 'appId'>): Promise<string> {
+export async function getAppSecretKey(rt: AppsDeps, app: Pick<App, 'appId'>): Promise<string> {
   const item = await getAppItem(rt, app.appId);
   if (!item || typeof item.secretKeyEnc !== 'string')
     throw new AppError('SVC_NOT_FOUND', 'Unknown app');
@@ -248,7 +286,7 @@ export async function getAppSecretKey(rt: Runtime, app: Pick<App, 'appId'>): Pro
  * Applies a partial change. The write names only the changed attributes (so it never undoes a
  * concurrent rotation) and is conditional on the environment the rules were checked against.
  */
-export async function updateApp(rt: Runtime, appId: string, patch: AppPatch): Promise<App> {
+export async function updateApp(rt: AppsDeps, appId: string, patch: AppPatch): Promise<App> {
   const current = await getApp(rt, appId);
   if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
   const webhookUrl = patch.webhookUrl ?? current.webhookUrl;
@@ -259,40 +297,15 @@ export async function updateApp(rt: Runtime, appId: string, patch: AppPatch): Pr
       slaTimeScale: patch.slaTimeScale,
     }),
   );
-  const names: Record<string, string> = { '#updatedAt': 'updatedAt', '#env': 'environment' };
-  const values: Record<string, unknown> = {
-    ':updatedAt': new Date().toISOString(),
-    ':env': current.environment,
-  };
-  const sets = ['#updatedAt = :updatedAt'];
-  const removes: string[] = [];
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    names[`#${k}`] = k;
-    if (v === null) {
-      removes.push(`#${k}`);
-    } else {
-      values[`:${k}`] = v;
-      sets.push(`#${k} = :${k}`);
-    }
-  }
   try {
-    const r = await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: { pk: appPk(appId), sk: 'APP' },
-        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-        ConditionExpression: 'attribute_exists(pk) AND #env = :env',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-      }),
+    const app = await rt.apps.update(
+      appId,
+      { ...patch },
+      new Date().toISOString(),
+      current.environment,
     );
-    return toApp(r.Attributes as AppItem);
-  } catch (err) {
-    if (isConditionFailure(err))
-      throw new AppError('SVC_CONFLICT', 'The app changed meanwhile; retry');
-    throw err;
+    if (!app) throw new AppError('SVC_CONFLICT', 'The app changed meanwhile; retry');
+    return toApp(app);
   } finally {
     invalidateCache();
   }
@@ -303,33 +316,21 @@ export async function updateApp(rt: Runtime, appId: string, patch: AppPatch): Pr
  * in one write; this process's cache is cleared, other processes' within the cache TTL).
  */
 export async function rotateSecret(
-  rt: Runtime,
+  rt: AppsDeps,
   appId: string,
 ): Promise<{ secretKey: string; app: App }> {
   const current = await getApp(rt, appId);
   if (!current) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
   const secretKey = newSecretKey(current.environment === 'sandbox');
   try {
-    const r = await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: { pk: appPk(appId), sk: 'APP' },
-        UpdateExpression:
-          'SET secretKeyEnc = :enc, gsi2pk = :g, secretVersion = secretVersion + :one, updatedAt = :now',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: {
-          ':enc': sealSecret(rt.config, secretKey, secretAad(appId)),
-          ':g': `SECRET#${sha256hex(secretKey)}`,
-          ':one': 1,
-          ':now': new Date().toISOString(),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
+    const app = await rt.apps.rotateSecret(
+      appId,
+      sealSecret(rt.config, secretKey, secretAad(appId)),
+      sha256hex(secretKey),
+      new Date().toISOString(),
     );
-    return { secretKey, app: toApp(r.Attributes as AppItem) };
-  } catch (err) {
-    if (isConditionFailure(err)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-    throw err;
+    if (!app) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+    return { secretKey, app: toApp(app) };
   } finally {
     invalidateCache();
   }
@@ -341,27 +342,14 @@ export async function rotateSecret(
  * one). Names only these attributes, so it never undoes a concurrent change.
  */
 export async function recordGoLive(
-  rt: Runtime,
+  rt: AppsDeps,
   appId: string,
   g: { at: string; by: string; twin: { liveAppId: string } | { sandboxAppId: string } },
 ): Promise<App> {
-  const [twinAttr, twinId] = Object.entries(g.twin)[0] as [string, string];
   try {
-    const r = await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: { pk: appPk(appId), sk: 'APP' },
-        UpdateExpression: 'SET goLiveAt = :at, goLiveBy = :by, #twin = :twin, updatedAt = :at',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#twin': twinAttr },
-        ExpressionAttributeValues: { ':at': g.at, ':by': g.by, ':twin': twinId },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return toApp(r.Attributes as AppItem);
-  } catch (err) {
-    if (isConditionFailure(err)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-    throw err;
+    const app = await rt.apps.recordGoLive(appId, g);
+    if (!app) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+    return toApp(app);
   } finally {
     invalidateCache();
   }
@@ -371,7 +359,7 @@ export async function recordGoLive(
 export const VERIFY_RESOLUTION_MS = 60_000;
 /** (app, origin) pairs remembered per process; origins are allowlisted, so few per app. */
 const MAX_VERIFY_MEMO = 10_000;
-const verifyMemo = new WeakMap<Runtime, Map<string, number>>();
+const verifyMemo = new WeakMap<AppsDeps, Map<string, number>>();
 
 /**
  * Records that the widget was seen on an allowlisted origin (the console shows the time and
@@ -381,7 +369,7 @@ const verifyMemo = new WeakMap<Runtime, Map<string, number>>();
  * conditional write is billed too, hence the in-process memo first).
  */
 export async function markWidgetVerified(
-  rt: Runtime,
+  rt: AppsDeps,
   appId: string,
   origin: string,
   at: Date,
@@ -398,26 +386,15 @@ export async function markWidgetVerified(
     if (oldest !== undefined) memo.delete(oldest);
   }
   try {
-    await rt.dynamo.doc.send(
-      new UpdateCommand({
-        TableName: rt.tables.entities,
-        Key: { pk: appPk(appId), sk: 'APP' },
-        UpdateExpression: 'SET widgetVerifiedAt = :at, widgetVerifiedOrigin = :origin',
-        ConditionExpression:
-          'attribute_exists(pk) AND (attribute_not_exists(widgetVerifiedAt) OR attribute_type(widgetVerifiedAt, :nullType) OR widgetVerifiedAt < :before)',
-        ExpressionAttributeValues: {
-          ':at': at.toISOString(),
-          ':origin': origin,
-          ':nullType': 'NULL',
-          ':before': new Date(at.getTime() - VERIFY_RESOLUTION_MS).toISOString(),
-        },
-      }),
+    await rt.apps.markWidgetVerified(
+      appId,
+      origin,
+      at.toISOString(),
+      new Date(at.getTime() - VERIFY_RESOLUTION_MS).toISOString(),
     );
   } catch (err) {
-    if (!isConditionFailure(err)) {
-      memo.delete(key); // not recorded: the next call tries again
-      throw err;
-    }
+    memo.delete(key); // not recorded: the next call tries again
+    throw err;
   }
 }
 
@@ -429,46 +406,24 @@ export async function markWidgetVerified(
  * boxes that changed under it (run again).
  */
 export async function resealSecrets(
-  rt: Runtime,
+  rt: AppsDeps,
 ): Promise<{ checked: number; resealed: number; left: number }> {
   let checked = 0;
   let resealed = 0;
   let left = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await rt.dynamo.doc.send(
-      new ScanCommand({
-        TableName: rt.tables.entities,
-        FilterExpression:
-          'sk = :app AND (attribute_exists(secretKeyEnc) OR attribute_exists(referenceKeyEnc))',
-        ExpressionAttributeValues: { ':app': 'APP' },
-        ProjectionExpression: 'pk, sk, appId, secretKeyEnc, referenceKeyEnc',
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of (page.Items ?? []) as Record<string, unknown>[]) {
+  for await (const page of rt.apps.sealedBoxes()) {
+    for (const item of page) {
       for (const { attr, aad: aadOf } of SEALED) {
-        if (typeof item[attr] !== 'string') continue;
-        checked++;
         const box = item[attr];
+        if (typeof box !== 'string') continue;
+        checked++;
         if (!needsReseal(rt.config, box)) continue;
         const aad = aadOf(String(item.appId));
-        const moved = await updateIfHolds(rt.dynamo.doc, {
-          TableName: rt.tables.entities,
-          Key: { pk: item.pk, sk: item.sk },
-          UpdateExpression: 'SET #box = :new',
-          ConditionExpression: '#box = :old',
-          ExpressionAttributeNames: { '#box': attr },
-          ExpressionAttributeValues: {
-            ':new': sealSecret(rt.config, openSecret(rt.config, box, aad), aad),
-            ':old': box,
-          },
-        });
-        if (moved) resealed++;
+        const next = sealSecret(rt.config, openSecret(rt.config, box, aad), aad);
+        if (await rt.apps.replaceBox(item.appId, attr, box, next)) resealed++;
         else left++;
       }
     }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return { checked, resealed, left };
 }

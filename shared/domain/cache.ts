@@ -1,4 +1,7 @@
-import type { Runtime } from '../runtime.js';
+/** What a cache belongs to: a Runtime, or anything carrying its cache TTL. */
+export interface CacheOwner {
+  config: { CREDENTIAL_CACHE_TTL_MS: number };
+}
 
 interface Entry {
   value: Promise<unknown>;
@@ -43,7 +46,7 @@ interface Store {
   /** Reads still running (each leaves when it settles; shared by concurrent lookups). */
   loading: Map<string, Entry>;
 }
-const caches = new WeakMap<Runtime, Store>();
+const caches = new WeakMap<CacheOwner, Store>();
 let generation = 0;
 
 function put(map: Map<string, Entry>, max: number, key: string, entry: Entry) {
@@ -64,7 +67,7 @@ function file(s: Store, key: string, entry: Entry, value: unknown) {
 }
 
 export function cached<T>(
-  rt: Runtime,
+  rt: CacheOwner,
   key: string,
   load: () => Promise<T>,
   o: { refreshAhead?: boolean } = {},

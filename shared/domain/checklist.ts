@@ -3,7 +3,7 @@ import type { ApiKey, App, NoticeVersion } from './types.js';
 /**
  * The compliance checklist (docs/api.md, Compliance checklist and go-live): seven areas of
  * items, each `critical`, `important` or `recommended`. Pure: `evaluateChecklist` turns a
- * snapshot of what the service observed about an app (loaded by checklist-store.ts) into the
+ * snapshot of what the service observed about an app (loaded by shared/apps/checklist.ts) into the
  * checklist, so every rule is table-tested without a store.
  *
  * An item is either observed (the service decides it from what it saw: notices, the widget's

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   canonicalJson,
-  claimsOf,
   noticeRuleErrors,
   noticeTextHash,
   normalizeRegions,
@@ -10,6 +9,7 @@ import {
   selectNotice,
   type NoticeInput,
 } from './notices.js';
+import { claimsOf } from '../storage/notices/store.js';
 import { FORMER_REGION_CODES, REGIONS, canonicalRegion } from './regions.js';
 
 const base = (): NoticeInput => ({

@@ -1,25 +1,14 @@
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError, type FieldError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import { cancellationReasons } from '../storage/dynamo.js';
-import { queryAll } from '../storage/query.js';
-import { cached, invalidateCache } from './cache.js';
+import { cached, invalidateCache, type CacheOwner } from './cache.js';
 import { sha256hex } from './crypto.js';
 import { newNoticeId, patterns } from './ids.js';
 import { REGION_FORMAT, canonicalRegion } from './regions.js';
 import { LANGUAGES, type NoticeVersion } from './types.js';
 
 /**
- * Notices in the `entities` table, all under pk `APP#{appId}`:
- * - `NOTICE#{noticeId}`: the head, a copy of the latest version (listing reads only heads);
- * - `NOTICEV#{noticeId}#{version:06}`: every version, immutable;
- * - trigger claims → noticeId, which keep a trigger key unique per app and region
- *   (docs/api.md, Regions): `TRIGGER#{triggerKey}` for the notice without regions (at most
- *   one), `TRIGGER#{triggerKey}#{region}` for each region of a notice with regions (so no
- *   region has two notices of one trigger key).
- * A change writes the new version, the head and the claims it takes or gives up in one
- * transaction, conditional on the head's version and on each claim being free, so concurrent
- * changes never lose a version and never share a region.
+ * Notices: versioned, with a trigger key unique per app and region (docs/api.md, Regions). The
+ * store (`NoticeStore`) writes a change, its new version and the trigger claims it takes or gives
+ * up in one write, so concurrent changes never lose a version and never share a region.
  */
 export type NoticeInput = Omit<
   NoticeVersion,
@@ -29,18 +18,39 @@ export type NoticeInput = Omit<
 const NOTICE_ID = /^ntc_[0-9A-HJKMNP-TV-Z]{26}$/;
 const languageSet = new Set<string>(LANGUAGES);
 
-const pk = (appId: string) => `APP#${appId}`;
-const headSk = (noticeId: string) => `NOTICE#${noticeId}`;
-const versionSk = (noticeId: string, v: number) =>
-  `NOTICEV#${noticeId}#${String(v).padStart(6, '0')}`;
-const triggerSk = (triggerKey: string, region?: string) =>
-  region === undefined ? `TRIGGER#${triggerKey}` : `TRIGGER#${triggerKey}#${region}`;
+/** How a notice write ended (anything else is thrown). */
+export type NoticeWrite =
+  /** Written. */
+  | 'written'
+  /** The app does not exist. */
+  | 'unknown_app'
+  /** Another notice holds a trigger claim (a region, or the region-less place) it needs. */
+  | 'claim_taken'
+  /** The head is no longer the one read: read it again. */
+  | 'moved'
+  /** Another write held one of its items at that moment: try again. */
+  | 'contended';
 
-/** The trigger claims a notice holds: one per region, or the region-less one. */
-export function claimsOf(n: Pick<NoticeVersion, 'triggerKey' | 'regions'>): string[] {
-  return n.regions?.length
-    ? n.regions.map((r) => triggerSk(n.triggerKey, r))
-    : [triggerSk(n.triggerKey)];
+/** Where notices are kept (shared/storage/notices/store.ts). */
+export interface NoticeStore {
+  /** Puts version 1, its head and its trigger claims, if the app exists and the claims are free. */
+  create(notice: NoticeVersion): Promise<NoticeWrite>;
+  /** Puts `next` over `head` (if still the head), taking and giving up claims as they differ. */
+  replace(head: NoticeVersion, next: NoticeVersion): Promise<NoticeWrite>;
+  /** The latest version, or version `version` (consistent). */
+  get(appId: string, noticeId: string, version?: number): Promise<NoticeVersion | undefined>;
+  /** The latest version of each of the app's notices, oldest notice first (consistent). */
+  list(appId: string): Promise<NoticeVersion[]>;
+  /** The notices holding claims of one trigger key, with the regions each holds (consistent). */
+  triggerHolders(
+    appId: string,
+    triggerKey: string,
+  ): Promise<{ noticeId: string; regions?: string[] }[]>;
+}
+
+/** What the notice functions use; a Runtime is one. */
+export interface NoticesDeps extends CacheOwner {
+  notices: NoticeStore;
 }
 
 /** One notice of a trigger key as the selection sees it: its regions, none for everywhere. */
@@ -176,23 +186,6 @@ export function regionErrors(regions: readonly string[] | undefined): FieldError
   return errors;
 }
 
-function toNotice(item: Record<string, unknown>): NoticeVersion {
-  const { pk: _pk, sk: _sk, ...n } = item;
-  return n as unknown as NoticeVersion;
-}
-
-/** The reasons a cancelled transaction's conditions failed, by operation index. */
-function failedConditions(err: unknown): Set<number> | undefined {
-  const failed = cancellationReasons(err)?.failed;
-  return failed?.size ? failed : undefined;
-}
-
-/** Cancelled only because another transaction touched one of its items at that moment. */
-const contended = (err: unknown) => {
-  const c = cancellationReasons(err);
-  return c !== undefined && c.failed.size === 0 && c.contention;
-};
-
 const concurrent = () =>
   new AppError('SVC_CONFLICT', 'The notice is being changed concurrently; retry');
 
@@ -201,11 +194,11 @@ const concurrent = () =>
  * trigger key another notice holds, read after the refused write.
  */
 async function claimTaken(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
   notice: Pick<NoticeVersion, 'noticeId' | 'triggerKey' | 'regions'>,
 ): Promise<AppError> {
-  const others = (await triggerCandidates(rt, appId, notice.triggerKey)).filter(
+  const others = (await rt.notices.triggerHolders(appId, notice.triggerKey)).filter(
     (c) => c.noticeId !== notice.noticeId,
   );
   const conflicts = regionConflicts(others, notice.regions);
@@ -235,16 +228,6 @@ async function claimTaken(
   );
 }
 
-/** The puts that take trigger claims, each only if free. */
-const claimPuts = (TableName: string, appId: string, noticeId: string, sks: string[]) =>
-  sks.map((sk) => ({
-    Put: {
-      TableName,
-      Item: { pk: pk(appId), sk, noticeId },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  }));
-
 /** Without the fields the service sets; `regions` only when there are some, normalized. */
 function withRegions<T extends NoticeInput>(input: T): T {
   const { regions: raw, ...rest } = input;
@@ -255,7 +238,7 @@ function withRegions<T extends NoticeInput>(input: T): T {
 }
 
 export async function createNotice(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
   body: NoticeInput,
 ): Promise<NoticeVersion> {
@@ -268,45 +251,13 @@ export async function createNotice(
     textHash: noticeTextHash(input),
     createdAt: new Date().toISOString(),
   };
-  const TableName = rt.tables.entities;
-  // A new command for each attempt: a sent command is not sent again.
-  const write = () =>
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          ConditionCheck: {
-            TableName,
-            Key: { pk: pk(appId), sk: 'APP' },
-            ConditionExpression: 'attribute_exists(pk)',
-          },
-        },
-        {
-          Put: {
-            TableName,
-            Item: { ...notice, pk: pk(appId), sk: headSk(notice.noticeId) },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-        {
-          Put: {
-            TableName,
-            Item: { ...notice, pk: pk(appId), sk: versionSk(notice.noticeId, 1) },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-        ...claimPuts(TableName, appId, notice.noticeId, claimsOf(notice)),
-      ],
-    });
   for (let attempt = 0; ; attempt++) {
     try {
-      await rt.dynamo.doc.send(write());
-      return notice;
-    } catch (err) {
-      const failed = failedConditions(err);
-      if (failed?.has(0)) throw new AppError('SVC_NOT_FOUND', 'Unknown app');
-      if (failed && [...failed].some((i) => i >= 3)) throw await claimTaken(rt, appId, notice);
+      const w = await rt.notices.create(notice);
+      if (w === 'written') return notice;
+      if (w === 'unknown_app') throw new AppError('SVC_NOT_FOUND', 'Unknown app');
+      if (w === 'claim_taken') throw await claimTaken(rt, appId, notice);
       // Another notice's write held a claim at that moment: try again, it decides.
-      if (!contended(err)) throw err;
       if (attempt >= 2) throw concurrent();
     } finally {
       invalidateCache();
@@ -350,13 +301,12 @@ function contentOf(n: NoticeInput): NoticeInput {
  * retried on the new head (the body is complete).
  */
 export async function updateNotice(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
   noticeId: string,
   body: NoticeInput,
 ): Promise<NoticeVersion> {
   const input = withRegions(body);
-  const TableName = rt.tables.entities;
   for (let attempt = 0; ; attempt++) {
     const head = await getNotice(rt, appId, noticeId);
     if (!head) throw new AppError('SVC_NOT_FOUND', 'Unknown notice');
@@ -369,48 +319,11 @@ export async function updateNotice(
       textHash: noticeTextHash(input),
       createdAt: new Date().toISOString(),
     };
-    const held = claimsOf(head);
-    const wanted = claimsOf(next);
-    const taken = wanted.filter((sk) => !held.includes(sk));
-    const given = held.filter((sk) => !wanted.includes(sk));
     try {
-      await rt.dynamo.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName,
-                Item: { ...next, pk: pk(appId), sk: headSk(noticeId) },
-                ConditionExpression: 'version = :prev',
-                ExpressionAttributeValues: { ':prev': head.version },
-              },
-            },
-            {
-              Put: {
-                TableName,
-                Item: { ...next, pk: pk(appId), sk: versionSk(noticeId, next.version) },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            ...claimPuts(TableName, appId, noticeId, taken),
-            ...given.map((sk) => ({
-              Delete: {
-                TableName,
-                Key: { pk: pk(appId), sk },
-                ConditionExpression: 'noticeId = :id',
-                ExpressionAttributeValues: { ':id': noticeId },
-              },
-            })),
-          ],
-        }),
-      );
-      return next;
-    } catch (err) {
-      const failed = failedConditions(err);
-      // The head moved: read it again. Otherwise a claim another notice holds is a conflict.
-      if (failed && !failed.has(0) && [...failed].some((i) => i >= 2 && i < 2 + taken.length))
-        throw await claimTaken(rt, appId, next);
-      if (!failed && !contended(err)) throw err;
+      const w = await rt.notices.replace(head, next);
+      if (w === 'written') return next;
+      if (w === 'claim_taken') throw await claimTaken(rt, appId, next);
+      // The head moved or the write met another: read the head again.
       if (attempt >= 2) throw concurrent();
     } finally {
       invalidateCache();
@@ -420,62 +333,18 @@ export async function updateNotice(
 
 /** The latest version, or version `version`. */
 export async function getNotice(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
   noticeId: string,
   version?: number,
 ): Promise<NoticeVersion | undefined> {
   if (!patterns.appId.test(appId) || !NOTICE_ID.test(noticeId)) return undefined;
-  const r = await rt.dynamo.doc.send(
-    new GetCommand({
-      TableName: rt.tables.entities,
-      Key: {
-        pk: pk(appId),
-        sk: version === undefined ? headSk(noticeId) : versionSk(noticeId, version),
-      },
-      ConsistentRead: true,
-    }),
-  );
-  return r.Item && toNotice(r.Item);
+  return rt.notices.get(appId, noticeId, version);
 }
 
 /** The latest version of each of the app's notices, oldest notice first. */
-export async function listNotices(rt: Runtime, appId: string): Promise<NoticeVersion[]> {
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': pk(appId), ':prefix': 'NOTICE#' },
-    ConsistentRead: true,
-  });
-  return items.map(toNotice);
-}
-
-/** The notices holding claims of one trigger key, with the regions each holds. */
-async function triggerCandidates(
-  rt: Runtime,
-  appId: string,
-  triggerKey: string,
-): Promise<{ noticeId: string; regions?: string[] }[]> {
-  const base = triggerSk(triggerKey);
-  // Every claim of this key and no other: trigger keys hold only [a-z0-9_], all after '#',
-  // and region codes only characters before '~'.
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
-    KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
-    ExpressionAttributeValues: { ':pk': pk(appId), ':lo': base, ':hi': `${base}#~` },
-    ConsistentRead: true,
-  });
-  const byNotice = new Map<string, string[]>();
-  for (const item of items) {
-    const sk = item.sk as string;
-    const id = item.noticeId as string;
-    const regions = byNotice.get(id) ?? [];
-    if (sk.startsWith(`${base}#`)) regions.push(sk.slice(base.length + 1));
-    byNotice.set(id, regions);
-  }
-  return [...byNotice].map(([noticeId, regions]) =>
-    regions.length ? { noticeId, regions } : { noticeId },
-  );
+export function listNotices(rt: NoticesDeps, appId: string): Promise<NoticeVersion[]> {
+  return rt.notices.list(appId);
 }
 
 /**
@@ -484,7 +353,7 @@ async function triggerCandidates(
  * treat it as read-only. Undefined when no notice serves the region, or the region is unknown.
  */
 export function getNoticeByTriggerKey(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
   triggerKey: string,
   region?: string,
@@ -498,7 +367,7 @@ export function getNoticeByTriggerKey(
   )
     return Promise.resolve(undefined);
   return cached(rt, `trigger:${appId}:${triggerKey}:${where ?? ''}`, async () => {
-    const chosen = selectNotice(await triggerCandidates(rt, appId, triggerKey), where);
+    const chosen = selectNotice(await rt.notices.triggerHolders(appId, triggerKey), where);
     return chosen === undefined ? undefined : getNotice(rt, appId, chosen.noticeId);
   });
 }
@@ -508,7 +377,7 @@ export function getNoticeByTriggerKey(
  * no notice, in which case any well-formed purpose name is allowed. Cached; a fresh Set each call.
  */
 export async function declaredPurposes(
-  rt: Runtime,
+  rt: NoticesDeps,
   appId: string,
 ): Promise<Set<string> | undefined> {
   const names = await cached(rt, `purposes:${appId}`, async () => {

@@ -1,76 +1,74 @@
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { queryAll } from '../storage/query.js';
+import type { CacheOwner } from './cache.js';
 import type { TestEventObservation } from './checklist.js';
 
 /**
- * What the sandbox tools observed about an app, in the `entities` table (docs/api.md, Sandbox
- * tools):
- *
- * - the outcome of the last test event of each kind: pk `APP#{appId}`, sk
- *   `CHECKLIST#OBS#signed` or `CHECKLIST#OBS#bad_signature` (the checklist store reads every
- *   `CHECKLIST#` item of the app in one query);
- * - the webhook inbox: the last `INBOX_SLOTS` deliveries, a ring under pk
- *   `APP#{appId}#INBOX` (sk `SLOT#{nn}`), the next sequence number in sk `SEQ`. A delivery
- *   takes the next number and overwrites the slot it maps to, so an app's inbox never holds
- *   more than `INBOX_SLOTS` items however much is posted to it.
+ * What the sandbox tools observed about an app (docs/api.md, Sandbox tools): the outcome of the
+ * last test event of each kind, and the webhook inbox (the last `INBOX_SLOTS` deliveries). The
+ * checklist's own records (attestations, the go-live claim) are kept by the same store.
  */
 
 export type TestEventKind = 'signed' | 'bad_signature';
 
-export const CHECKLIST_SK_PREFIX = 'CHECKLIST#';
-export const observationSk = (kind: TestEventKind) => `${CHECKLIST_SK_PREFIX}OBS#${kind}`;
+/** An attestation of a checklist item as stored. */
+export interface StoredAttestation {
+  itemId: string;
+  by: string;
+  note: string;
+  at: string;
+}
 
-const appPk = (appId: string) => `APP#${appId}`;
+/** What the checklist of an app has recorded. */
+export interface ChecklistRecords {
+  testEvents: Partial<Record<TestEventKind, TestEventObservation | undefined>>;
+  /** Every attestation, each item's in the order they were made. */
+  attestations: StoredAttestation[];
+}
+
+/** Where the checklist and the sandbox tools keep what they record (shared/storage/checklist/). */
+export interface ChecklistStore {
+  /** Keeps the outcome of a test event (the last of each kind counts). */
+  putTestEvent(appId: string, kind: TestEventKind, o: TestEventObservation): Promise<void>;
+  records(appId: string): Promise<ChecklistRecords>;
+  /** A new immutable attestation, made at `atMs`. */
+  putAttestation(
+    appId: string,
+    itemId: string,
+    a: { by: string; note: string; at: string },
+    atMs: number,
+  ): Promise<void>;
+  /** Takes the app's one go-live claim; false when it is held already. */
+  claimGoLive(appId: string, g: { by: string; at: string }): Promise<boolean>;
+  /** Completes the claim with the live twin's id. */
+  completeGoLive(appId: string, g: { by: string; at: string; liveAppId: string }): Promise<void>;
+  /** Gives an incomplete claim back (refused once it names a live twin). */
+  releaseGoLive(appId: string): Promise<void>;
+  /** Stores one delivery in the app's ring of `INBOX_SLOTS`, under the next sequence number. */
+  putInboxDelivery(appId: string, d: Omit<InboxDelivery, 'seq'>): Promise<InboxDelivery>;
+  /** The inbox's deliveries, in no order. */
+  inbox(appId: string): Promise<InboxDelivery[]>;
+}
+
+/** What the functions here use; a Runtime is one. */
+export interface ChecklistDeps extends CacheOwner {
+  checklist: ChecklistStore;
+}
 
 /** Keeps the outcome of a test event (the last of each kind counts). */
-export async function recordTestEvent(
-  rt: Runtime,
+export function recordTestEvent(
+  rt: ChecklistDeps,
   appId: string,
   kind: TestEventKind,
   o: TestEventObservation,
 ): Promise<void> {
-  const { errorClass, ...rest } = o;
-  await rt.dynamo.doc.send(
-    new PutCommand({
-      TableName: rt.tables.entities,
-      Item: {
-        pk: appPk(appId),
-        sk: observationSk(kind),
-        kind,
-        ...rest,
-        ...(errorClass === undefined ? {} : { errorClass }),
-      },
-    }),
-  );
+  return rt.checklist.putTestEvent(appId, kind, o);
 }
 
-/** The app's checklist items (observations, attestations, go-live claim), by sort key. */
-export async function checklistItems(
-  rt: Runtime,
+/** The last test event of each kind. */
+export async function testEventsOf(
+  rt: ChecklistDeps,
   appId: string,
-): Promise<Map<string, Record<string, unknown>>> {
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': appPk(appId), ':prefix': CHECKLIST_SK_PREFIX },
-    ConsistentRead: true,
-  });
-  return new Map(items.map((i) => [String(i.sk), i]));
-}
-
-export function toTestEventObservation(
-  item: Record<string, unknown> | undefined,
-): TestEventObservation | undefined {
-  if (!item) return undefined;
-  return {
-    at: String(item.at),
-    url: String(item.url),
-    type: String(item.type),
-    status: typeof item.status === 'number' ? item.status : null,
-    errorClass: typeof item.errorClass === 'string' ? item.errorClass : undefined,
-    durationMs: Number(item.durationMs ?? 0),
-  };
+): Promise<ChecklistRecords['testEvents']> {
+  return (await rt.checklist.records(appId)).testEvents;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,52 +101,16 @@ export interface InboxDelivery {
   signatureValid: boolean;
 }
 
-const inboxPk = (appId: string) => `APP#${appId}#INBOX`;
-const slotSk = (seq: number) => `SLOT#${String(seq % INBOX_SLOTS).padStart(3, '0')}`;
-
 /** Stores one delivery in the app's ring; the caller has checked that the app is a sandbox app. */
-export async function storeInboxDelivery(
-  rt: Runtime,
+export function storeInboxDelivery(
+  rt: ChecklistDeps,
   appId: string,
   d: Omit<InboxDelivery, 'seq'>,
 ): Promise<InboxDelivery> {
-  const counter = await rt.dynamo.doc.send(
-    new UpdateCommand({
-      TableName: rt.tables.entities,
-      Key: { pk: inboxPk(appId), sk: 'SEQ' },
-      UpdateExpression: 'ADD #seq :one',
-      ExpressionAttributeNames: { '#seq': 'seq' },
-      ExpressionAttributeValues: { ':one': 1 },
-      ReturnValues: 'UPDATED_NEW',
-    }),
-  );
-  const seq = Number(counter.Attributes?.seq);
-  const delivery: InboxDelivery = { seq, ...d };
-  await rt.dynamo.doc.send(
-    new PutCommand({
-      TableName: rt.tables.entities,
-      Item: { pk: inboxPk(appId), sk: slotSk(seq), ...delivery },
-    }),
-  );
-  return delivery;
+  return rt.checklist.putInboxDelivery(appId, d);
 }
 
 /** The inbox, newest first (at most INBOX_SLOTS, `limit` if smaller). */
-export async function listInbox(rt: Runtime, appId: string, limit = INBOX_SLOTS) {
-  const items = await queryAll(rt.dynamo.doc, {
-    TableName: rt.tables.entities,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': inboxPk(appId), ':prefix': 'SLOT#' },
-    ConsistentRead: true,
-  });
-  return items
-    .map((i): InboxDelivery => ({
-      seq: Number(i.seq),
-      receivedAt: String(i.receivedAt),
-      headers: (i.headers ?? {}) as Record<string, string>,
-      body: String(i.body ?? ''),
-      signatureValid: i.signatureValid === true,
-    }))
-    .sort((a, b) => b.seq - a.seq)
-    .slice(0, limit);
+export async function listInbox(rt: ChecklistDeps, appId: string, limit = INBOX_SLOTS) {
+  return (await rt.checklist.inbox(appId)).sort((a, b) => b.seq - a.seq).slice(0, limit);
 }

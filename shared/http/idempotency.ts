@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Request, RequestHandler, Response } from 'express';
-import { keyedHash } from '../domain/crypto.js';
+import { keyedHash, type KeyConfig } from '../domain/crypto.js';
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import type { Logger } from '../logger.js';
 import { locals } from './locals.js';
 
 const TTL_S = 24 * 60 * 60;
@@ -43,7 +41,8 @@ export interface IdempotencyOptions {
   };
 }
 
-interface Stored {
+/** One key's record: pending while its first request runs, then that request's answer. */
+export interface IdempotencyRecord {
   pk: string;
   state: 'pending' | 'done';
   requestHash: string;
@@ -52,7 +51,36 @@ interface Stored {
   body?: string;
   /** Keyed hash of the first request's client address (routes with `credentials` only). */
   client?: string;
+  /** Epoch seconds: the record counts as absent after this. */
   expiresAt: number;
+}
+type Stored = IdempotencyRecord;
+
+/** Where the records are kept (shared/storage/http/idempotency.ts). */
+export interface IdempotencyStore {
+  /**
+   * Claims `pk` with a pending record, unless a record that has not expired at `nowS` holds it:
+   * then that record (undefined if it vanished meanwhile).
+   */
+  begin(
+    pk: string,
+    pending: Pick<IdempotencyRecord, 'requestHash' | 'client' | 'expiresAt'>,
+    nowS: number,
+  ): Promise<{ claimed: true } | { claimed: false; prior: IdempotencyRecord | undefined }>;
+  /** Stores the answer of the claimed request. */
+  finish(
+    pk: string,
+    answer: { status: number; headers: Record<string, string>; body: string },
+  ): Promise<void>;
+  /** Drops the claim, so the key may be used again. */
+  forget(pk: string): Promise<void>;
+}
+
+/** What the middleware uses; a Runtime is one. */
+export interface IdempotencyDeps {
+  idempotency: IdempotencyStore;
+  config: KeyConfig;
+  log: Logger;
 }
 
 async function replay(
@@ -118,9 +146,8 @@ const tooDeep = () =>
  * one while the first is still running is 409. A 5xx is not stored, so the client can retry with
  * the same key. Goes after authentication.
  */
-export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHandler {
-  const table = rt.tables.idempotency;
-  const doc = rt.dynamo.doc;
+export function idempotency(rt: IdempotencyDeps, o: IdempotencyOptions = {}): RequestHandler {
+  const store = rt.idempotency;
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (key === undefined || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method))
@@ -145,27 +172,19 @@ export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHan
     const requestHash = createHash('sha256')
       .update(`${req.method} ${req.originalUrl}\n${body}`)
       .digest('hex');
+    let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
     try {
-      await doc.send(
-        new PutCommand({
-          TableName: table,
-          Item: {
-            pk,
-            state: 'pending',
-            requestHash,
-            ...(client ? { client } : {}),
-            expiresAt: Math.floor(Date.now() / 1000) + TTL_S,
-          },
-          // An expired item may linger until DynamoDB's TTL sweep removes it: treat it as absent.
-          ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :now',
-          ExpressionAttributeValues: { ':now': Math.floor(Date.now() / 1000) },
-        }),
+      const nowS = Math.floor(Date.now() / 1000);
+      begun = await store.begin(
+        pk,
+        { requestHash, ...(client ? { client } : {}), expiresAt: nowS + TTL_S },
+        nowS,
       );
     } catch (err) {
-      if (!isConditionFailure(err)) return next(err);
-      const prior = (
-        await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))
-      ).Item as Stored | undefined;
+      return next(err);
+    }
+    if (!begun.claimed) {
+      const prior = begun.prior;
       if (!prior) return next(new AppError('SVC_CONFLICT', 'Retry the request'));
       if (prior.requestHash !== requestHash) {
         return next(
@@ -210,26 +229,17 @@ export function idempotency(rt: Runtime, o: IdempotencyOptions = {}): RequestHan
       );
       const write =
         res.statusCode >= 500
-          ? doc.send(new DeleteCommand({ TableName: table, Key: { pk } }))
-          : doc.send(
-              new UpdateCommand({
-                TableName: table,
-                Key: { pk },
-                UpdateExpression: 'SET #s = :done, #st = :status, headers = :h, body = :b',
-                ExpressionAttributeNames: { '#s': 'state', '#st': 'status' },
-                ExpressionAttributeValues: {
-                  ':done': 'done',
-                  ':status': res.statusCode,
-                  ':h': Object.fromEntries(
-                    REPLAYED_HEADERS.flatMap((h) => {
-                      const v = res.getHeader(h);
-                      return v === undefined ? [] : [[h, String(v)]];
-                    }),
-                  ),
-                  ':b': text,
-                },
-              }),
-            );
+          ? store.forget(pk)
+          : store.finish(pk, {
+              status: res.statusCode,
+              headers: Object.fromEntries(
+                REPLAYED_HEADERS.flatMap((h) => {
+                  const v = res.getHeader(h);
+                  return v === undefined ? [] : [[h, String(v)]];
+                }),
+              ),
+              body: text,
+            });
       write
         .catch((err: unknown) =>
           rt.log.warn({ err, pk }, 'could not store the idempotent response'),

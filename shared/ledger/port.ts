@@ -22,7 +22,7 @@ import type {
 import type { GaugeTotals } from '../storage/ledger/flag-entries.js';
 import type { ComplianceResult, ComplianceWrite } from '../storage/ledger/postbacks.js';
 import type { ComplianceState } from '../storage/ledger/summary.js';
-import type { DueEntry } from '../timers/due.js';
+import type { DueEntry } from '../storage/timers/due.js';
 
 /**
  * The dispatch ledger as the workers and services use it: dispatches and their attempts,

@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.js';
 import type { DispatchState } from '../storage/ledger/dispatches.js';
-import { ensureWatermark, shardOf } from '../timers/due.js';
+import { ensureWatermark, shardOf } from '../storage/timers/due.js';
 import { listDispatchesByApp } from './queries.js';
 
 /**

@@ -5,7 +5,7 @@ import {
   bucketsToSweep,
   ensureWatermark,
   type DueFamily,
-} from './due.js';
+} from '../storage/timers/due.js';
 
 /**
  * What a reader does with one bucket of one shard: reads and handles its due entries, and

@@ -12,7 +12,7 @@ import {
   newDispatchItems,
   type DispatchState,
 } from '../../shared/storage/ledger/dispatches.js';
-import { dueEntry } from '../../shared/timers/due.js';
+import { dueEntry } from '../../shared/storage/timers/due.js';
 import { readGauges, slaCheckEntry } from '../../shared/storage/ledger/flag-entries.js';
 import { postbackSk } from '../../shared/storage/ledger/postbacks.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';

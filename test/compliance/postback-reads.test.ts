@@ -13,7 +13,7 @@ import {
   newDispatchItems,
   type DispatchState,
 } from '../../shared/storage/ledger/dispatches.js';
-import { dueEntry } from '../../shared/timers/due.js';
+import { dueEntry } from '../../shared/storage/timers/due.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { postbacksHandler } from '../../workers/compliance/handler.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { consentEventSchema, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import { DynamoConsentStore } from '../../shared/storage/consents/store.js';
-import { ensureFamily } from '../../shared/timers/due.js';
+import { ensureFamily } from '../../shared/storage/timers/due.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testRuntime } from '../helpers/stack.js';
 import { consentStoreConformance } from './store.conformance.js';

@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { resolveAffected } from '../../shared/breaches/affected.js';
+import { resolveAffected } from '../../shared/storage/breaches/affected.js';
 import { getReferenceKey } from '../../shared/domain/apps.js';
 import { captureConsent } from '../../shared/domain/consent/index.js';
 import {

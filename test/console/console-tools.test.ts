@@ -14,7 +14,7 @@ import { widgetService } from '../../services/widget/index.js';
 import { getApp } from '../../shared/domain/apps.js';
 import { CHECKLIST_AREAS, failingCritical } from '../../shared/domain/checklist.js';
 import type { EventType } from '../../shared/domain/consent/events.js';
-import { checklistOf } from '../../shared/domain/go-live.js';
+import { checklistOf } from '../../shared/apps/go-live.js';
 import { listDispatchesByReference } from '../../shared/ledger/queries.js';
 import type { RunningProcess } from '../../shared/process.js';
 import { createComplianceWorker } from '../../workers/compliance/index.js';

@@ -10,7 +10,7 @@ import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
 import { postbackService } from '../../services/postback/index.js';
 import { getApp } from '../../shared/domain/apps.js';
-import { getEndpointState } from '../../shared/webhooks/endpoints.js';
+import { getEndpointState } from '../../shared/storage/webhooks/endpoints.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import {
   SCREENSHOTS,

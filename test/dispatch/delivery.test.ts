@@ -6,7 +6,7 @@ import { dispatchPk } from '../../shared/storage/ledger/dispatches.js';
 import { unpackDispatch } from '../../shared/storage/ledger/packed.js';
 import { itemBytes } from '../../shared/storage/billing.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
-import { getEndpointState } from '../../shared/webhooks/endpoints.js';
+import { getEndpointState } from '../../shared/storage/webhooks/endpoints.js';
 import { collectTopic } from '../helpers/kafka.js';
 import {
   consentEvent,

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import { dispatchAdminService } from '../../services/dispatch-admin/index.js';
-import { getEndpointState } from '../../shared/webhooks/endpoints.js';
+import { getEndpointState } from '../../shared/storage/webhooks/endpoints.js';
 import { consentEvent, publish, sandboxApp, useDispatcher, waitForDispatch } from './helpers.js';
 
 const TOKEN = 'test-admin-token-0123456789';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { getEndpointState } from '../../shared/webhooks/endpoints.js';
+import { getEndpointState } from '../../shared/storage/webhooks/endpoints.js';
 import { collectTopic } from '../helpers/kafka.js';
 import {
   consentEvent,

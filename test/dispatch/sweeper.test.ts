@@ -7,7 +7,7 @@ import {
 } from '../../shared/storage/ledger/dispatches.js';
 import { recordAttempt } from '../../shared/storage/ledger/attempts.js';
 import { listDispatchDue } from '../../shared/storage/ledger/dispatch-due.js';
-import { bucketOf, dueEntry } from '../../shared/timers/due.js';
+import { bucketOf, dueEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from '../../workers/dispatcher/attempt.js';
 import type { Lane } from '../../workers/dispatcher/lanes.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { breachMailId } from '../../shared/duties/notifications.js';
+import { breachMailId } from '../../shared/storage/duties/notifications.js';
 import type { PortalApp, PortalStack } from '../portal/fixture.js';
 import { startDutyStack, type DutyStack } from './fixture.js';
 

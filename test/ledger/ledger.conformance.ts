@@ -14,7 +14,7 @@ import {
 } from '../../shared/storage/ledger/dispatches.js';
 import type { ComplianceBase } from '../../shared/storage/ledger/postbacks.js';
 import type { ComplianceState } from '../../shared/storage/ledger/summary.js';
-import { dueEntry } from '../../shared/timers/due.js';
+import { dueEntry } from '../../shared/storage/timers/due.js';
 
 /**
  * What any store behind the `Ledger` port must do (shared/ledger/port.ts), through the port

@@ -3,7 +3,7 @@ import { createApp } from '../../shared/domain/apps.js';
 import type { ConsentEvent, EventType } from '../../shared/domain/consent/events.js';
 import { postbackDueAt } from '../../shared/domain/consent/events.js';
 import { newEventId, newReferenceId, uuidv7 } from '../../shared/domain/ids.js';
-import { dueEntry } from '../../shared/timers/due.js';
+import { dueEntry } from '../../shared/storage/timers/due.js';
 import { newDispatchItems } from '../../shared/storage/ledger/dispatches.js';
 import type { Runtime } from '../../shared/runtime.js';
 

@@ -15,8 +15,8 @@ import {
   leaseDerivedDue,
   listDerivedDue,
   releaseDerivedDue,
-} from '../../shared/timers/derived.js';
-import { bucketOf, shardOf, type DueKey } from '../../shared/timers/due.js';
+} from '../../shared/storage/timers/derived.js';
+import { bucketOf, shardOf, type DueKey } from '../../shared/storage/timers/due.js';
 import { startPipeline, type Pipeline, type PipelineApp } from '../compliance/fixture.js';
 
 /**
@@ -44,7 +44,7 @@ const eventsOf = (referenceId: string): ConsentEvent[] =>
 
 /**
  * Waits for the event. After a clock jump of hours, the sweep first walks every due-index
- * bucket the clock passed (60 a sweep, shared/timers/due.ts): give it `timeoutMs`.
+ * bucket the clock passed (60 a sweep, shared/storage/timers/due.ts): give it `timeoutMs`.
  */
 async function waitForEvent(referenceId: string, type: ConsentEvent['type'], timeoutMs = 15_000) {
   return vi.waitFor(
@@ -220,7 +220,7 @@ describe('validity window timers', () => {
       new Date(Date.parse(expired.data.postback!.dueAt) + 1).toISOString(),
     );
     // Each clock jump (about 2.2 h of due-index buckets, a minute each, in 8 shards) is walked
-    // 60 buckets a sweep (shared/timers/due.ts, CATCH_UP_BUCKETS): seconds of real queries on
+    // 60 buckets a sweep (shared/storage/timers/due.ts, CATCH_UP_BUCKETS): seconds of real queries on
     // DynamoDB Local, 16 to 21 s in all here alone, more beside other test files (one CI run
     // took over 15 s for the second jump alone).
   }, 150_000);

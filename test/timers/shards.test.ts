@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ensureFamily, timerKey, type TimerEntry } from '../../shared/timers/due.js';
+import { ensureFamily, timerKey, type TimerEntry } from '../../shared/storage/timers/due.js';
 import { slaCheckEntry, slaCheckMessage } from '../../shared/storage/ledger/flag-entries.js';
 import { applyDefinitions, createRuntime, type Runtime } from '../../shared/runtime.js';
 import { createTimersWorker } from '../../workers/timers/index.js';

@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../shared/runtime.js';
-import { bucketOf } from '../../shared/timers/due.js';
+import { bucketOf } from '../../shared/storage/timers/due.js';
 import { BucketWalker, SETTLED_RECHECK_MS } from '../../shared/timers/walker.js';
 import { testRuntime } from '../helpers/stack.js';
 

@@ -1,6 +1,6 @@
 import { topicDefs } from '../../infra/definitions/topics.js';
 import { runtimeConsumer } from '../../shared/bus/consumer.js';
-import { ensureFamily } from '../../shared/timers/due.js';
+import { ensureFamily } from '../../shared/storage/timers/due.js';
 import type { WorkerModule } from '../../shared/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { GaugeReporter } from './gauges.js';

@@ -6,7 +6,8 @@ import {
   type FlagFacts,
   type SlaPolicy,
 } from '../../shared/compliance/flags.js';
-import { nearDeadlineAt, type FlagChange } from '../../shared/storage/ledger/flag-entries.js';
+import { nearDeadlineAt } from '../../shared/domain/deadlines.js';
+import type { FlagChange } from '../../shared/storage/ledger/flag-entries.js';
 
 /**
  * What the compliance worker decides, as pure functions of the dispatch's facts, its recorded

@@ -5,7 +5,7 @@ import { AppError, coerceError } from '../../shared/errors.js';
 import { retryWhileTransient } from '../../shared/backoff.js';
 import { type RecordAttempt } from '../../shared/storage/ledger/attempts.js';
 import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
-import type { DueEntry } from '../../shared/timers/due.js';
+import type { DueEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptResult, WebhookClient } from '../../shared/webhooks/client.js';
 import { policyFor, type GuardConfig } from '../../shared/webhooks/guard.js';

@@ -8,7 +8,7 @@ import {
   newDispatchState,
 } from '../../shared/storage/ledger/dispatches.js';
 import { retainUntilFor } from '../../shared/domain/ledger/retention.js';
-import { dueEntry, ensureFamily } from '../../shared/timers/due.js';
+import { dueEntry, ensureFamily } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';
 import { FRESH_MS, actionFor, isDoubtful, writeModeFor } from './classify.js';

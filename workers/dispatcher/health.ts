@@ -8,7 +8,7 @@ import {
   markSuccess,
   type DisableReason,
   type EndpointState,
-} from '../../shared/webhooks/endpoints.js';
+} from '../../shared/storage/webhooks/endpoints.js';
 import { failingTooLong } from '../../shared/webhooks/schedule.js';
 import type { DispatcherMetrics } from './metrics.js';
 

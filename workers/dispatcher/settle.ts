@@ -2,7 +2,7 @@ import type { App } from '../../shared/domain/types.js';
 import type { RecordAttempt } from '../../shared/storage/ledger/attempts.js';
 import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
 import { retainUntilFor } from '../../shared/domain/ledger/retention.js';
-import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
+import { dueEntry, type DueEntry } from '../../shared/storage/timers/due.js';
 import type { AttemptResult } from '../../shared/webhooks/client.js';
 import { nextStep } from '../../shared/webhooks/schedule.js';
 

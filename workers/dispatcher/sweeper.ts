@@ -1,4 +1,4 @@
-import { dueEntry, type DueEntry } from '../../shared/timers/due.js';
+import { dueEntry, type DueEntry } from '../../shared/storage/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
 import type { AttemptJob } from './attempt.js';

@@ -1,13 +1,13 @@
-import { loadBatch, getBreach } from '../../shared/breaches/store.js';
+import { loadBatch, getBreach } from '../../shared/storage/breaches/store.js';
 import {
   breachBatchSchema,
   breachMailId,
   grievanceMailSchema,
   type BreachBatchMail,
   type GrievanceMail,
-} from '../../shared/duties/notifications.js';
+} from '../../shared/storage/duties/notifications.js';
 import { AppError } from '../../shared/errors.js';
-import { getGrievance } from '../../shared/grievances/store.js';
+import { getGrievance } from '../../shared/storage/grievances/store.js';
 import type { Logger } from '../../shared/logger.js';
 import { mailPrincipal, type NotifierDeps } from './deliver.js';
 import { breachNoticeMail, grievanceAnsweredMail, grievanceFiledMail } from './duty-templates.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Breach } from '../../shared/breaches/model.js';
-import type { Grievance } from '../../shared/grievances/model.js';
+import type { Breach } from '../../shared/domain/duties/breaches.js';
+import type { Grievance } from '../../shared/domain/duties/grievances.js';
 import { breachNoticeMail, grievanceAnsweredMail, grievanceFiledMail } from './duty-templates.js';
 
 const base = {

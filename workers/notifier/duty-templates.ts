@@ -1,5 +1,5 @@
-import type { Breach } from '../../shared/breaches/model.js';
-import type { Grievance } from '../../shared/grievances/model.js';
+import type { Breach } from '../../shared/domain/duties/breaches.js';
+import type { Grievance } from '../../shared/domain/duties/grievances.js';
 import { fill, uiStrings } from '../../shared/i18n/index.js';
 import { principalMail, type PrincipalMail, type Rendered } from './templates.js';
 

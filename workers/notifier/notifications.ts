@@ -3,7 +3,7 @@ import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
 import { notificationSchema, type EndpointDisabled } from '../../shared/mail/index.js';
 import type { Logger } from '../../shared/logger.js';
-import { DUTY_MAIL_TYPES } from '../../shared/duties/notifications.js';
+import { DUTY_MAIL_TYPES } from '../../shared/storage/duties/notifications.js';
 import { INACTIVITY_WARNING } from '../../shared/mail/inactivity.js';
 import { mailPrincipal, once, type NotifierDeps } from './deliver.js';
 import { mailInactivityWarning } from './inactivity.js';

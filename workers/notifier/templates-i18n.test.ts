@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { LANGUAGES } from '../../shared/domain/types.js';
 import { CATALOGUES, LANGUAGE_INFO, fill } from '../../shared/i18n/index.js';
-import type { Breach } from '../../shared/breaches/model.js';
-import type { Grievance } from '../../shared/grievances/model.js';
+import type { Breach } from '../../shared/domain/duties/breaches.js';
+import type { Grievance } from '../../shared/domain/duties/grievances.js';
 import { breachNoticeMail, grievanceAnsweredMail, grievanceFiledMail } from './duty-templates.js';
 import { inactivityErasedMail, inactivityWarningMail } from './inactivity-templates.js';
 import { erasureAckMail, escapeHtml, expiryReminderMail, grantRequestMail } from './templates.js';

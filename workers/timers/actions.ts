@@ -4,7 +4,7 @@ import { fireInactivity, scheduleAllInactivity } from '../../shared/domain/conse
 import { scrubPrincipal, type ScrubCounts } from '../../shared/domain/consent/scrub.js';
 import type { ExpiryKind } from '../../shared/domain/consent/timers.js';
 import type { ExpiryEntry } from '../../shared/storage/consents/timers.js';
-import type { TimerEntry } from '../../shared/timers/due.js';
+import type { TimerEntry } from '../../shared/storage/timers/due.js';
 import type { SlaCheckEntry, SlaCheckMessage } from '../../shared/storage/ledger/flag-entries.js';
 import { getOrCreate } from '../../shared/metrics.js';
 import type { Runtime } from '../../shared/runtime.js';

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { checkBoardReport } from '../../shared/breaches/store.js';
+import { checkBoardReport } from '../../shared/storage/breaches/store.js';
 import {
   DUTY_KINDS,
   OPEN_FLAGS,
   dutyMetrics,
   readDutyGauges,
   type DutyEntry,
-} from '../../shared/duties/store.js';
-import { checkGrievance } from '../../shared/grievances/store.js';
+} from '../../shared/storage/duties/store.js';
+import { checkGrievance } from '../../shared/storage/grievances/store.js';
 import { releaseGaugeLease, takeGaugeLease } from '../../shared/storage/leases/gauge-lease.js';
-import type { TimerEntry } from '../../shared/timers/due.js';
+import type { TimerEntry } from '../../shared/storage/timers/due.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**

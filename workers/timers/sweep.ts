@@ -6,13 +6,13 @@ import {
   releaseDue,
   type DueFamily,
   type TimerEntry,
-} from '../../shared/timers/due.js';
+} from '../../shared/storage/timers/due.js';
 import {
   deleteDerivedDue,
   leaseDerivedDue,
   listDerivedDue,
   releaseDerivedDue,
-} from '../../shared/timers/derived.js';
+} from '../../shared/storage/timers/derived.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -33,13 +33,13 @@ export interface SweepStats {
 }
 
 /**
- * Sweeps one family of the due-index (shared/timers/due.ts) with the shared bucket walk
+ * Sweeps one family of the due-index (shared/storage/timers/due.ts) with the shared bucket walk
  * (shared/timers/walker.ts), reading only due entries. An entry is leased (conditional update, one
  * copy wins), its action run, then deleted; if the action fails the lease is given back and
  * the next sweep tries again, and if this copy dies the lease runs out and another copy
  * fires it. Actions are idempotent, so the rare double firing after a lease ran out is safe.
  * Besides the timers table, a family may have entries derived from the items they belong to
- * (`derivedFrom`: tables whose `due` index holds them, shared/timers/derived.ts): each bucket is
+ * (`derivedFrom`: tables whose `due` index holds them, shared/storage/timers/derived.ts): each bucket is
  * read from every source, and an entry is leased, fired and removed where it came from (`from`).
  */
 export class FamilySweeper {

@@ -5,7 +5,7 @@ import {
   type InactivityWarning,
 } from '../../mail/inactivity.js';
 import type { Runtime } from '../../runtime.js';
-import { ensureFamily } from '../../timers/due.js';
+import { ensureFamily } from '../../storage/timers/due.js';
 import { getApp } from '../apps.js';
 import type { App } from '../types.js';
 import { inactivityPlan, inactivityStep, lastActivityMs } from './activity.js';

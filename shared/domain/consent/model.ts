@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DueAttributes, DueLease } from '../../timers/due-attributes.js';
+import type { DueAttributes, DueLease } from '../due-attributes.js';
 import { patterns, recordUuid } from '../ids.js';
 import {
   RECORD_STATES,
@@ -154,7 +154,7 @@ export interface ParentalVerification {
  * The transaction item in `entities`: records inline, `version` for optimistic locking. It may
  * carry its pending first expiry-family timer and that timer's
  * lease (`duepk`, `duesk`, `duekind`, `dueLeaseUntil`, `dueLeaseToken`: storage attributes of
- * the derived due-index, shared/timers/derived.ts and timers.ts), loaded and written back with
+ * the derived due-index, shared/storage/timers/derived.ts and timers.ts), loaded and written back with
  * the rest so a rewrite keeps them; no view or event shows them.
  */
 export interface StoredTransaction extends Partial<DueAttributes & DueLease> {

@@ -10,7 +10,7 @@ import { deriveStatus } from './states.js';
  *   fired (a transaction without a reminder gets its `expire` at once). The new transaction's
  *   first timer is no item of its own: the transaction item carries it (the store's
  *   `withFirstTimer`: `duepk`/`duesk`/`duekind`, the keys it would have in the timers table) and
- *   the sparse `due` index of `entities` exposes it to the sweep (shared/timers/derived.ts), so a
+ *   the sparse `due` index of `entities` exposes it to the sweep (shared/storage/timers/derived.ts), so a
  *   new transaction writes no timer item. The `expire` the reminder writes goes to the timers table,
  * - `scrub` when an erase leaves a transaction fully erased (the 30-day erasure sweep),
  * - `inactivity` for a principal of an app with an inactivity policy: written when the principal

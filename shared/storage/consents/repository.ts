@@ -3,7 +3,7 @@ import type { TableNames } from '../../../infra/definitions/tables.js';
 import { AppError } from '../../errors.js';
 import type { TransactItem } from '../group-commit.js';
 import { queryAll } from '../query.js';
-import { unchangedDueCondition } from '../../timers/derived.js';
+import { unchangedDueCondition } from '../timers/derived.js';
 import { getReferenceKey } from '../../domain/apps.js';
 import {
   derivedReferenceId,

@@ -1,6 +1,6 @@
 import type { TableNames } from '../../../infra/definitions/tables.js';
-import { dueAttributes } from '../../timers/derived.js';
-import { timerKey, type TimerEntry } from '../../timers/due.js';
+import { dueAttributes } from '../timers/derived.js';
+import { timerKey, type TimerEntry } from '../timers/due.js';
 import type { TransactItem } from '../group-commit.js';
 import { inactivityPlan } from '../../domain/consent/activity.js';
 import type { RecordChange, StoredTransaction } from '../../domain/consent/model.js';

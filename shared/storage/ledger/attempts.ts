@@ -14,7 +14,7 @@ import {
   type DispatchState,
   dispatchKey,
 } from './dispatches.js';
-import type { DueEntry } from '../../timers/due.js';
+import type { DueEntry } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { planListings, withListing } from './app-pages.js';
 import { chainHash } from '../../domain/ledger/hash.js';

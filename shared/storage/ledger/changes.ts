@@ -1,4 +1,4 @@
-import { shardOf } from '../../timers/due.js';
+import { shardOf } from '../timers/due.js';
 
 /**
  * The ledger's change index (gsi3, keys only): every write that chains an entry to an existing

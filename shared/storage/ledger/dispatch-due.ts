@@ -1,13 +1,13 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { LedgerDeps } from './deps.js';
-import { DUE_INDEX, dueAtOf } from '../../timers/derived.js';
-import { duePk, type DueEntry, type DueKind } from '../../timers/due.js';
+import { DUE_INDEX, dueAtOf } from '../timers/derived.js';
+import { duePk, type DueEntry, type DueKind } from '../timers/due.js';
 import { dispatchIdOf } from './packed.js';
 
 /**
  * The dispatcher's retry due-index, derived from the dispatch items themselves. A dispatch
  * with an attempt due carries that entry's keys in `duePk`/`dueSk` (the due-index's bucket
- * `retry#{minute}#{shard}` and `{dueAt ISO}#{dispatchId}`, shared/timers/due.ts) and its kind
+ * `retry#{minute}#{shard}` and `{dueAt ISO}#{dispatchId}`, shared/storage/timers/due.ts) and its kind
  * in `dueKind`; the ledger's sparse global secondary index `due` (infra/definitions/tables.ts)
  * holds exactly those items, projecting `dueKind`, `appId` and `dispatchId` (a packed item has
  * its id only in its key, `dispatchIdOf`). So scheduling, moving or clearing a dispatch's next

@@ -9,7 +9,7 @@ import { isConditionFailure, updateIfHolds, writeItems } from '../dynamo.js';
 import { queryAll } from '../query.js';
 import type { DeliveryStatus, ErrorClass } from '../../domain/ledger/delivery.js';
 import { changeKeys, needsStamp } from './changes.js';
-import type { DueEntry, DueKind } from '../../timers/due.js';
+import type { DueEntry, DueKind } from '../timers/due.js';
 import { DUE_ATTRS, dispatchDue } from './dispatch-due.js';
 import { slaCheckEntry } from './flag-entries.js';
 import { GENESIS, chainHash, sha256Hex } from '../../domain/ledger/hash.js';

@@ -1,5 +1,5 @@
 import { updateIfHolds } from '../dynamo.js';
-import { dueEntry } from '../../timers/due.js';
+import { dueEntry } from '../timers/due.js';
 import type { LedgerDeps } from './deps.js';
 import { dispatchDue } from './dispatch-due.js';
 import { dispatchKey, getDispatchState, type DispatchState } from './dispatches.js';

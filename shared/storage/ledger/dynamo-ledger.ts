@@ -31,7 +31,7 @@ import { principalDispatches } from './principal.js';
 import { redactDispatchBodies } from './redact.js';
 import { readComplianceState } from './summary.js';
 import type { Checkpoint, Leaf } from '../../domain/ledger/checkpoints.js';
-import type { DueEntry } from '../../timers/due.js';
+import type { DueEntry } from '../timers/due.js';
 
 /**
  * The ledger on DynamoDB (the `ledger`, `checkpoints` and `timers` tables): each method is the

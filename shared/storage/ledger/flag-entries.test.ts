@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GENESIS, chainHash } from '../../domain/ledger/hash.js';
-import { chainAfter, flagSk, nearDeadlineAt, POSTBACK_EVENTS } from './flag-entries.js';
+import { nearDeadlineAt } from '../../domain/deadlines.js';
+import { chainAfter, flagSk, POSTBACK_EVENTS } from './flag-entries.js';
 import { gaugeDeltas, postbackSk, type ComplianceWrite } from './postbacks.js';
 
 describe('flag and postback entry keys', () => {

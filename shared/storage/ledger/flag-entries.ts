@@ -4,7 +4,7 @@ import { POSTBACK_WINDOW_MS, type EventType } from '../../domain/consent/events.
 import type { TransactItem } from '../outbox/outbox.js';
 import type { LedgerDeps } from './deps.js';
 import { queryAll } from '../query.js';
-import { shardOf, timerKey, type TimerEntry } from '../../timers/due.js';
+import { shardOf, timerKey, type TimerEntry } from '../timers/due.js';
 import { chainHash } from '../../domain/ledger/hash.js';
 import { RETAIN_ATTR } from '../../domain/ledger/retention.js';
 
@@ -95,13 +95,6 @@ export function slaCheckEntry(
 ): SlaCheckEntry {
   return { ...timerKey('sla', dispatchId, dueAtMs, shards), kind: 'sla', dispatchId, appId };
 }
-
-/** "Near the deadline" is the last 20 % of the window before `dueAt` (the alert's nudge). */
-export const NEAR_DEADLINE_FRACTION = 0.2;
-
-/** Rounded up to a whole millisecond, so a check scheduled at the mark finds itself inside it. */
-export const nearDeadlineAt = (createdAtMs: number, dueAtMs: number) =>
-  Math.ceil(dueAtMs - NEAR_DEADLINE_FRACTION * (dueAtMs - createdAtMs));
 
 // ---- gauge counters ----
 

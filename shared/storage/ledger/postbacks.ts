@@ -7,7 +7,7 @@ import type { LedgerDeps } from './deps.js';
 import { cancellationReasons } from '../dynamo.js';
 import { changeKeys } from './changes.js';
 import { appIndexUpdate, dispatchPk, dispatchKey } from './dispatches.js';
-import type { TimerEntry } from '../../timers/due.js';
+import type { TimerEntry } from '../timers/due.js';
 import {
   chainAfter,
   flagSk,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DUTY_FLAGS } from '../duties/clock.js';
-import { patterns } from '../domain/ids.js';
+import { DUTY_FLAGS } from './clock.js';
+import { patterns } from '../ids.js';
 
 /**
  * Grievances (DPDP Rule 14): a principal's complaint to the app, answered within the app's

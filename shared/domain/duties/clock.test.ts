@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dutyDeadlines, dutyFlag, nextDutyCheck, type DutyFacts } from './clock.js';
-import { flagChangeAt, gaugeMoves } from './store.js';
+import { flagChangeAt, gaugeMoves } from '../../storage/duties/store.js';
 
 const H = 3_600_000;
 const DAY = 24 * H;

@@ -1,6 +1,12 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import { AppError } from '../../errors.js';
+
+/** What a listing reads through: the document client and the `entities` table's name. */
+export interface ListDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'entities'>;
+}
 
 /**
  * One page of an app's duty records (grievances, breaches) from an `entities` index whose sort
@@ -57,7 +63,7 @@ const encode = (k: Record<string, unknown>) => Buffer.from(JSON.stringify(k)).to
 const MAX_EVALUATED = 1_000;
 
 export async function listPage(
-  rt: Runtime,
+  rt: ListDeps,
   r: ListRequest,
 ): Promise<{ items: Record<string, unknown>[]; nextCursor: string | null }> {
   if (r.from !== undefined && r.to !== undefined && r.to <= r.from)

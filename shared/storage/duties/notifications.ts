@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { patterns } from '../domain/ids.js';
-import { newNotificationId } from '../mail/notifications.js';
-import type { OutboxItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
+import { patterns } from '../../domain/ids.js';
+import { ulid } from 'ulid';
+import type { OutboxItem } from '../outbox/outbox.js';
 
 /**
  * The e-mails of grievances and breaches, as messages on the `notifications` topic, written in
@@ -43,11 +42,11 @@ export const breachMailId = (breachId: string, referenceId: string) => `${breach
 
 /** The outbox message for one e-mail notification, keyed by app id like the others. */
 export function notificationItem(
-  rt: Runtime,
+  rt: { topics: { notifications: string } },
   body: Omit<GrievanceMail, 'id'> | Omit<BreachBatchMail, 'id'>,
   nowMs: number,
 ): OutboxItem {
-  const id = newNotificationId();
+  const id = `ntf_${ulid()}`;
   return {
     id,
     topic: rt.topics.notifications,

@@ -1,10 +1,10 @@
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
-import { AppError, type FieldError } from '../errors.js';
-import { getReferenceKey } from '../domain/apps.js';
-import { isClaim, keys } from '../storage/consents/repository.js';
-import { derivedReferenceId } from '../domain/ids.js';
-import type { Runtime } from '../runtime.js';
-import type { Affected } from './model.js';
+import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import { AppError, type FieldError } from '../../errors.js';
+import { getReferenceKey } from '../../domain/apps.js';
+import { isClaim, keys } from '../consents/repository.js';
+import { derivedReferenceId } from '../../domain/ids.js';
+import type { Affected } from '../../domain/duties/breaches.js';
 
 /**
  * Checks that every affected principal a breach names is one of the app's, reading the
@@ -14,12 +14,21 @@ import type { Affected } from './model.js';
  * first entries at fault, so a breach is never recorded against a partial or foreign list.
  */
 
+/** What resolving the affected uses; a Runtime is one. */
+export type AffectedDeps = Parameters<typeof getReferenceKey>[0] & {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'entities'>;
+};
+
 const BATCH_GET = 100;
 const MAX_REPORTED = 20;
 
 type Key = { pk: string; sk: string };
 
-async function batchGet(rt: Runtime, wanted: Key[]): Promise<Map<string, Record<string, unknown>>> {
+async function batchGet(
+  rt: AffectedDeps,
+  wanted: Key[],
+): Promise<Map<string, Record<string, unknown>>> {
   const found = new Map<string, Record<string, unknown>>();
   const unique = [...new Map(wanted.map((k) => [k.pk, k])).values()];
   for (let i = 0; i < unique.length; i += BATCH_GET) {
@@ -41,7 +50,7 @@ async function batchGet(rt: Runtime, wanted: Key[]): Promise<Map<string, Record<
 }
 
 export async function resolveAffected(
-  rt: Runtime,
+  rt: AffectedDeps,
   appId: string,
   named: readonly { userId?: string | undefined; referenceId?: string | undefined }[],
   path = '/principals',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { createApp, recordGoLive } from './apps.js';
+import { createApp, recordGoLive } from '../domain/apps.js';
 import {
   attestability,
   evaluateChecklist,
@@ -9,22 +9,22 @@ import {
   type Attestation,
   type Checklist,
   type ChecklistItem,
-} from './checklist.js';
+} from '../domain/checklist.js';
 import {
   claimGoLive,
   completeGoLive,
   loadChecklistSnapshot,
   recordAttestation,
   releaseGoLive,
-} from './checklist-store.js';
-import { createNotice, listNotices } from './notices.js';
-import type { App } from './types.js';
+} from './checklist.js';
+import { createNotice, listNotices } from '../domain/notices.js';
+import type { App } from '../domain/types.js';
 
 /**
  * The checklist's changes (docs/api.md, Compliance checklist and go-live): attesting an item
  * only a person can confirm, and taking a sandbox app live. The admin API and the console both
- * call these, so both apply the same rules; checklist.ts holds the rules themselves and
- * checklist-store.ts what is stored.
+ * call these, so both apply the same rules; shared/domain/checklist.ts holds the rules and
+ * shared/apps/checklist.ts loads what they are evaluated from.
  */
 
 /** Who attests (or goes live) and what they confirm. */

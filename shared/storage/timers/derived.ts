@@ -1,10 +1,9 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Runtime } from '../runtime.js';
-import { updateIfHolds } from '../storage/dynamo.js';
-import { duePk, type DueFamily, type ItemKey, type TimerEntry } from './due.js';
-import type { DueAttributes, DueLease } from './due-attributes.js';
+import type { DueAttributes, DueLease } from '../../domain/due-attributes.js';
+import { updateIfHolds } from '../dynamo.js';
+import { duePk, type DueFamily, type ItemKey, type TimerDeps, type TimerEntry } from './due.js';
 
-export type { DueAttributes, DueLease } from './due-attributes.js';
+export type { DueAttributes, DueLease } from '../../domain/due-attributes.js';
 
 /**
  * Due entries derived from the items they belong to, instead of written apart in the `timers`
@@ -67,7 +66,7 @@ export const dueAtOf = (sk: string) => sk.slice(0, sk.indexOf('#'));
  * oldest first, each naming the item it belongs to (`from`). Not a consistent read (see above).
  */
 export async function listDerivedDue<T extends TimerEntry = TimerEntry>(
-  rt: Runtime,
+  rt: Pick<TimerDeps, 'dynamo'>,
   table: string,
   bucket: number,
   shard: number,
@@ -106,7 +105,7 @@ type Derived = Pick<TimerEntry, 'sk'> & { from: ItemKey & { table: string } };
 
 /** Claims a derived entry (as `leaseDue`): undefined when it is gone or leased by another. */
 export async function leaseDerivedDue(
-  rt: Runtime,
+  rt: Pick<TimerDeps, 'dynamo'>,
   e: Derived,
   nowMs: number,
   leaseMs: number,
@@ -129,7 +128,11 @@ export async function leaseDerivedDue(
 }
 
 /** Gives a lease of a derived entry back early (as `releaseDue`). */
-export async function releaseDerivedDue(rt: Runtime, e: Derived, token: string): Promise<void> {
+export async function releaseDerivedDue(
+  rt: Pick<TimerDeps, 'dynamo'>,
+  e: Derived,
+  token: string,
+): Promise<void> {
   await updateIfHolds(rt.dynamo.doc, {
     TableName: e.from.table,
     Key: { pk: e.from.pk, sk: e.from.sk },
@@ -143,7 +146,7 @@ export async function releaseDerivedDue(rt: Runtime, e: Derived, token: string):
  * Removes a fired derived entry from its item (and so from the index), as `deleteDue` deletes a
  * timers-table entry; nothing when the item no longer carries that entry.
  */
-export async function deleteDerivedDue(rt: Runtime, e: Derived): Promise<void> {
+export async function deleteDerivedDue(rt: Pick<TimerDeps, 'dynamo'>, e: Derived): Promise<void> {
   await updateIfHolds(rt.dynamo.doc, {
     TableName: e.from.table,
     Key: { pk: e.from.pk, sk: e.from.sk },

@@ -1,8 +1,22 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
-import type { App } from '../domain/types.js';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import type { App } from '../../domain/types.js';
+import { isConditionFailure } from '../dynamo.js';
+import type { Outbox } from '../outbox/outbox.js';
+
+/** What endpoint health uses: the store, and the outbox for the disable notice. */
+export interface EndpointDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'entities'>;
+  outbox: Pick<Outbox, 'commit'>;
+  topics: { notifications: string };
+}
 
 /**
  * Webhook endpoint health in the entities table (pk `APP#{appId}`, sk `ENDPOINT`). The state
@@ -26,7 +40,7 @@ export const isDisabled = (s: EndpointState | undefined, url: string) =>
   s?.disabledAt !== undefined && s.url === url;
 
 export async function getEndpointState(
-  rt: Runtime,
+  rt: EndpointDeps,
   appId: string,
 ): Promise<EndpointState | undefined> {
   const r = await rt.dynamo.doc.send(
@@ -39,7 +53,7 @@ export async function getEndpointState(
 
 /** Applies `update` when the stored state is for `url`; otherwise replaces it with `fresh`. */
 async function updateForUrl(
-  rt: Runtime,
+  rt: EndpointDeps,
   appId: string,
   url: string,
   update: { expr: string; values: Record<string, unknown> },
@@ -70,7 +84,7 @@ async function updateForUrl(
 
 /** A 2xx: the endpoint is healthy (and enabled again, if an operator's resend got through). */
 export function markSuccess(
-  rt: Runtime,
+  rt: EndpointDeps,
   appId: string,
   url: string,
   at: string,
@@ -89,7 +103,7 @@ export function markSuccess(
 
 /** A failure: starts the failing streak unless one is running. Returns the state after. */
 export function markFailure(
-  rt: Runtime,
+  rt: EndpointDeps,
   appId: string,
   url: string,
   at: string,
@@ -113,7 +127,7 @@ export function markFailure(
  * Returns false when it was already disabled or the state moved on.
  */
 export async function disableEndpoint(
-  rt: Runtime,
+  rt: EndpointDeps,
   app: Pick<App, 'appId' | 'contactEmail' | 'webhookUrl'>,
   reason: DisableReason,
   at: string,

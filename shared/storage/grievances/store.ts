@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
-import { dutyDeadlines, type DutyFacts } from '../duties/clock.js';
+import { dutyDeadlines, type DutyFacts } from '../../domain/duties/clock.js';
 import { listPage, withoutKeys } from '../duties/list.js';
 import { notificationItem } from '../duties/notifications.js';
 import {
@@ -9,16 +9,16 @@ import {
   dutyMetrics,
   loadDutyItem,
   openDuty,
+  type DutyDeps,
   type DutyEntry,
   type DutyRecord,
   type FlagChange,
 } from '../duties/store.js';
-import { invalidateCache } from '../domain/cache.js';
-import { loadPrincipal, loadUser } from '../storage/consents/repository.js';
-import type { App } from '../domain/types.js';
-import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure } from '../storage/dynamo.js';
+import { invalidateCache } from '../../domain/cache.js';
+import { loadPrincipal, loadUser } from '../consents/repository.js';
+import type { App } from '../../domain/types.js';
+import { AppError } from '../../errors.js';
+import { isConditionFailure } from '../dynamo.js';
 import {
   DAY_MS,
   MAX_GRIEVANCE_DAYS,
@@ -26,7 +26,12 @@ import {
   type Grievance,
   type GrievanceChannel,
   type GrievanceListQuery,
-} from './model.js';
+} from '../../domain/duties/grievances.js';
+
+/** What grievances use; a Runtime is one. */
+export type GrievanceDeps = DutyDeps &
+  Parameters<typeof loadPrincipal>[0] &
+  Parameters<typeof loadUser>[0];
 
 /**
  * Grievances in `entities`:
@@ -54,7 +59,11 @@ export const responseDaysOf = (app: Pick<App, 'grievanceResponseDays'>) =>
  * Sets the app's response window. Longer than the Rules allow is refused (400), so a
  * misconfiguration is never silently capped.
  */
-export async function setResponseDays(rt: Runtime, appId: string, days: number): Promise<void> {
+export async function setResponseDays(
+  rt: GrievanceDeps,
+  appId: string,
+  days: number,
+): Promise<void> {
   if (days > MAX_GRIEVANCE_DAYS)
     throw new AppError(
       'SVC_LEGAL_LIMIT',
@@ -90,7 +99,7 @@ export const newGrievanceId = () => `grv_${ulid()}`;
 
 /** The principal the app names, by referenceId or by its own userId; 404 when not the app's. */
 export async function resolvePrincipal(
-  rt: Runtime,
+  rt: GrievanceDeps,
   appId: string,
   who: { referenceId?: string | undefined; userId?: string | undefined },
 ): Promise<{ referenceId: string; userId: string | null }> {
@@ -105,7 +114,7 @@ export async function resolvePrincipal(
 }
 
 export async function fileGrievance(
-  rt: Runtime,
+  rt: GrievanceDeps,
   app: App,
   input: { referenceId: string; subject: string; description: string; via: GrievanceChannel },
   now = new Date(),
@@ -162,7 +171,7 @@ export async function fileGrievance(
   return g;
 }
 
-async function load(rt: Runtime, appId: string, id: string): Promise<Stored | undefined> {
+async function load(rt: GrievanceDeps, appId: string, id: string): Promise<Stored | undefined> {
   if (!grievanceIdPattern.test(id)) return undefined;
   return loadDutyItem<Grievance>(rt, keys.item(appId, id));
 }
@@ -180,7 +189,7 @@ const record = (g: Stored): DutyRecord => ({
 });
 
 export async function getGrievance(
-  rt: Runtime,
+  rt: GrievanceDeps,
   appId: string,
   id: string,
 ): Promise<Grievance | undefined> {
@@ -193,7 +202,7 @@ export async function getGrievance(
  * second answer is refused (409): the first is what the principal was told.
  */
 export async function answerGrievance(
-  rt: Runtime,
+  rt: GrievanceDeps,
   appId: string,
   id: string,
   input: { answer: string; resolution: 'resolved' | 'rejected' },
@@ -237,7 +246,7 @@ export async function answerGrievance(
 
 /** The timers worker's check of one grievance (checkDuty). */
 export async function checkGrievance(
-  rt: Runtime,
+  rt: GrievanceDeps,
   e: Pick<DutyEntry, 'appId' | 'id'>,
   nowMs: number,
 ): Promise<FlagChange | undefined> {
@@ -247,7 +256,7 @@ export async function checkGrievance(
 }
 
 /** The app's grievances, oldest first, by time range, status and flag. */
-export async function listGrievances(rt: Runtime, appId: string, q: GrievanceListQuery) {
+export async function listGrievances(rt: GrievanceDeps, appId: string, q: GrievanceListQuery) {
   const page = await listPage(rt, {
     index: 'gsi1',
     pk: keys.byApp(appId),
@@ -265,7 +274,7 @@ export async function listGrievances(rt: Runtime, appId: string, q: GrievanceLis
 
 /** One principal's grievances, newest first. */
 export async function listPrincipalGrievances(
-  rt: Runtime,
+  rt: GrievanceDeps,
   appId: string,
   referenceId: string,
   q: { limit: number; cursor?: string | undefined },

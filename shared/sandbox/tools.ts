@@ -12,11 +12,17 @@ import { WebhookClient } from '../webhooks/client.js';
 import { policyFor, type GuardConfig } from '../webhooks/guard.js';
 import { parseCidrList } from '../net/ip.js';
 import { webhookHeaders } from '../webhooks/signer.js';
-import { getAppSecretKey } from './apps.js';
-import { EVENT_TYPES, type ConsentEvent } from './consent/events.js';
-import { newDispatchId, newEventId, newReferenceId, newSecretKey, patterns } from './ids.js';
-import { recordTestEvent } from './observations.js';
-import type { App } from './types.js';
+import { getAppSecretKey } from '../domain/apps.js';
+import { EVENT_TYPES, type ConsentEvent } from '../domain/consent/events.js';
+import {
+  newDispatchId,
+  newEventId,
+  newReferenceId,
+  newSecretKey,
+  patterns,
+} from '../domain/ids.js';
+import { recordTestEvent } from '../domain/observations.js';
+import type { App } from '../domain/types.js';
 
 /**
  * The sandbox tools' actions (docs/api.md, Sandbox tools), for sandbox apps only: a test event

@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ulid } from 'ulid';
-import { dutyDeadlines, type DutyFacts } from '../duties/clock.js';
+import { dutyDeadlines, type DutyFacts } from '../../domain/duties/clock.js';
 import { listPage, withoutKeys } from '../duties/list.js';
 import { notificationItem } from '../duties/notifications.js';
 import {
@@ -14,13 +14,13 @@ import {
   type DutyEntry,
   type DutyRecord,
   type FlagChange,
+  type DutyDeps,
 } from '../duties/store.js';
-import type { App } from '../domain/types.js';
-import { AppError } from '../errors.js';
-import type { OutboxItem, TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { queryAll } from '../storage/query.js';
-import { resolveAffected } from './affected.js';
+import type { App } from '../../domain/types.js';
+import { AppError } from '../../errors.js';
+import type { OutboxItem, TransactItem } from '../outbox/outbox.js';
+import { queryAll } from '../query.js';
+import { resolveAffected, type AffectedDeps } from './affected.js';
 import {
   BATCH_SIZE,
   BOARD_REPORT_WINDOW_MS,
@@ -30,7 +30,10 @@ import {
   type Breach,
   type BreachListQuery,
   type RecordBreachInput,
-} from './model.js';
+} from '../../domain/duties/breaches.js';
+
+/** What breaches use; a Runtime is one. */
+export type BreachDeps = DutyDeps & AffectedDeps;
 
 /**
  * Breaches in `entities`:
@@ -61,7 +64,7 @@ const factsOf = (b: Pick<Breach, 'boardReport'>): DutyFacts => ({
 
 /** Batch items and their notification messages, numbered from `first`. */
 function batchWrites(
-  rt: Runtime,
+  rt: BreachDeps,
   appId: string,
   breachId: string,
   affected: Affected[],
@@ -86,7 +89,7 @@ function batchWrites(
 }
 
 export async function recordBreach(
-  rt: Runtime,
+  rt: BreachDeps,
   app: App,
   input: RecordBreachInput,
   now = new Date(),
@@ -140,7 +143,7 @@ export async function recordBreach(
   return b;
 }
 
-async function load(rt: Runtime, appId: string, id: string): Promise<Stored | undefined> {
+async function load(rt: BreachDeps, appId: string, id: string): Promise<Stored | undefined> {
   if (!breachIdPattern.test(id)) return undefined;
   return loadDutyItem<Breach>(rt, keys.head(appId, id));
 }
@@ -157,7 +160,7 @@ const record = (b: Stored): DutyRecord => ({
   facts: factsOf(b),
 });
 
-export async function getBreach(rt: Runtime, appId: string, id: string) {
+export async function getBreach(rt: BreachDeps, appId: string, id: string) {
   const b = await load(rt, appId, id);
   return b && strip(b);
 }
@@ -168,7 +171,7 @@ const changed = () =>
 
 /** More affected principals for a recorded breach; each is mailed once per breach. */
 export async function addAffected(
-  rt: Runtime,
+  rt: BreachDeps,
   appId: string,
   breachId: string,
   named: readonly { userId?: string | undefined; referenceId?: string | undefined }[],
@@ -202,7 +205,7 @@ export async function addAffected(
  * cannot be back-dated). The flag freezes: `ok` within 72 hours of detection, `breach` later.
  */
 export async function fileBoardReport(
-  rt: Runtime,
+  rt: BreachDeps,
   appId: string,
   breachId: string,
   input: { reference?: string | undefined; note?: string | undefined },
@@ -229,7 +232,7 @@ export async function fileBoardReport(
 
 /** The timers worker's check of a breach's Board report (checkDuty). */
 export async function checkBoardReport(
-  rt: Runtime,
+  rt: BreachDeps,
   e: Pick<DutyEntry, 'appId' | 'id'>,
   nowMs: number,
 ): Promise<FlagChange | undefined> {
@@ -240,7 +243,7 @@ export async function checkBoardReport(
 
 /** One stored batch of affected principals (the notifier's read). */
 export async function loadBatch(
-  rt: Runtime,
+  rt: BreachDeps,
   appId: string,
   breachId: string,
   n: number,
@@ -256,7 +259,7 @@ export async function loadBatch(
 }
 
 /** Every affected principal of a breach, batch by batch (for the ledger export). */
-export async function affectedOf(rt: Runtime, appId: string, breachId: string) {
+export async function affectedOf(rt: BreachDeps, appId: string, breachId: string) {
   const items = await queryAll(rt.dynamo.doc, {
     TableName: rt.tables.entities,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :aff)',
@@ -266,7 +269,7 @@ export async function affectedOf(rt: Runtime, appId: string, breachId: string) {
   return items.flatMap((i) => i.principals as Affected[]);
 }
 
-export async function listBreaches(rt: Runtime, appId: string, q: BreachListQuery) {
+export async function listBreaches(rt: BreachDeps, appId: string, q: BreachListQuery) {
   const page = await listPage(rt, {
     index: 'gsi1',
     pk: keys.byApp(appId),

@@ -1,4 +1,4 @@
-import { nearDeadlineAt } from '../storage/ledger/flag-entries.js';
+import { nearDeadlineAt } from '../deadlines.js';
 
 /**
  * The clock of a DPDP duty with a legal deadline: a grievance to answer (Rule 14, at most 90

@@ -1,11 +1,11 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { AppError } from '../errors.js';
-import { getOrCreate } from '../metrics.js';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { cancellationReasons } from '../storage/dynamo.js';
-import { queryAll } from '../storage/query.js';
+import { AppError } from '../../errors.js';
+import { getOrCreate } from '../../metrics.js';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import type { Outbox, TransactItem } from '../outbox/outbox.js';
+import { cancellationReasons } from '../dynamo.js';
+import { queryAll } from '../query.js';
 import { duePutItem, ensureFamily, shardOf, timerKey, type TimerEntry } from '../timers/due.js';
 import {
   DUTY_FLAGS,
@@ -14,7 +14,7 @@ import {
   type DutyCause,
   type DutyFacts,
   type DutyFlag,
-} from './clock.js';
+} from '../../domain/duties/clock.js';
 import { withoutKeys } from './list.js';
 
 /**
@@ -23,12 +23,25 @@ import { withoutKeys } from './list.js';
  * duty is one `rt.outbox.commit`: the item, its next timer, its counters and its e-mails.
  */
 
+/** What the duties' storage uses; a Runtime is one. */
+export interface DutyDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'entities' | 'timers'>;
+  config: { TIMER_SHARDS: number };
+  registry: Registry;
+  outbox: Pick<Outbox, 'commit'>;
+  topics: { notifications: string };
+}
+
+/** The messages committed with a duty's change. */
+export type DutyMessages = Parameters<Outbox['commit']>[1];
+
 /**
  * A duty's item (a grievance, a breach head), read consistently, without its keys and with its
  * version; undefined if it is not there.
  */
 export async function loadDutyItem<T>(
-  rt: Runtime,
+  rt: DutyDeps,
   key: { pk: string; sk: string },
 ): Promise<(T & { version: number }) | undefined> {
   const r = await rt.dynamo.doc.send(
@@ -76,7 +89,7 @@ export function dutyEntry(
 
 /** The timer for the next change of flag, if the clock alone will change it (never before now). */
 export function nextTimerItem(
-  rt: Runtime,
+  rt: DutyDeps,
   kind: DutyKind,
   appId: string,
   id: string,
@@ -89,7 +102,7 @@ export function nextTimerItem(
 }
 
 /** Makes sure the family's sweep watermarks exist before a duty timer is first written. */
-export const ensureDutyTimers = (rt: Runtime, nowMs: number) =>
+export const ensureDutyTimers = (rt: DutyDeps, nowMs: number) =>
   ensureFamily(rt, 'duty', rt.config.TIMER_SHARDS, nowMs);
 
 // ---- gauge counters ----
@@ -108,7 +121,7 @@ export const openFlagOf = (f: DutyFlag | null): OpenFlag =>
   f === 'at_risk' || f === 'breach' ? f : 'none';
 
 export function gaugeItem(
-  rt: Runtime,
+  rt: DutyDeps,
   kind: DutyKind,
   id: string,
   moves: Partial<Record<OpenFlag, number>>,
@@ -140,7 +153,7 @@ export function gaugeMoves(
 
 export type DutyGauges = Record<DutyKind, Record<OpenFlag, number>>;
 
-export async function readDutyGauges(rt: Runtime): Promise<DutyGauges> {
+export async function readDutyGauges(rt: DutyDeps): Promise<DutyGauges> {
   const out = Object.fromEntries(
     DUTY_KINDS.map((k) => [k, { none: 0, at_risk: 0, breach: 0 }]),
   ) as DutyGauges;
@@ -226,9 +239,9 @@ const busy = () =>
  * reports) and contention into a retriable 503.
  */
 export async function commitDuty(
-  rt: Runtime,
+  rt: DutyDeps,
   items: TransactItem[],
-  messages: Parameters<Runtime['outbox']['commit']>[1],
+  messages: DutyMessages,
   conflict: () => AppError,
 ): Promise<void> {
   try {
@@ -313,7 +326,7 @@ export interface DutyRecord {
  * (the commit is conditional on the version read). Returns the change made, if any.
  */
 export async function checkDuty(
-  rt: Runtime,
+  rt: DutyDeps,
   d: DutyRecord,
   nowMs: number,
 ): Promise<FlagChange | undefined> {
@@ -353,10 +366,10 @@ export async function checkDuty(
  * flag freezes (ok on time, breach late) and the duty leaves the open gauge.
  */
 export async function closeDuty(
-  rt: Runtime,
+  rt: DutyDeps,
   d: DutyRecord,
   sets: Record<string, unknown>,
-  messages: Parameters<Runtime['outbox']['commit']>[1],
+  messages: DutyMessages,
   nowMs: number,
   conflict: () => AppError,
 ): Promise<FlagChange | undefined> {
@@ -378,11 +391,11 @@ export async function closeDuty(
  * the gauge counters, any `extra` items and `messages`, in one commit. Returns the initial flag.
  */
 export async function openDuty(
-  rt: Runtime,
+  rt: DutyDeps,
   d: { kind: DutyKind; appId: string; id: string; deadlines: DutyFacts; nowMs: number },
   build: (initial: Pick<DutyState, 'complianceFlag' | 'flagHistory'>) => Record<string, unknown>,
   extra: TransactItem[],
-  messages: Parameters<Runtime['outbox']['commit']>[1],
+  messages: DutyMessages,
 ): Promise<Pick<DutyState, 'complianceFlag' | 'flagHistory'>> {
   const { flag, cause } = dutyFlag(d.deadlines, d.nowMs);
   const at = new Date(d.nowMs).toISOString();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DUTY_FLAGS } from '../duties/clock.js';
-import { isoTime, referenceId } from '../grievances/model.js';
+import { DUTY_FLAGS } from './clock.js';
+import { isoTime, referenceId } from './grievances.js';
 
 /**
  * Personal data breaches (DPDP Rule 7): what the app records, what each affected principal is

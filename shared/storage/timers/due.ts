@@ -1,8 +1,14 @@
 import { createHash } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { TransactItem } from '../storage/outbox/outbox.js';
-import type { Runtime } from '../runtime.js';
-import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../../infra/definitions/tables.js';
+import type { TransactItem } from '../outbox/outbox.js';
+import { isConditionFailure, updateIfHolds } from '../dynamo.js';
 
 /**
  * The due-index in the timers table: pk `{family}#{minute bucket}#{shard}`, sk
@@ -17,6 +23,12 @@ import { isConditionFailure, updateIfHolds } from '../storage/dynamo.js';
  * index on the item's due time, derived.ts): the expiry family's sweep reads both.
  * Shard counts may grow but never shrink (entries in a dropped shard would not be read).
  */
+
+/** What the due-index's code uses: the document client and the timers table's name. */
+export interface TimerDeps {
+  dynamo: { doc: DynamoDBDocumentClient };
+  tables: Pick<TableNames, 'timers'>;
+}
 
 export type DueFamily = 'retry' | 'sla' | 'expiry' | 'duty';
 
@@ -38,7 +50,7 @@ export interface TimerEntry extends DueKey {
   dueAt: string;
   kind: string;
   /**
-   * The item an entry derived from it belongs to (shared/timers/derived.ts): its table and key.
+   * The item an entry derived from it belongs to (derived.ts): its table and key.
    * Absent for an entry of the timers table.
    */
   from?: ItemKey & { table: string };
@@ -91,11 +103,11 @@ export function dueEntry(
   return { ...timerKey('retry', dispatchId, dueAtMs, shards), dispatchId, appId, kind };
 }
 
-export function duePutItem(rt: Runtime, e: TimerEntry): TransactItem {
+export function duePutItem(rt: TimerDeps, e: TimerEntry): TransactItem {
   return { Put: { TableName: rt.tables.timers, Item: { ...e } } };
 }
 
-export function dueDeleteItem(rt: Runtime, k: DueKey, mustExist = false): TransactItem {
+export function dueDeleteItem(rt: TimerDeps, k: DueKey, mustExist = false): TransactItem {
   return {
     Delete: {
       TableName: rt.tables.timers,
@@ -105,7 +117,7 @@ export function dueDeleteItem(rt: Runtime, k: DueKey, mustExist = false): Transa
   };
 }
 
-export async function deleteDue(rt: Runtime, k: DueKey): Promise<void> {
+export async function deleteDue(rt: TimerDeps, k: DueKey): Promise<void> {
   await rt.dynamo.doc.send(
     new DeleteCommand({ TableName: rt.tables.timers, Key: { pk: k.pk, sk: k.sk } }),
   );
@@ -113,7 +125,7 @@ export async function deleteDue(rt: Runtime, k: DueKey): Promise<void> {
 
 /** Entries of one bucket and shard due at or before `nowMs`, oldest first. */
 export async function listDue<T extends TimerEntry = DueEntry>(
-  rt: Runtime,
+  rt: TimerDeps,
   bucket: number,
   shard: number,
   nowMs: number,
@@ -141,7 +153,7 @@ export async function listDue<T extends TimerEntry = DueEntry>(
  * entry can sit below a watermark that never existed.
  */
 export async function ensureWatermark(
-  rt: Runtime,
+  rt: TimerDeps,
   shard: number,
   nowMs: number,
   family: DueFamily = 'retry',
@@ -167,7 +179,7 @@ export async function ensureWatermark(
 }
 
 /** Per runtime, the families whose watermarks this process already made sure of. */
-const ensured = new WeakMap<Runtime, Map<DueFamily, Promise<void>>>();
+const ensured = new WeakMap<TimerDeps, Map<DueFamily, Promise<void>>>();
 
 /**
  * Makes sure every shard of a family has a watermark before this process first writes an
@@ -176,7 +188,7 @@ const ensured = new WeakMap<Runtime, Map<DueFamily, Promise<void>>>();
  * written before any sweeper ever ran is never left below a watermark created after it.
  */
 export function ensureFamily(
-  rt: Runtime,
+  rt: TimerDeps,
   family: DueFamily,
   shards: number,
   nowMs = Date.now(),
@@ -197,7 +209,7 @@ export function ensureFamily(
 
 /** Moves a shard's watermark forward (never back; concurrent sweepers may race). */
 export async function advanceWatermark(
-  rt: Runtime,
+  rt: TimerDeps,
   shard: number,
   bucket: number,
   family: DueFamily = 'retry',
@@ -234,7 +246,7 @@ export function bucketsToSweep(from: number, current: number): number[] {
  * token, or undefined when the entry is gone or leased by someone else.
  */
 export async function leaseDue(
-  rt: Runtime,
+  rt: TimerDeps,
   k: DueKey,
   nowMs: number,
   leaseMs: number,
@@ -252,7 +264,7 @@ export async function leaseDue(
 }
 
 /** Gives a lease back early (the action failed) so the next sweep retries at once. */
-export async function releaseDue(rt: Runtime, k: DueKey, token: string): Promise<void> {
+export async function releaseDue(rt: TimerDeps, k: DueKey, token: string): Promise<void> {
   await updateIfHolds(rt.dynamo.doc, {
     TableName: rt.tables.timers,
     Key: { pk: k.pk, sk: k.sk },
