@@ -1,7 +1,7 @@
 import express, { type Express, type Request, type Router } from 'express';
 import { z } from 'zod';
-import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
-import { postbackReceipt } from '../../shared/compliance/postback.js';
+import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/domain/compliance/flags.js';
+import { postbackReceipt } from '../../shared/domain/compliance/postback.js';
 import { getApp, getAppSecretKey } from '../../shared/domain/apps.js';
 import { safeEqual } from '../../shared/domain/crypto.js';
 import { patterns } from '../../shared/domain/ids.js';

@@ -1,4 +1,4 @@
-import { FLAGS, POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
+import { FLAGS, POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/domain/compliance/flags.js';
 import {
   attestability,
   failingCritical,

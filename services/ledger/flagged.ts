@@ -1,4 +1,4 @@
-import type { ComplianceFlag } from '../../shared/compliance/flags.js';
+import type { ComplianceFlag } from '../../shared/domain/compliance/flags.js';
 import {
   keyAfter,
   indexOf,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FLAGS } from '../../shared/compliance/flags.js';
+import { FLAGS } from '../../shared/domain/compliance/flags.js';
 import { EVENT_TYPES } from '../../shared/domain/consent/events.js';
 import { patterns } from '../../shared/domain/ids.js';
 

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
-import { postbackBody, postbackReceipt } from '../../shared/compliance/postback.js';
+import { postbackBody, postbackReceipt } from '../../shared/domain/compliance/postback.js';
 import { requireSecretKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';

@@ -1,5 +1,9 @@
 import { ulid } from 'ulid';
-import type { PostbackBody, PostbackMessage, PostbackReceipt } from './postback.js';
+import type {
+  PostbackBody,
+  PostbackMessage,
+  PostbackReceipt,
+} from '../domain/compliance/postback.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import { acceptPostbackItem } from '../storage/ledger/summary.js';

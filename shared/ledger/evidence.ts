@@ -1,4 +1,4 @@
-import { FLAGS, worstFlag, type ComplianceFlag } from '../compliance/flags.js';
+import { FLAGS, worstFlag, type ComplianceFlag } from '../domain/compliance/flags.js';
 import { GENESIS, chainHash } from '../domain/ledger/hash.js';
 import { DISPATCH_SK } from '../storage/ledger/dispatches.js';
 import { RETAIN_ATTR } from '../domain/ledger/retention.js';

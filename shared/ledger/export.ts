@@ -1,4 +1,4 @@
-import type { ComplianceFlag } from '../compliance/flags.js';
+import type { ComplianceFlag } from '../domain/compliance/flags.js';
 import type { WithLedger } from './port.js';
 import { getDispatch, type DispatchWithAttempts } from './queries.js';
 import { type IndexFilter } from '../storage/ledger/app-pages.js';

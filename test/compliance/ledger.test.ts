@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aw
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HandlerContext } from '../../shared/bus/consumer.js';
-import type { PostbackMessage } from '../../shared/compliance/postback.js';
+import type { PostbackMessage } from '../../shared/domain/compliance/postback.js';
 import { createApp } from '../../shared/domain/apps.js';
 import type { EventType } from '../../shared/domain/consent/events.js';
 import type { App } from '../../shared/domain/types.js';

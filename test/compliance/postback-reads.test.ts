@@ -3,7 +3,7 @@ import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerService } from '../../services/ledger/index.js';
 import type { HandlerContext } from '../../shared/bus/consumer.js';
-import type { PostbackMessage } from '../../shared/compliance/postback.js';
+import type { PostbackMessage } from '../../shared/domain/compliance/postback.js';
 import { createApiKey } from '../../shared/domain/apiKeys.js';
 import { createApp } from '../../shared/domain/apps.js';
 import type { EventType } from '../../shared/domain/consent/events.js';

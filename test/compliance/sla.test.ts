@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { PostbackMessage } from '../../shared/compliance/postback.js';
+import type { PostbackMessage } from '../../shared/domain/compliance/postback.js';
 import { verifyDispatchChain } from '../../shared/ledger/queries.js';
 import { startPipeline, type Pipeline, type PipelineApp } from './fixture.js';
 

@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { postbackService } from '../../services/postback/index.js';
-import { postbackMessage } from '../../shared/compliance/postback.js';
+import { postbackMessage } from '../../shared/domain/compliance/postback.js';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
 import { newDispatchId, newReferenceId } from '../../shared/domain/ids.js';
 import type { RunningProcess } from '../../shared/process.js';

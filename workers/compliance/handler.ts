@@ -1,6 +1,6 @@
 import type { Handler } from '../../shared/bus/consumer.js';
-import type { ComplianceFlag, FlagFacts } from '../../shared/compliance/flags.js';
-import type { PostbackMessage } from '../../shared/compliance/postback.js';
+import type { ComplianceFlag, FlagFacts } from '../../shared/domain/compliance/flags.js';
+import type { PostbackMessage } from '../../shared/domain/compliance/postback.js';
 import { getAppCached } from '../../shared/domain/apps.js';
 import { AppError } from '../../shared/errors.js';
 import { slaCheckEntry } from '../../shared/storage/ledger/flag-entries.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { postbackMessage } from '../../shared/compliance/postback.js';
+import { postbackMessage } from '../../shared/domain/compliance/postback.js';
 import { slaCheckMessage } from '../../shared/storage/ledger/flag-entries.js';
 
 /**

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { FLAGS, POSTBACK_STATUSES } from '../../shared/compliance/flags.js';
+import { FLAGS, POSTBACK_STATUSES } from '../../shared/domain/compliance/flags.js';
 import { POSTBACK_EVENTS } from '../../shared/storage/ledger/flag-entries.js';
 import { getOrCreate } from '../../shared/metrics.js';
 

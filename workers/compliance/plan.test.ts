@@ -6,7 +6,7 @@ import {
   type FlagFacts,
   type PostbackRisk,
   type PostbackStatus,
-} from '../../shared/compliance/flags.js';
+} from '../../shared/domain/compliance/flags.js';
 import type { EventType } from '../../shared/domain/consent/events.js';
 import { gaugeMembership, nextCheckAt, planFlagChanges, type Recorded } from './plan.js';
 

@@ -5,14 +5,14 @@ import {
   type ComplianceFlag,
   type FlagFacts,
   type SlaPolicy,
-} from '../../shared/compliance/flags.js';
+} from '../../shared/domain/compliance/flags.js';
 import { nearDeadlineAt } from '../../shared/domain/deadlines.js';
 import type { FlagChange } from '../../shared/storage/ledger/flag-entries.js';
 
 /**
  * What the compliance worker decides, as pure functions of the dispatch's facts, its recorded
  * flag history and an instant: which flag changes to record, which gauges the dispatch counts
- * in, and when to look again. The rules themselves are shared/compliance/flags.ts.
+ * in, and when to look again. The rules themselves are shared/domain/compliance/flags.ts.
  */
 
 /** The last recorded change: where the walk starts. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { utcMillis } from '../../compliance/postback.js';
+import { utcMillis } from '../compliance/postback.js';
 import { AppError } from '../../errors.js';
 import { applyOperation } from './apply.js';
 import { toView, type ParentalVerification, type TransactionView } from './model.js';

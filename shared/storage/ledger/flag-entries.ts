@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ComplianceFlag, FlagCause } from '../../compliance/flags.js';
+import type { ComplianceFlag, FlagCause } from '../../domain/compliance/flags.js';
 import { POSTBACK_WINDOW_MS, type EventType } from '../../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { LedgerDeps } from './deps.js';

@@ -1,6 +1,6 @@
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { ComplianceFlag } from '../../compliance/flags.js';
-import type { PostbackMessage } from '../../compliance/postback.js';
+import type { ComplianceFlag } from '../../domain/compliance/flags.js';
+import type { PostbackMessage } from '../../domain/compliance/postback.js';
 import type { EventType } from '../../domain/consent/events.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { LedgerDeps } from './deps.js';

@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { FLAGS, worstFlag, type ComplianceFlag } from '../../compliance/flags.js';
-import type { PostbackMessage } from '../../compliance/postback.js';
+import { FLAGS, worstFlag, type ComplianceFlag } from '../../domain/compliance/flags.js';
+import type { PostbackMessage } from '../../domain/compliance/postback.js';
 import type { TransactItem } from '../outbox/outbox.js';
 import type { LedgerDeps } from './deps.js';
 import { impliedFields } from './packed.js';

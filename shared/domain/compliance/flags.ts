@@ -1,5 +1,5 @@
-import { POSTBACK_WINDOW_MS, type EventType } from '../domain/consent/events.js';
-import type { App } from '../domain/types.js';
+import { POSTBACK_WINDOW_MS, type EventType } from '../consent/events.js';
+import type { App } from '../types.js';
 
 /**
  * Compliance flags (docs/api.md, Compliance flags). Pure: the clock is a parameter, nothing here

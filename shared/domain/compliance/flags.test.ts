@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventType } from '../domain/consent/events.js';
+import type { EventType } from '../consent/events.js';
 import {
   FLAGS,
   POSTBACK_RISKS,

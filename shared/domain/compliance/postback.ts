@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { patterns } from '../domain/ids.js';
+import { patterns } from '../ids.js';
 import { POSTBACK_RISKS, POSTBACK_STATUSES } from './flags.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EVENT_TYPES, type EventType } from '../domain/consent/events.js';
+import { EVENT_TYPES, type EventType } from '../consent/events.js';
 import {
   POSTBACK_RISKS,
   POSTBACK_STATUSES,
