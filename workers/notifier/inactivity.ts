@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { inactivityWarningSchema } from '../../shared/mail/inactivity.js';
+import { inactivityWarningSchema } from '../../shared/domain/consent/inactivity-warning.js';
 import { mailPrincipal, type NotifierDeps } from './deliver.js';
 import { inactivityWarningMail } from './inactivity-templates.js';
 

@@ -4,7 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { notificationSchema, type EndpointDisabled } from '../../shared/mail/index.js';
 import type { Logger } from '../../shared/logger.js';
 import { DUTY_MAIL_TYPES } from '../../shared/storage/duties/notifications.js';
-import { INACTIVITY_WARNING } from '../../shared/mail/inactivity.js';
+import { INACTIVITY_WARNING } from '../../shared/domain/consent/inactivity-warning.js';
 import { mailPrincipal, once, type NotifierDeps } from './deliver.js';
 import { mailInactivityWarning } from './inactivity.js';
 import { mailDuty } from './duties.js';

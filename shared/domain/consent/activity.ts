@@ -1,4 +1,4 @@
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import type { App } from '../types.js';
 import type { StoredPrincipal } from './model.js';
 
@@ -78,9 +78,9 @@ export function inactivityStep(
 
 /** Per runtime: the last activity known to be stored, by app and principal. */
 const MAX_MEMO = 50_000;
-const memos = new WeakMap<Runtime, Map<string, number>>();
+const memos = new WeakMap<ConsentDeps, Map<string, number>>();
 
-function remember(rt: Runtime, key: string, ms: number) {
+function remember(rt: ConsentDeps, key: string, ms: number) {
   let memo = memos.get(rt);
   if (!memo) memos.set(rt, (memo = new Map<string, number>()));
   memo.delete(key);
@@ -99,7 +99,7 @@ function remember(rt: Runtime, key: string, ms: number) {
  * comes at least four days after it, as `MIN_INACTIVITY_DAYS` is 7).
  */
 export async function recordActivity(
-  rt: Runtime,
+  rt: ConsentDeps,
   app: Pick<App, 'appId' | 'slaTimeScale'>,
   referenceId: string,
   nowMs = Date.now(),
@@ -132,7 +132,7 @@ export async function recordActivity(
  * request it belongs to has already done its work.
  */
 export function noteActivity(
-  rt: Runtime,
+  rt: ConsentDeps,
   app: Pick<App, 'appId' | 'slaTimeScale'>,
   referenceId: string,
 ): void {

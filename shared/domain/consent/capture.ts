@@ -1,5 +1,5 @@
 import { AppError, type FieldError } from '../../errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import type { App, NoticeVersion } from '../types.js';
 import { parentalRequiredEvent, type EventContext } from './events.js';
 import { MAX_RECORDS, type ConsentRecord } from './model.js';
@@ -92,7 +92,7 @@ export function captureRecords(
  * pending and `consent.parental_verification_required` is emitted in the same write.
  */
 export async function captureConsent(
-  rt: Runtime,
+  rt: ConsentDeps,
   app: App,
   notice: NoticeVersion,
   input: CaptureInput,

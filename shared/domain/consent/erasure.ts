@@ -1,4 +1,4 @@
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import type { StoredTransaction } from './model.js';
 import { deriveStatus } from './states.js';
 import type { ExtraWrite } from './store.js';
@@ -20,7 +20,7 @@ const lastChange = (t: Pick<StoredTransaction, 'updatedAt' | 'records'>) =>
  * the time of the latest of those erasures (0 when there is none), or undefined when one is not.
  */
 export async function erasedExcept(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   referenceId: string,
   except?: string,
@@ -53,7 +53,7 @@ export function markErasedWrite(referenceId: string, at: string): ExtraWrite {
  * of the latest erasure, never moved back.
  */
 export async function markIfAllErased(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   referenceId: string,
 ): Promise<void> {

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import { getApp } from '../apps.js';
 import { applyOperation } from './apply.js';
 import { reminderEvent, type ConsentEvent } from './events.js';
@@ -17,7 +17,7 @@ import { mutateTransaction, type Mutation, type WriteContext } from './writer.js
 export const TIMERS_ACTOR: Actor = { source: 'api', credential: 'system:timers' };
 
 async function mutate(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   transactionId: string,
   now: Date,
@@ -46,7 +46,7 @@ async function mutate(
  * already expired records stay as they are.
  */
 export function expireTransaction(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   transactionId: string,
   now: Date,
@@ -62,7 +62,7 @@ export function expireTransaction(
  * Should that write fail, the reminder's own timer stays and fires again.
  */
 export async function remindExpiry(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   transactionId: string,
   now: Date,

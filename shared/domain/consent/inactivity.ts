@@ -3,9 +3,8 @@ import {
   inactivityWarningId,
   INACTIVITY_WARNING,
   type InactivityWarning,
-} from '../../mail/inactivity.js';
-import type { Runtime } from '../../runtime.js';
-import { ensureFamily } from '../../storage/timers/due.js';
+} from './inactivity-warning.js';
+import type { ConsentDeps } from './deps.js';
 import { getApp } from '../apps.js';
 import type { App } from '../types.js';
 import { inactivityPlan, inactivityStep, lastActivityMs } from './activity.js';
@@ -44,7 +43,7 @@ const timerEntry = (appId: string, referenceId: string, atMs: number): TimerOrde
 });
 
 async function warn(
-  rt: Runtime,
+  rt: ConsentDeps,
   app: App,
   p: StoredPrincipal,
   eraseAt: number,
@@ -75,7 +74,7 @@ async function warn(
 
 /** The next step for one principal (see the module comment). */
 export async function fireInactivity(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   referenceId: string,
   now: Date,
@@ -138,8 +137,8 @@ const CONCURRENCY = 10;
  * policy was set or changed, since principals created before have no timer, or one for another
  * policy.
  */
-export async function scheduleInactivityScan(rt: Runtime, appId: string, now = new Date()) {
-  await ensureFamily(rt, 'expiry', rt.config.TIMER_SHARDS, now.getTime());
+export async function scheduleInactivityScan(rt: ConsentDeps, appId: string, now = new Date()) {
+  await rt.sweeps.inactivity.ensureTimers(now.getTime());
   await rt.sweeps.inactivity.putTimer({
     kind: 'inactivity_scan',
     appId,
@@ -154,7 +153,7 @@ export async function scheduleInactivityScan(rt: Runtime, appId: string, now = n
  * the same item. Returns how many principals were scheduled.
  */
 export async function scheduleAllInactivity(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   now: Date,
 ): Promise<number> {

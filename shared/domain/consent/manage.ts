@@ -1,5 +1,5 @@
 import { AppError, coerceError } from '../../errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import { applyOperation } from './apply.js';
 import { erasedExcept, markErasedWrite, markIfAllErased } from './erasure.js';
 import { toView, type StoredTransaction, type TransactionView } from './model.js';
@@ -26,7 +26,7 @@ const unknownRecord = () => new AppError('SVC_NOT_FOUND', 'Unknown record');
  * app (another app's ids look exactly like unknown ones).
  */
 export async function getTransaction(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   transactionId: string,
 ): Promise<TransactionView | undefined> {
@@ -35,12 +35,12 @@ export async function getTransaction(
 }
 
 /** The stored item, proof included (for the widget and audits). */
-export function getStoredTransaction(rt: Runtime, appId: string, transactionId: string) {
+export function getStoredTransaction(rt: ConsentDeps, appId: string, transactionId: string) {
   return rt.consents.loadTransaction(appId, transactionId);
 }
 
 export async function listTransactions(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   referenceId: string,
   page: { limit: number; cursor?: string | undefined },

@@ -1,4 +1,4 @@
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import { getApp } from '../apps.js';
 import { keyedHash } from '../crypto.js';
 import type { StoredTransaction } from './model.js';
@@ -38,7 +38,7 @@ const erasedAt = (t: StoredTransaction) =>
 const hasIdentity = (i: Identity) => i.userId !== undefined || i.email !== undefined;
 
 export async function scrubPrincipal(
-  rt: Runtime,
+  rt: ConsentDeps,
   appId: string,
   referenceId: string,
   now: Date,

@@ -67,6 +67,8 @@ export type ScannedPrincipal = Pick<
 >;
 
 export interface InactivityStore {
+  /** Makes sure the expiry timers' shards exist before a timer is scheduled at `nowMs`. */
+  ensureTimers(nowMs: number): Promise<void>;
   loadPrincipal(appId: string, referenceId: string): Promise<StoredPrincipal | undefined>;
   putTimer(entry: TimerOrder): Promise<void>;
   /**

@@ -1,5 +1,5 @@
 import { AppError, type FieldError } from '../../errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import { declaredPurposes } from '../notices.js';
 import type { App } from '../types.js';
 import { applyOperation, applyPreferences } from './apply.js';
@@ -48,7 +48,7 @@ function toUserRecord(userId: string, email: string | undefined, t: StoredTransa
 }
 
 /** Where the app declared purposes (its notices), only those may be used (422 otherwise). */
-async function assertDeclared(rt: Runtime, appId: string, consents: Record<string, boolean>) {
+async function assertDeclared(rt: ConsentDeps, appId: string, consents: Record<string, boolean>) {
   const declared = await declaredPurposes(rt, appId);
   if (!declared) return;
   const errors: FieldError[] = Object.keys(consents)
@@ -200,7 +200,7 @@ async function linkCapture(
 }
 
 /** The user and its principal (read once: by the lookup when it found the user through it). */
-async function withPrincipal(rt: Runtime, app: App, userId: string) {
+async function withPrincipal(rt: ConsentDeps, app: App, userId: string) {
   const found = await rt.consents.findUser(app.appId, userId);
   if (!found) return undefined;
   const { user } = found;
@@ -210,14 +210,14 @@ async function withPrincipal(rt: Runtime, app: App, userId: string) {
   };
 }
 
-async function current(rt: Runtime, app: App, userId: string) {
+async function current(rt: ConsentDeps, app: App, userId: string) {
   const found = await withPrincipal(rt, app, userId);
   if (!found) throw noRecord();
   return found;
 }
 
 export async function getUserConsent(
-  rt: Runtime,
+  rt: ConsentDeps,
   app: App,
   userId: string,
 ): Promise<UserRecord | undefined> {

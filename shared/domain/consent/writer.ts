@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ConsentDeps } from './deps.js';
 import { newEventId, newReferenceId, recordNumber, recordUuid, transactionUuid } from '../ids.js';
 import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
@@ -24,7 +24,7 @@ import type { ExtraWrite, TimerContext } from './store.js';
 const MAX_ATTEMPTS = 5;
 
 export interface WriteContext {
-  rt: Runtime;
+  rt: ConsentDeps;
   app: App;
   actor: Actor;
   /** The time of the change; the timers worker passes its (injectable) clock. */

@@ -34,6 +34,7 @@ import { STREAM_WRITER_ATTR } from '../outbox/carrier-stream.js';
 import { queryAll, queryPages } from '../query.js';
 import { isClaim, keys } from './repository.js';
 import { expiryEntry } from './timers.js';
+import { ensureFamily } from '../timers/due.js';
 
 /**
  * The consent sweeps' ports (domain/consent/sweep-ports.ts) on the `entities` and `timers`
@@ -151,6 +152,7 @@ const SCAN_PAGE = 500;
 export function inactivityStore(deps: SweepStoreDeps): InactivityStore {
   const { doc } = deps.dynamo;
   return {
+    ensureTimers: (nowMs) => ensureFamily(deps, 'expiry', deps.config.TIMER_SHARDS, nowMs),
     loadPrincipal: (appId, referenceId) => deps.consents.loadPrincipal(appId, referenceId),
     putTimer: (entry) => putTimer(deps, entry),
     async markWarned(appId, referenceId, seen, at, timer) {

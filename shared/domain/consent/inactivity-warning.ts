@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { patterns } from '../domain/ids.js';
+import { patterns } from '../ids.js';
 
 /**
  * The inactivity warning on the `notifications` topic (docs/parental-and-inactivity.md): the
