@@ -10,6 +10,8 @@ export async function startSmtp(o: {
   refuse?: (rcpt: string) => number | undefined;
 }) {
   const received: ParsedMail[] = [];
+  /** When each message began to arrive (its DATA command), by message. */
+  const receivedAt = new WeakMap<ParsedMail, number>();
   const server = new SMTPServer({
     hideSTARTTLS: true,
     allowInsecureAuth: true,
@@ -25,8 +27,10 @@ export async function startSmtp(o: {
       else cb();
     },
     onData(stream, _session, cb) {
+      const at = Date.now();
       simpleParser(stream).then(
         (m) => {
+          receivedAt.set(m, at);
           received.push(m);
           cb();
         },
@@ -40,6 +44,7 @@ export async function startSmtp(o: {
     port,
     url: `smtp://${encodeURIComponent(o.user)}:${encodeURIComponent(o.pass)}@127.0.0.1:${port}`,
     received,
+    receivedAt: (m: ParsedMail) => receivedAt.get(m),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
