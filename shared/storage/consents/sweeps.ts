@@ -55,7 +55,7 @@ export interface SweepStoreDeps {
 
 type Item = Record<string, unknown>;
 
-/** A consent timer as the timers table stores it: its due-index entry (shared/timers/due.ts). */
+/** A consent timer as the timers table stores it: its due-index entry (shared/storage/timers/due.ts). */
 const timerPut = (deps: SweepStoreDeps, t: TimerOrder) => ({
   Put: {
     TableName: deps.tables.timers,

@@ -18,7 +18,7 @@ import type { App } from '../../domain/types.js';
  * The consent domain's timers (shared/domain/consent/timers.ts) as items: puts into the timers
  * table, and the first timer of a new transaction as attributes of the transaction item itself
  * (`withFirstTimer`), which the sparse `due` index of `entities` exposes to the sweep
- * (shared/timers/derived.ts), so a new transaction writes no timer item.
+ * (shared/storage/timers/derived.ts), so a new transaction writes no timer item.
  */
 
 export interface TimerDeps {
