@@ -68,6 +68,10 @@ interface RateResult {
   writeRequests: number;
   /** Items put, updated or deleted per consent (svc_dynamodb_items_written_total). */
   itemsWritten: number;
+  /** Of itemsWritten, the coordination writes (leases, watermarks, progress): a fixed pace, not per consent. */
+  coordinationItems: number;
+  /** Those writes per second of the rate's window. */
+  coordinationPerS: number;
   requests: number;
   cpuMs: number;
   /**
@@ -350,6 +354,7 @@ async function runRate(
   }
 > {
   const before = app.metrics ? await metrics(app.url) : new Map<string, number>();
+  const windowStart = Date.now();
   const cpuBefore = cpuSeconds(app.pid);
   const benchBefore = process.cpuUsage();
   const backingBefore = backingCpu(app);
@@ -422,6 +427,7 @@ async function runRate(
   // before the counters are read, so each rate is charged its own writes.
   await delay(2_000);
   const after = app.metrics ? await metrics(app.url) : new Map<string, number>();
+  const windowEnd = Date.now();
   const cpu = cpuSeconds(app.pid) - cpuBefore;
   const benchCpu = process.cpuUsage(benchBefore);
   const backingAfter = backingCpu(app);
@@ -500,6 +506,8 @@ async function runRate(
     writeUnits: per(diff('svc_dynamodb_write_units_total')),
     billedUnits: per(diff('svc_dynamodb_billed_write_units_total')),
     itemsWritten: per(diff('svc_dynamodb_items_written_total')),
+    coordinationItems: per(diff(COORDINATION)),
+    coordinationPerS: diff(COORDINATION) / ((windowEnd - windowStart) / 1000),
     writeRequests: per(
       WRITE_OPS.reduce((s, op) => s + diff(`svc_dynamodb_requests_total:${op}`), 0),
     ),
@@ -540,6 +548,7 @@ function servedBy(
 
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 
 const HEADER =
   'rate/s   sent  accepted refused undelivered   POST→webhook p50/p99/max ms   POST p50/p99 ms   DynamoDB req/consent  items written/consent  WCU/consent (Local / AWS model)  CPU ms/consent';
@@ -560,6 +569,9 @@ function row(r: RateResult, dynamo: boolean): string {
     f1(r.cpuMs).padStart(15),
   ].join(' ');
 }
+
+/** Leases, due-index watermarks and writers' progress items (shared/storage/coordination.ts). */
+const COORDINATION = 'svc_dynamodb_coordination_items_written_total';
 
 const sustainedOk = (r: RateResult) => r.refused === 0 && r.undelivered === 0 && r.p99 <= 1000;
 
@@ -644,6 +656,9 @@ async function measure(t: Target, receiver: Receiver, untilMs = 0): Promise<Side
         `        items written/consent by table: ${[...r.itemTables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}; write requests/consent ${f1(r.writeRequests)}`,
       );
       console.log(
+        `        of the items, coordination (leases, watermarks, writers' progress; a fixed pace): ${f1(r.coordinationPerS)}/s, ${f2(r.coordinationItems)}/consent; the consents' own: ${f2(r.itemsWritten - r.coordinationItems)}/consent`,
+      );
+      console.log(
         `        WCU/consent by table, as DynamoDB Local reports them: ${[...r.tables].map(([k, v]) => `${k} ${f1(v)}`).join(', ')}`,
       );
       console.log(
@@ -716,6 +731,9 @@ async function idle(t: Target): Promise<void> {
     const fetches = list(perLabel(m1.keys(), FETCHES, perS));
     console.log(
       `        DynamoDB requests/s by operation: ${ops}; Kafka fetches/s by consumer group: ${fetches}`,
+    );
+    console.log(
+      `        items written/s: ${f1(perS('svc_dynamodb_items_written_total'))}, of them coordination (leases, watermarks, writers' progress) ${f1(perS(COORDINATION))}`,
     );
   }
 }

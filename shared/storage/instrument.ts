@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { STEP_SECONDS_BUCKETS, getOrCreate } from '../metrics.js';
 import { billedUnits, type TableShape } from './billing.js';
+import { isCoordinationWrite } from './coordination.js';
 
 /**
  * Counts what the process asks of DynamoDB: every request by operation, and the write
@@ -12,7 +13,9 @@ import { billedUnits, type TableShape } from './billing.js';
  * its largest item per table, not the sum over its items, so on the embedded stack the units of
  * a multi-item transaction are a floor of what AWS bills (docs/benchmarks.md). And how long each
  * request took, by operation, as its caller waited for it: the SDK's retries included, failed
- * requests too (`svc_dynamodb_request_duration_seconds`).
+ * requests too (`svc_dynamodb_request_duration_seconds`). Of the items written, those that
+ * coordinate copies (leases, watermarks, writers' progress: coordination.ts) are also counted
+ * apart (`svc_dynamodb_coordination_items_written_total`): their pace is fixed, not per consent.
  */
 const WRITES = new Set([
   'PutItemCommand',
@@ -21,6 +24,9 @@ const WRITES = new Set([
   'BatchWriteItemCommand',
   'TransactWriteItemsCommand',
 ]);
+
+/** The writes of one item (coordination writes are all of this kind). */
+const SINGLE = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand']);
 
 interface Consumed {
   TableName?: string;
@@ -65,6 +71,17 @@ export function instrumentDynamo(
         name: 'svc_dynamodb_items_written_total',
         help: 'Items put, updated or deleted by write requests (condition checks excluded), by table and operation',
         labelNames: ['table', 'operation'],
+        registers: [registry],
+      }),
+  );
+  const coordination = getOrCreate(
+    registry,
+    'svc_dynamodb_coordination_items_written_total',
+    () =>
+      new Counter({
+        name: 'svc_dynamodb_coordination_items_written_total',
+        help: 'Of svc_dynamodb_items_written_total, the items that coordinate copies (leases, due-index watermarks, outbox writers\' progress), written at a fixed pace whatever the load, by table',
+        labelNames: ['table'],
         registers: [registry],
       }),
   );
@@ -118,6 +135,12 @@ export function instrumentDynamo(
           // Items a batch left unprocessed were not written (they are counted when retried).
           const written = n - (left?.[table]?.length ?? 0);
           if (written > 0) items.inc({ table: short(table), operation }, written);
+        }
+        const single = args.input as { TableName?: string; Item?: object; Key?: object };
+        const key = single.Item ?? single.Key;
+        if (SINGLE.has(command) && key) {
+          const table = short(single.TableName);
+          if (isCoordinationWrite(table, key as Record<string, unknown>)) coordination.inc({ table });
         }
         for (const [table, units] of billedUnits(command, args.input, shapeOf)) {
           const n = counts.get(table) ?? 0;
