@@ -1,33 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { T0, aTransaction, iso } from '../../../test/helpers/transactions.js';
 import type { RecordChange, StoredTransaction } from '../../domain/consent/model.js';
 import { DAY_MS } from '../../domain/consent/timers.js';
 import { expireTimerItem, expiryEntry, timerItems, withFirstTimer } from './timers.js';
 
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function txn(states: StoredTransaction['records'][number]['state'][], validityDays = 365) {
-  return {
-    appId: 'app_x',
-    transactionId: '0190-txn',
-    referenceId: 'SVC-REF-00000000',
-    processId: null,
-    noticeId: null,
-    noticeVersion: null,
-    language: null,
-    source: 'api',
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    expiresAt: iso(T0 + validityDays * DAY_MS),
-    records: states.map((state, i) => ({
-      recordId: `r${i}`,
-      purpose: `p${i}`,
-      state,
-      updatedAt: iso(T0),
-    })),
-    version: 1,
-  } satisfies StoredTransaction;
-}
+const txn = aTransaction;
 
 const rt = { config: { TIMER_SHARDS: 4 }, tables: { timers: 'timers' } };
 
