@@ -8,6 +8,7 @@ export default defineConfig({
       'services/**/*.test.ts',
       'workers/**/*.test.ts',
       'infra/**/*.test.ts',
+      'bin/**/*.test.ts',
       'test/**/*.test.ts',
     ],
     // The fault suite runs on its own afterwards (vitest.chaos.config.ts).

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { startProcess, type RunningProcess } from '../shared/process.js';
+import { startProcess, type RunningProcess } from '../bin/process.js';
 import { createApp } from '../shared/domain/apps.js';
 import type { ConsentEvent } from '../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../shared/domain/ids.js';

@@ -3,7 +3,7 @@ import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { startProcess } from '../shared/process.js';
+import { startProcess } from '../bin/process.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
 import { benchStack, closedLoop, fmt } from './lib.js';

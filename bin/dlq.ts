@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import { readDeadLetters, redriveDeadLetters, type DeadLetter } from '../shared/bus/dlq.js';
 import { ConfigError, loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { resolveInfra } from '../shared/process.js';
-import { createRuntime } from '../shared/runtime.js';
+import { resolveInfra } from './process.js';
+import { createRuntime } from './compose.js';
 import { StackError } from '../infra/local/errors.js';
 
 const usage = `usage: npm run dlq -- list [--json]

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { resolveInfra } from '../shared/process.js';
+import { resolveInfra } from './process.js';
 import { createDynamo } from '../shared/storage/dynamo.js';
 import { StackError } from '../infra/local/errors.js';
 import { migrate, SchemaError, SCHEMA_VERSION } from '../infra/definitions/schema.js';

@@ -1,4 +1,4 @@
-import type { ServiceModule, WorkerModule } from '../shared/process.js';
+import type { ServiceModule, WorkerModule } from '../shared/module.js';
 import { adminService } from '../services/admin/index.js';
 import { consentsService } from '../services/consents/index.js';
 import { consoleService } from '../services/console/index.js';

@@ -2,8 +2,8 @@ import { ConfigError, loadConfig } from '../shared/config.js';
 import { resealSecrets } from '../shared/domain/apps.js';
 import { currentKey, keyring } from '../shared/domain/crypto.js';
 import { createLogger } from '../shared/logger.js';
-import { resolveInfra } from '../shared/process.js';
-import { createRuntime } from '../shared/runtime.js';
+import { resolveInfra } from './process.js';
+import { createRuntime } from './compose.js';
 import { StackError } from '../infra/local/errors.js';
 
 /**

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { ProcessOptions } from '../shared/host.js';
+import type { ProcessOptions } from './host.js';
 import { allServices, allWorkers, relayWorker } from './modules.js';
 
 /**

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig, type BaseConfig } from '../shared/config.js';
-import { main, requireExternalInfra } from '../shared/host.js';
+import { main, requireExternalInfra } from './host.js';
 import { role, roleModules } from './roles.js';
 
 /**

@@ -1,4 +1,4 @@
-import { main } from '../shared/process.js';
+import { main } from './process.js';
 import { role, roleModules } from './roles.js';
 
 /**

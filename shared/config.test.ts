@@ -16,9 +16,9 @@ const read = (file: string) => fs.readFileSync(new URL(`../${file}`, import.meta
 const launcherSettings = {
   SVC_ROLE: 'bin/roles.ts',
   SVC_HOME: 'infra/local/paths.ts',
-  SVC_KAFKA_PORT: 'shared/process.ts',
-  SVC_KAFKA_CONTROLLER_PORT: 'shared/process.ts',
-  SVC_DYNAMODB_PORT: 'shared/process.ts',
+  SVC_KAFKA_PORT: 'bin/process.ts',
+  SVC_KAFKA_CONTROLLER_PORT: 'bin/process.ts',
+  SVC_DYNAMODB_PORT: 'bin/process.ts',
 };
 
 /** The names in the first column of each table row of `text`, and whether its why is given. */

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { mountAppRoutes } from './apps.js';
 import { mountBreachRoutes, mountGrievanceSettings } from './breaches.js';
 import { mountChecklistRoutes } from './checklist.js';

@@ -17,7 +17,7 @@ import { appOf, abandonedBy, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
 import { receiptSchema } from '../../shared/receipts/schema.js';
 import type { Runtime } from '../../shared/runtime.js';

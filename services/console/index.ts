@@ -6,7 +6,7 @@ import { AppError, errorCodes } from '../../shared/errors.js';
 import { loadPageAssets } from '../../shared/http/page-assets.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { getDispatch, verifyDispatchChain } from '../../shared/ledger/queries.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { mountChanges } from './changes.js';
 import { appFor, appPage as loadAppPage, listApps } from './data.js';
 import { sendPage } from './html.js';

@@ -6,7 +6,7 @@ import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { recoverFailed, requeueDispatch } from '../../shared/ledger/requeue.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 const PREFIX = '/api/v1/admin';

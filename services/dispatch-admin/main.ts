@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { dispatchAdminService } from './index.js';
 
 await main({ name: 'dispatch-admin', services: [dispatchAdminService], workers: [] });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { KEYS_PATH, signingKeys } from '../../shared/signing/keys.js';
 
 /**

@@ -10,7 +10,7 @@ import { parseBody } from '../../shared/http/validate.js';
 import { toDispatch } from '../../shared/storage/ledger/dispatches.js';
 import type { DispatchQuery } from '../../shared/ledger/export.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { mountDutyRoutes } from './duties.js';

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { keysService } from '../keys/index.js';
 import { ledgerService } from './index.js';
 

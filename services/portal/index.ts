@@ -20,7 +20,7 @@ import { parseBody } from '../../shared/http/validate.js';
 import { PORTAL_PATH } from '../../shared/portal/index.js';
 import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
 import { receiptSchema } from '../../shared/receipts/schema.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { principalOf, requirePortalToken } from './auth.js';
 import { mountPortalGrievances } from './grievances.js';

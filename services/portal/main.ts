@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { portalService } from './index.js';
 
 await main({ name: 'portal', services: [portalService], workers: [] });

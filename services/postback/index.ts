@@ -6,7 +6,7 @@ import { idempotency } from '../../shared/http/idempotency.js';
 import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { acceptPostback } from '../../shared/compliance/accept.js';
 
 export { COMPLETED_AT_MAX_SKEW_MS } from '../../shared/compliance/accept.js';

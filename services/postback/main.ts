@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { postbackService } from './index.js';
 
 await main({ name: 'postback', services: [postbackService], workers: [] });

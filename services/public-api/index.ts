@@ -20,7 +20,7 @@ import { parseBody } from '../../shared/http/validate.js';
 import { mintPrincipalToken } from '../../shared/principal/index.js';
 import { receiptDisposition, receiptIssuer } from '../../shared/receipts/issue.js';
 import { receiptSchema } from '../../shared/receipts/schema.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { mountPrincipalGrievances } from './grievances.js';
 import {

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { publicApiService } from './index.js';
 
 await main({ name: 'public-api', services: [publicApiService], workers: [] });

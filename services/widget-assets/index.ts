@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { Router, type Request, type Response } from 'express';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { acceptsGzip, notModified } from './http.js';
 
 /**

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { widgetAssetsService } from './index.js';
 
 await main({ name: 'widget-assets', services: [widgetAssetsService], workers: [] });

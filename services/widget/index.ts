@@ -15,7 +15,7 @@ import { appOf } from '../../shared/http/locals.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import { MAX_TTL_MS, issuePrincipalToken } from '../../shared/principal/index.js';
-import type { ServiceModule } from '../../shared/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { mountBrowserStrings } from './strings-route.js';
 import { languageNames, uiStrings } from './strings.js';

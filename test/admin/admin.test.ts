@@ -4,7 +4,7 @@ import { adminService } from '../../services/admin/index.js';
 import { decrypt, parseKey, sha256hex } from '../../shared/domain/crypto.js';
 import { patterns } from '../../shared/domain/ids.js';
 import { declaredPurposes, getNotice, getNoticeByTriggerKey } from '../../shared/domain/notices.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { testProcess } from '../helpers/stack.js';
 import { ADMIN_TOKEN, ENCRYPTION_KEY, client, notice, sandboxApp, type Reply } from './client.js';
 

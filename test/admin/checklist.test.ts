@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { widgetService } from '../../services/widget/index.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { ENCRYPTION_KEY, startPipeline, type Pipeline } from '../compliance/fixture.js';
 import { testProcess } from '../helpers/stack.js';
 import { client, notice, type Reply } from './client.js';

@@ -2,7 +2,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { patterns } from '../../shared/domain/ids.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { testProcess } from '../helpers/stack.js';
 import { ADMIN_TOKEN, ENCRYPTION_KEY, client, sandboxApp, type Reply } from './client.js';
 

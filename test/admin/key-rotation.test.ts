@@ -11,7 +11,7 @@ import {
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
 import { encrypt, fingerprintKid } from '../../shared/domain/crypto.js';
 import { newDispatchId, newReferenceId } from '../../shared/domain/ids.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client } from './client.js';
 import { testProcess } from '../helpers/stack.js';
 

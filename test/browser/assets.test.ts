@@ -6,7 +6,7 @@ import {
   WIDGET_FILES,
   widgetAssetsService,
 } from '../../services/widget-assets/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { testProcess } from '../helpers/stack.js';
 
 /** The widget scripts as served: type, caching, ETag/304, gzip, CORS, size budget. */

@@ -11,7 +11,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetAssetsService } from '../../services/widget-assets/index.js';
 import { widgetService } from '../../services/widget/index.js';
-import type { RunningProcess, ServiceModule, WorkerModule } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule, WorkerModule } from '../../bin/process.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { testProcess } from '../helpers/stack.js';
 

@@ -7,7 +7,7 @@ import { postbackService } from '../../services/postback/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { POSTBACK_PATH, type ConsentEvent } from '../../shared/domain/consent/events.js';
 import type { DispatchWithAttempts } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { createComplianceWorker } from '../../workers/compliance/index.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';

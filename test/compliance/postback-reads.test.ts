@@ -15,7 +15,7 @@ import {
 } from '../../shared/storage/ledger/dispatches.js';
 import { dueEntry } from '../../shared/storage/timers/due.js';
 import { getDispatch } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { postbacksHandler } from '../../workers/compliance/handler.js';
 import { complianceMetrics } from '../../workers/compliance/metrics.js';
 import { client } from '../admin/client.js';

@@ -8,7 +8,7 @@ import { publicApiService } from '../../services/public-api/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import type { ConsentEvent } from '../../shared/domain/consent/index.js';
 import { keys } from '../../shared/storage/consents/repository.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
 import { client } from '../admin/client.js';

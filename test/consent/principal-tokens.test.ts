@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { widgetService } from '../../services/widget/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client } from '../admin/client.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { testProcess } from '../helpers/stack.js';

@@ -6,7 +6,7 @@ import { consoleService } from '../../services/console/index.js';
 import { SESSION_TTL_MS, readSession } from '../../services/console/session.js';
 import { BODY_SHOWN } from '../../services/console/tools-pages.js';
 import { getApp } from '../../shared/domain/apps.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client, sandboxApp } from '../admin/client.js';
 import { testProcess } from '../helpers/stack.js';
 import { consoleClient, csrfOf } from './client.js';

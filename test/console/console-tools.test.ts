@@ -16,7 +16,7 @@ import { CHECKLIST_AREAS, failingCritical } from '../../shared/domain/checklist.
 import type { EventType } from '../../shared/domain/consent/events.js';
 import { checklistOf } from '../../shared/apps/go-live.js';
 import { listDispatchesByReference } from '../../shared/ledger/queries.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { createComplianceWorker } from '../../workers/compliance/index.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';

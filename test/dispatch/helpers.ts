@@ -9,7 +9,7 @@ import type { App } from '../../shared/domain/types.js';
 import { firstAttemptRecord } from '../../shared/storage/ledger/attempts.js';
 import { dispatchIdFor, newDispatchState } from '../../shared/storage/ledger/dispatches.js';
 import { getDispatch, type DispatchWithAttempts } from '../../shared/ledger/queries.js';
-import type { RunningProcess, ServiceModule } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule } from '../../bin/process.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { testProcess } from '../helpers/stack.js';

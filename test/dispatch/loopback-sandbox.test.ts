@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
 import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
-import { startProcess, type RunningProcess } from '../../shared/process.js';
+import { startProcess, type RunningProcess } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { stackEnv, testLogger } from '../helpers/stack.js';
 import {

@@ -1,7 +1,7 @@
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { testProcess } from '../helpers/stack.js';
 import { consentEvent, liveApp, publish, sandboxApp, waitForDispatch } from './helpers.js';

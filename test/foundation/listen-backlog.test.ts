@@ -4,10 +4,10 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../infra/local/paths.js';
-import { LISTEN_BACKLOG } from '../../shared/host.js';
+import { LISTEN_BACKLOG } from '../../bin/host.js';
 
 /**
- * The HTTP server's listen backlog (`LISTEN_BACKLOG`, shared/host.ts): while the event loop is busy, new
+ * The HTTP server's listen backlog (`LISTEN_BACKLOG`, bin/host.ts): while the event loop is busy, new
  * connections wait in the kernel's queue. Node's default of 511 overflows under a burst, and
  * the kernel then drops each further connection: its client retries only after 1, 3, 7… s, so
  * a request the admission control would refuse at once waits seconds. A server whose loop is

@@ -11,7 +11,7 @@ import { createApiKey } from '../../shared/domain/apiKeys.js';
 import { createApp } from '../../shared/domain/apps.js';
 import { newDispatchId, newReferenceId } from '../../shared/domain/ids.js';
 import { createNotice } from '../../shared/domain/notices.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client, type Reply } from '../admin/client.js';
 import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';

@@ -7,7 +7,7 @@ import { appServedBy } from '../../shared/http/server.js';
 /**
  * Every route is documented: routes register their OpenAPI docs (`rt.docs.add`) apart from
  * their handlers, so nothing but this test ties the two together. It starts every service of
- * `npm start` through the same composition root (`startProcess`), walks the Express app's
+ * `npm start` through the same host (`startProcess`, bin/process.ts), walks the Express app's
  * router stack and compares each API route with the operations of the served /openapi.json.
  * An undocumented route is missing from /docs and from the fuzzer's routes; a documented one
  * with no handler promises an endpoint that answers 404.

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { createLogger } from '../../shared/logger.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { startTelemetry } from '../../shared/telemetry.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { collectTopic } from '../helpers/kafka.js';

@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type BaseConfig } from '../../shared/config.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { applyDefinitions, createRuntime, type Runtime } from '../../shared/runtime.js';
+import { applyDefinitions, createRuntime } from '../../bin/compose.js';
+import type { Runtime } from '../../shared/runtime.js';
 import {
   startProcess,
   type RunningProcess,
   type ServiceModule,
   type WorkerModule,
-} from '../../shared/process.js';
+} from '../../bin/process.js';
 import { splitTuning } from './tuning.js';
 
 /**

@@ -1,6 +1,6 @@
 import { role, roleModules } from '../../bin/roles.js';
 import { loadConfig } from '../../shared/config.js';
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import type { Tuning } from '../../shared/tuning.js';
 import { TUNING_VAR } from './tuning.js';
 

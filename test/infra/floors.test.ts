@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -10,8 +11,12 @@ import { describe, expect, it } from 'vitest';
  *   2 clients    the Kafka client (bus) and signing keys
  *   3 storage    the DynamoDB client and the adapters that implement the domain's ports
  *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP, with the
- *                runtime they are handed (shared/runtime.ts)
- *   5 process    the host and process that run services and workers
+ *                runtime they are handed (declared in shared/runtime.ts) and what services
+ *                and workers implement (shared/module.ts)
+ * Above them, floor 5 is `bin/`: the composition root (bin/compose.ts, which builds the runtime)
+ * and the hosts that run services and workers (bin/host.ts, bin/process.ts), with the entries
+ * and tools. Nothing in `shared/` imports `bin/`, and of `services/` and `workers/` only the
+ * `main.ts` entries do (each runs its module on bin/process.ts).
  * So the domain knows no table, the adapters no feature, and only the features see the whole
  * runtime; the lower floors take what they use. Type-only imports count: a port is declared where its user is.
  */
@@ -30,13 +35,12 @@ const BASE = new Set([
   'config.ts',
   'tuning.ts',
 ]);
-const PROCESS = new Set(['host.ts', 'process.ts']);
 const BY_DIR: Record<string, number> = { net: 0, domain: 1, bus: 2, signing: 2, storage: 3 };
 
 /** The floor of a file of `shared/`, by its path. */
 export function floorOf(rel: string): number {
   const parts = rel.split('/');
-  if (parts.length === 1) return BASE.has(parts[0]!) ? 0 : PROCESS.has(parts[0]!) ? 5 : 4;
+  if (parts.length === 1) return BASE.has(parts[0]!) ? 0 : 4;
   if (parts.at(-1) === 'settings.ts') return 0;
   return BY_DIR[parts[0]!] ?? 4;
 }
@@ -82,10 +86,56 @@ function sdkOutsideStorage(): string[] {
   );
 }
 
+/**
+ * Imports of `bin/` (floor 5) from below it: any from `shared/`, and from `services/` and
+ * `workers/` any but their `main.ts` entries'. Of the tree at `top` (the project's by default).
+ */
+export function binViolations(top = root): string[] {
+  const bin = path.join(top, 'bin');
+  return ['shared', 'services', 'workers'].flatMap((dir) =>
+    files(path.join(top, dir)).flatMap((file) => {
+      const rel = path.relative(top, file).split(path.sep).join('/');
+      const entry = dir !== 'shared' && path.basename(file) === 'main.ts';
+      return importsOf(file)
+        .filter((s) => s.startsWith('.'))
+        .map((s) => path.resolve(path.dirname(file), s))
+        .filter((t) => !entry && !path.relative(bin, t).startsWith('..'))
+        .map((t) => `${rel} → ${path.relative(top, t).split(path.sep).join('/')}`);
+    }),
+  );
+}
+
 describe('floors of the core', () => {
   it('imports only go down or across a floor, and only storage talks to DynamoDB', () => {
     expect(floorViolations()).toEqual([]);
     expect(sdkOutsideStorage()).toEqual([]);
+  });
+
+  it('only the main.ts entries of services and workers import bin/, and nothing in shared/', () => {
+    expect(binViolations()).toEqual([]);
+  });
+
+  it('finds an import of bin/ from the core and from a service (the check can fail)', () => {
+    // A tree of its own, so the other checks, maybe running meanwhile, never see the probes.
+    const top = fs.mkdtempSync(path.join(os.tmpdir(), 'floors-bin-'));
+    const put = (rel: string, src: string) => {
+      fs.mkdirSync(path.dirname(path.join(top, rel)), { recursive: true });
+      fs.writeFileSync(path.join(top, rel), src);
+    };
+    const importsHost = "export type { RunningProcess } from '../../bin/process.js';\n";
+    try {
+      put('bin/process.ts', 'export type RunningProcess = object;\n');
+      put('shared/domain/probe.ts', importsHost);
+      put('services/admin/index.ts', importsHost);
+      put('services/admin/main.ts', importsHost);
+      put('workers/relay/main.ts', importsHost);
+      expect(binViolations(top)).toEqual([
+        'shared/domain/probe.ts → bin/process.js',
+        'services/admin/index.ts → bin/process.js',
+      ]);
+    } finally {
+      fs.rmSync(top, { recursive: true, force: true });
+    }
   });
 
   it('finds an import from the domain up to storage (the check can fail)', () => {

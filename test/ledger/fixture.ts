@@ -3,7 +3,7 @@ import { expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
-import type { RunningProcess, ServiceModule, WorkerModule } from '../../shared/process.js';
+import type { RunningProcess, ServiceModule, WorkerModule } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
 import { startReceiver, type Receiver } from '../dispatch/helpers.js';

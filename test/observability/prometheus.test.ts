@@ -8,7 +8,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
 import { dispatchDetail } from '../../services/ledger/schemas.js';
 import { postbackService } from '../../services/postback/index.js';
-import type { RunningProcess, WorkerModule } from '../../shared/process.js';
+import type { RunningProcess, WorkerModule } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { relayWorker } from '../../workers/relay/index.js';
 import { startReceiver, type Receiver } from '../dispatch/helpers.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postbackService } from '../../services/postback/index.js';
 import { loadConfig } from '../../shared/config.js';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client, type Reply } from '../admin/client.js';
 import { testProcess } from '../helpers/stack.js';
 import { ENCRYPTION_KEY, postbackApp, storeDispatch } from './fixture.js';

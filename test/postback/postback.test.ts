@@ -4,7 +4,7 @@ import { postbackService } from '../../services/postback/index.js';
 import { postbackMessage } from '../../shared/domain/compliance/postback.js';
 import { POSTBACK_PATH } from '../../shared/domain/consent/events.js';
 import { newDispatchId, newReferenceId } from '../../shared/domain/ids.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client, type Reply } from '../admin/client.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';

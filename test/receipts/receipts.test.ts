@@ -12,7 +12,7 @@ import { portalService } from '../../services/portal/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import { issuePrincipalToken } from '../../shared/principal/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { RECEIPT_PURPOSE, verifyReceipt } from '../../shared/receipts/receipt.js';
 import { keysFromJwks } from '../../shared/signing/keys.js';
 import { client, type Reply } from '../admin/client.js';

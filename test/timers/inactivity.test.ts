@@ -9,7 +9,7 @@ import { publicApiService } from '../../services/public-api/index.js';
 import { DAY_MS, WARNING_LEAD_MS } from '../../shared/domain/consent/activity.js';
 import type { ConsentEvent } from '../../shared/domain/consent/index.js';
 import { keys } from '../../shared/storage/consents/repository.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { notifierWorker } from '../../workers/notifier/index.js';
 import { relayWorker } from '../../workers/relay/index.js';

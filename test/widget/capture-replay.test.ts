@@ -6,7 +6,7 @@ import { adminService } from '../../services/admin/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import { verifyPrincipalToken } from '../../shared/principal/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { widgetService } from '../../services/widget/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client } from '../admin/client.js';
 import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';

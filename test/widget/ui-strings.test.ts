@@ -4,7 +4,7 @@ import { adminService } from '../../services/admin/index.js';
 import { STRINGS_CACHE_CONTROL } from '../../services/widget/strings-route.js';
 import { widgetService } from '../../services/widget/index.js';
 import { CATALOGUES, en } from '../../shared/i18n/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client } from '../admin/client.js';
 import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';

@@ -6,7 +6,7 @@ import { noticeBody as noticeSchema } from '../../services/admin/schemas.js';
 import { widgetService } from '../../services/widget/index.js';
 import { createApp, markWidgetVerified } from '../../shared/domain/apps.js';
 import { createNotice } from '../../shared/domain/notices.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { client } from '../admin/client.js';
 import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';

@@ -5,7 +5,7 @@ import { consentsService } from '../../services/consents/index.js';
 import { widgetService } from '../../services/widget/index.js';
 import { getStoredTransaction, type ConsentEvent } from '../../shared/domain/consent/index.js';
 import { verifyPrincipalToken } from '../../shared/principal/index.js';
-import type { RunningProcess } from '../../shared/process.js';
+import type { RunningProcess } from '../../bin/process.js';
 import { noticeBody } from '../consent/fixture.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';

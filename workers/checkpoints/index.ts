@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { sealClosedPeriods, type SealResult, type SeenHeads } from '../../shared/ledger/seal.js';
 import { getOrCreate } from '../../shared/metrics.js';
-import type { WorkerModule } from '../../shared/process.js';
+import type { WorkerModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { signingKeys } from '../../shared/signing/keys.js';
 

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { checkpointWorker } from './index.js';
 
 await main({ name: 'checkpoints', services: [], workers: [checkpointWorker] });

@@ -1,7 +1,7 @@
 import { topicDefs } from '../../infra/definitions/topics.js';
 import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import { ensureFamily } from '../../shared/storage/timers/due.js';
-import type { WorkerModule } from '../../shared/process.js';
+import type { WorkerModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { GaugeReporter } from './gauges.js';
 import { CONSUMER, postbacksHandler } from './handler.js';

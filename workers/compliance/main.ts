@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { complianceWorker } from './index.js';
 
 await main({ name: 'compliance', services: [], workers: [complianceWorker] });

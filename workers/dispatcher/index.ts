@@ -1,4 +1,4 @@
-import type { WorkerModule } from '../../shared/process.js';
+import type { WorkerModule } from '../../shared/module.js';
 import { startDispatcher } from './dispatcher.js';
 
 /**

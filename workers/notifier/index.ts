@@ -1,6 +1,6 @@
 import { runtimeConsumer } from '../../shared/bus/consumer.js';
 import { createMailer, type Mailer } from '../../shared/mail/index.js';
-import type { WorkerModule } from '../../shared/process.js';
+import type { WorkerModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { consentEventsHandler } from './consent-events.js';
 import { CONSUMER, emailCounter } from './deliver.js';

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { notifierWorker } from './index.js';
 
 await main({ name: 'notifier', services: [], workers: [notifierWorker] });

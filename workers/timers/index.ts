@@ -1,4 +1,4 @@
-import type { WorkerModule } from '../../shared/process.js';
+import type { WorkerModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { emptyTally, fireExpiry, fireSlaCheck, timersMetrics } from './actions.js';
 import { DutyGaugeReporter, fireDuty } from './duties.js';

@@ -1,4 +1,4 @@
-import { main } from '../../shared/process.js';
+import { main } from '../../bin/process.js';
 import { timersWorker } from './index.js';
 
 await main({ name: 'timers', services: [], workers: [timersWorker] });

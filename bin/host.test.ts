@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { ConfigError, loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
 import { requireExternalInfra, startProcess } from './host.js';
 
 describe('requireExternalInfra', () => {

@@ -2,17 +2,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { stackPaths } from '../infra/local/paths.js';
 import { upStack, type StackHandle } from '../infra/local/stack.js';
-import { base62 } from './domain/ids.js';
-import { refuseEmbeddedInProduction, wantsEmbeddedStack, type BaseConfig } from './config.js';
+import { base62 } from '../shared/domain/ids.js';
+import {
+  refuseEmbeddedInProduction,
+  wantsEmbeddedStack,
+  type BaseConfig,
+} from '../shared/config.js';
 import * as host from './host.js';
 import type { Infra, ProcessOptions } from './host.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../shared/logger.js';
 
 /**
- * `shared/host.ts` with the embedded local stack as its default: what `npm start`
+ * `bin/host.ts` with the embedded local stack as its default: what `npm start`
  * (`bin/start.ts`), each service's and worker's own `main.ts`, the tools (`npm run dlq`,
  * `npm run rekey`) and the tests run on. The production entry, `bin/serve.ts`, uses
- * `shared/host.ts` alone and never loads this module.
+ * `bin/host.ts` alone and never loads this module.
  */
 
 export type { ServiceModule, WorkerModule } from './host.js';
@@ -72,7 +76,7 @@ export function startProcess(o: Options): Promise<RunningProcess> {
   return host.startProcess({ ...o, infra: resolveInfra });
 }
 
-/** The composition root used by every main.ts: start, install signal handling, report failures in one line. */
+/** What every main.ts runs: start, install signal handling, report failures in one line. */
 export function main(o: Options): Promise<void> {
   return host.main({ ...o, infra: resolveInfra });
 }

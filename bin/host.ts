@@ -1,4 +1,3 @@
-import type { Express } from 'express';
 import type { Server } from 'node:http';
 import { StackError } from '../infra/local/errors.js';
 import {
@@ -7,14 +6,16 @@ import {
   redactConfig,
   wantsEmbeddedStack,
   type BaseConfig,
-} from './config.js';
-import { mountDocs } from './http/openapi.js';
-import { closeServer, createHttpApp, finishHttpApp, listen } from './http/server.js';
-import { createLogger, type Logger } from './logger.js';
-import { applyDefinitions, createRuntime, type Runtime } from './runtime.js';
-import { installShutdown, makeCloser, type ShutdownStep } from './shutdown.js';
-import { startTelemetry } from './telemetry.js';
-import { withRetries } from './backoff.js';
+} from '../shared/config.js';
+import { mountDocs } from '../shared/http/openapi.js';
+import { closeServer, createHttpApp, finishHttpApp, listen } from '../shared/http/server.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { applyDefinitions, createRuntime } from './compose.js';
+import type { ServiceModule, WorkerModule } from '../shared/module.js';
+import type { Runtime } from '../shared/runtime.js';
+import { installShutdown, makeCloser, type ShutdownStep } from '../shared/shutdown.js';
+import { startTelemetry } from '../shared/telemetry.js';
+import { withRetries } from '../shared/backoff.js';
 
 /**
  * Connections the kernel holds until the server accepts them (capped by net.core.somaxconn).
@@ -24,23 +25,15 @@ import { withRetries } from './backoff.js';
 export const LISTEN_BACKLOG = 4_096;
 
 /**
- * Hosts services and workers in one process on a Kafka and a DynamoDB it is given. It knows
- * nothing of the embedded local stack (and must not import it: the production entry
- * `bin/serve.ts` is built on this module; test/infra/prod-entry.test.ts checks its imports).
- * `shared/process.ts` adds the embedded stack as the default for `npm start` and the tools.
+ * Hosts services and workers in one process on a Kafka and a DynamoDB it is given, on the
+ * runtime built by the composition root (`createRuntime`, bin/compose.ts). It knows nothing of
+ * the embedded local stack (and must not import it: the production entry `bin/serve.ts` is
+ * built on this module; test/infra/prod-entry.test.ts checks its imports). `bin/process.ts`
+ * adds the embedded stack as the default for `npm start` and the tools.
  */
 
-/** An HTTP service: mounts its routes on the shared app. */
-export interface ServiceModule {
-  name: string;
-  mount(app: Express, rt: Runtime): void | Promise<void>;
-}
-
-/** A worker: starts consuming or sweeping; `stop` drains. */
-export interface WorkerModule {
-  name: string;
-  start(rt: Runtime): Promise<{ stop(): Promise<void> }>;
-}
+// What services and workers implement is declared in the core (shared/module.ts).
+export type { ServiceModule, WorkerModule };
 
 /** Infrastructure a process started for itself, stopped when the process closes. */
 export interface OwnedStack {
@@ -184,7 +177,7 @@ export async function startProcess<S extends OwnedStack = never>(
   }
 }
 
-/** The composition root of every entry: start, install signal handling, report failures in one line. */
+/** Runs one entry's process: start, install signal handling, report failures in one line. */
 export async function main<S extends OwnedStack = never>(o: ProcessOptions<S>): Promise<void> {
   try {
     const config = o.config ?? loadConfig();

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../infra/local/proc.js';
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { ConfigError, loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
 import { resolveInfra } from './process.js';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-process-'));
