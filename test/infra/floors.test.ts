@@ -9,11 +9,12 @@ import { describe, expect, it } from 'vitest';
  *   1 domain     the rules, types and ports (interfaces) of consents, apps, notices, …
  *   2 clients    the Kafka client (bus) and signing keys
  *   3 storage    the DynamoDB client and the adapters that implement the domain's ports
- *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP, with the
- *                runtime they are handed (shared/runtime.ts)
+ *   4 features   timers, webhooks, compliance, ledger, mail, duties, … and HTTP; and the
+ *                runtime (shared/runtime.ts), which builds every client and store of a process
  *   5 process    the host and process that run services and workers
- * So the domain knows no table, the adapters no feature, and only the features see the whole
- * runtime; the lower floors take what they use. Type-only imports count: a port is declared where its user is.
+ * So the domain knows no table and the adapters no feature. Only the services, workers and the
+ * process host see the whole runtime: every module of `shared/` declares the deps it uses (a
+ * Runtime passes as it is). Type-only imports count: a port is declared where its user is.
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const shared = path.join(root, 'shared');
@@ -82,6 +83,25 @@ function sdkOutsideStorage(): string[] {
   );
 }
 
+/** The files of `shared/` that may import the runtime: itself, and the process host. */
+const SEES_RUNTIME = new Set(['runtime.ts', 'host.ts', 'process.ts']);
+
+/** Each import of shared/runtime.ts by another file of `shared/` (but the process host). */
+export function runtimeImports(): string[] {
+  const runtime = path.join(shared, 'runtime');
+  const bad: string[] = [];
+  for (const file of files(shared)) {
+    const rel = path.relative(shared, file).split(path.sep).join('/');
+    if (SEES_RUNTIME.has(rel)) continue;
+    for (const spec of importsOf(file)) {
+      if (!spec.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(file), spec).replace(/\.(js|ts)$/, '');
+      if (target === runtime) bad.push(`shared/${rel} → ${spec}`);
+    }
+  }
+  return bad.sort();
+}
+
 describe('floors of the core', () => {
   it('imports only go down or across a floor, and only storage talks to DynamoDB', () => {
     expect(floorViolations()).toEqual([]);
@@ -95,6 +115,23 @@ describe('floors of the core', () => {
       expect(floorViolations()).toContain(
         'shared/domain/__floors_probe.ts (floor 1) → shared/storage/query.ts (floor 3)',
       );
+    } finally {
+      fs.rmSync(probe);
+    }
+  });
+
+  it('only the process host imports the whole runtime; the modules take narrow deps', () => {
+    expect(runtimeImports()).toEqual([]);
+  });
+
+  it('finds a module importing the runtime (the check can fail)', () => {
+    const probe = path.join(shared, 'timers', '__runtime_probe.ts');
+    fs.writeFileSync(
+      probe,
+      "import type { Runtime } from '../runtime.js';\nexport type Probe = Runtime;\n",
+    );
+    try {
+      expect(runtimeImports()).toEqual(['shared/timers/__runtime_probe.ts → ../runtime.js']);
     } finally {
       fs.rmSync(probe);
     }
