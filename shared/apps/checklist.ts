@@ -1,6 +1,6 @@
+import type { WithLedger } from '../ledger/port.js';
 import { getDispatch, listDispatchesByApp } from '../ledger/queries.js';
-import type { Runtime } from '../runtime.js';
-import { listApiKeys } from '../domain/apiKeys.js';
+import { listApiKeys, type ApiKeysDeps } from '../domain/apiKeys.js';
 import {
   POSTBACK_EVENTS,
   type Attestation,
@@ -8,16 +8,27 @@ import {
   type PostbackEvent,
   type PostbackObservation,
 } from '../domain/checklist.js';
-import { listNotices } from '../domain/notices.js';
-import type { StoredAttestation } from '../domain/observations.js';
+import { listNotices, type NoticesDeps } from '../domain/notices.js';
+import type { ChecklistStore, StoredAttestation } from '../domain/observations.js';
 import type { App } from '../domain/types.js';
 
 /**
  * Loads the snapshot the checklist is evaluated from (checklist.ts is the pure rules), and keeps
- * what the checklist itself writes through the runtime's `checklist` store: attestations (one
+ * what the checklist itself writes through its `checklist` store: attestations (one
  * immutable record per attestation, the latest shown) and the go-live claim (taken once, so an
  * app goes live once).
  */
+
+/**
+ * What the snapshot is loaded from: the ledger, the notice and API-key stores, and the
+ * checklist's own store (all the checklist's writes use only that); a Runtime is one.
+ */
+export interface ChecklistLoadDeps extends WithLedger, NoticesDeps, ApiKeysDeps {
+  checklist: ChecklistStore;
+}
+
+/** What the checklist's own writes use: its store. */
+export type ChecklistWriteDeps = Pick<ChecklistLoadDeps, 'checklist'>;
 
 /** Dispatches read from the ledger, newest first: the checklist looks at recent ones only. */
 export const RECENT_DISPATCHES = 300;
@@ -26,7 +37,7 @@ export const DISPATCHES_PER_EVENT = 5;
 
 /** What the ledger says about the app's recent dispatches. */
 async function ledgerFacts(
-  rt: Runtime,
+  rt: WithLedger,
   appId: string,
 ): Promise<Pick<ChecklistSnapshot, 'postbacks' | 'delivered'>> {
   const page = await listDispatchesByApp(rt, appId, { order: 'desc', limit: RECENT_DISPATCHES });
@@ -68,7 +79,10 @@ function attestationsOf(all: StoredAttestation[]): Record<string, Attestation> {
 }
 
 /** Everything the checklist of this app is evaluated from. */
-export async function loadChecklistSnapshot(rt: Runtime, app: App): Promise<ChecklistSnapshot> {
+export async function loadChecklistSnapshot(
+  rt: ChecklistLoadDeps,
+  app: App,
+): Promise<ChecklistSnapshot> {
   const [notices, apiKeys, items, ledger] = await Promise.all([
     listNotices(rt, app.appId),
     listApiKeys(rt, app.appId),
@@ -90,7 +104,7 @@ export async function loadChecklistSnapshot(rt: Runtime, app: App): Promise<Chec
 
 /** Records an attestation (the caller has checked that the item may be attested). */
 export async function recordAttestation(
-  rt: Runtime,
+  rt: ChecklistWriteDeps,
   appId: string,
   itemId: string,
   a: { by: string; note: string },
@@ -106,7 +120,7 @@ export async function recordAttestation(
  * (or is going) live already.
  */
 export function claimGoLive(
-  rt: Runtime,
+  rt: ChecklistWriteDeps,
   appId: string,
   g: { by: string; at: string },
 ): Promise<boolean> {
@@ -115,7 +129,7 @@ export function claimGoLive(
 
 /** Completes the claim with the live twin's id. */
 export function completeGoLive(
-  rt: Runtime,
+  rt: ChecklistWriteDeps,
   appId: string,
   g: { by: string; at: string; liveAppId: string },
 ): Promise<void> {
@@ -123,6 +137,6 @@ export function completeGoLive(
 }
 
 /** Gives a claim back after a go-live that failed before creating anything lasting. */
-export function releaseGoLive(rt: Runtime, appId: string): Promise<void> {
+export function releaseGoLive(rt: ChecklistWriteDeps, appId: string): Promise<void> {
   return rt.checklist.releaseGoLive(appId);
 }

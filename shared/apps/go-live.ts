@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
-import { createApp, recordGoLive } from '../domain/apps.js';
+import type { BaseConfig } from '../config.js';
+import type { Logger } from '../logger.js';
+import { createApp, recordGoLive, type AppsDeps } from '../domain/apps.js';
 import {
   attestability,
   evaluateChecklist,
@@ -16,6 +17,7 @@ import {
   loadChecklistSnapshot,
   recordAttestation,
   releaseGoLive,
+  type ChecklistLoadDeps,
 } from './checklist.js';
 import { createNotice, listNotices } from '../domain/notices.js';
 import type { App } from '../domain/types.js';
@@ -26,6 +28,15 @@ import type { App } from '../domain/types.js';
  * call these, so both apply the same rules; shared/domain/checklist.ts holds the rules and
  * shared/apps/checklist.ts loads what they are evaluated from.
  */
+
+/**
+ * What attesting and going live use: what the checklist is loaded from, the app store (the
+ * live twin and the go-live on both apps), and the log; a Runtime is one.
+ */
+export interface GoLiveDeps extends ChecklistLoadDeps, AppsDeps {
+  config: BaseConfig;
+  log: Logger;
+}
 
 /** Who attests (or goes live) and what they confirm. */
 export const attestInput = z.strictObject({
@@ -52,7 +63,7 @@ function isHttpsUrl(s: string): boolean {
 }
 
 /** The app's checklist now. */
-export async function checklistOf(rt: Runtime, app: App): Promise<Checklist> {
+export async function checklistOf(rt: ChecklistLoadDeps, app: App): Promise<Checklist> {
   return evaluateChecklist(await loadChecklistSnapshot(rt, app), Date.now());
 }
 
@@ -76,7 +87,7 @@ function incomplete(c: Checklist): AppError {
  * compression, the sandbox app's notices (their latest versions) copied.
  */
 async function createLiveTwin(
-  rt: Runtime,
+  rt: GoLiveDeps,
   sandbox: App,
   body: GoLiveInput,
 ): Promise<{ app: App; secretKey: string; noticesCopied: number }> {
@@ -109,7 +120,7 @@ async function createLiveTwin(
  * it now evaluates. An unknown item is 404; an observed one 409.
  */
 export async function attestItem(
-  rt: Runtime,
+  rt: ChecklistLoadDeps,
   app: App,
   itemId: string,
   a: z.infer<typeof attestInput>,
@@ -141,7 +152,7 @@ export interface WentLive {
  * creates the live twin once (a claim item guards against a concurrent go-live) and records who
  * and when on both apps. The live app's secret key is only in the answer.
  */
-export async function goLive(rt: Runtime, sandbox: App, body: GoLiveInput): Promise<WentLive> {
+export async function goLive(rt: GoLiveDeps, sandbox: App, body: GoLiveInput): Promise<WentLive> {
   const appId = sandbox.appId;
   if (sandbox.environment !== 'sandbox')
     throw new AppError('SVC_CONFLICT', 'Only a sandbox app goes live; this app is live');

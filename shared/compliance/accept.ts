@@ -7,10 +7,21 @@ import type {
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import { acceptPostbackItem } from '../storage/ledger/summary.js';
-import type { Runtime } from '../runtime.js';
 import { cancellationReasons, isConditionFailure } from '../storage/dynamo.js';
+import type { Outbox } from '../storage/outbox/outbox.js';
 import { backoffMs } from '../backoff.js';
-import { findDispatch } from './dispatch.js';
+import type { BaseConfig } from '../config.js';
+import { findDispatch, type FindDispatchDeps } from './dispatch.js';
+
+/**
+ * What accepting a postback uses: the ledger (its dispatch, and the count moved with the
+ * commit), the outbox and the postbacks topic, and the cap per dispatch; a Runtime is one.
+ */
+export interface AcceptDeps extends FindDispatchDeps {
+  config: FindDispatchDeps['config'] & Pick<BaseConfig, 'POSTBACK_MAX_PER_DISPATCH'>;
+  outbox: Pick<Outbox, 'commit'>;
+  topics: { postbacks: string };
+}
 
 /** How far `completedAt` may run ahead of our clock: app clocks drift, the future does not happen. */
 export const COMPLETED_AT_MAX_SKEW_MS = 5 * 60_000;
@@ -40,7 +51,7 @@ function lostToContention(err: unknown): boolean {
  * simulated postback is checked, counted and flagged exactly like a real one.
  */
 export async function acceptPostback(
-  rt: Runtime,
+  rt: AcceptDeps,
   app: Pick<App, 'appId'>,
   body: PostbackBody,
   receivedAt: Date,

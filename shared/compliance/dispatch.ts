@@ -1,6 +1,9 @@
 import type { EventType } from '../domain/consent/events.js';
 import { getDispatchState } from '../storage/ledger/dispatches.js';
-import type { Runtime } from '../runtime.js';
+import type { LedgerDeps } from '../storage/ledger/deps.js';
+
+/** What finding a dispatch uses: the ledger's table (shared/storage/ledger); a Runtime is one. */
+export type FindDispatchDeps = LedgerDeps;
 
 /** What the postback API needs to know about a dispatch. */
 export interface DispatchRef {
@@ -18,7 +21,7 @@ export interface DispatchRef {
  * not its attempts). The only place this service touches the ledger's storage.
  */
 export async function findDispatch(
-  rt: Runtime,
+  rt: FindDispatchDeps,
   dispatchId: string,
 ): Promise<DispatchRef | undefined> {
   const d = await getDispatchState(rt, dispatchId);

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Runtime } from '../runtime.js';
-import { cached, invalidateCache } from './cache.js';
+import { cached, invalidateCache, type CacheOwner } from './cache.js';
 
 /** Only the config is read by the cache. */
-const rt = { config: { CREDENTIAL_CACHE_TTL_MS: 1_000 } } as unknown as Runtime;
+const rt: CacheOwner = { config: { CREDENTIAL_CACHE_TTL_MS: 1_000 } };
 
 afterEach(() => vi.useRealTimers());
 

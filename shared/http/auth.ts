@@ -1,13 +1,17 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { getApiKeyByValue } from '../domain/apiKeys.js';
-import { getAppBySecretKey, getAppBySiteKey, getAppCached } from '../domain/apps.js';
+import type { BaseConfig } from '../config.js';
+import { getApiKeyByValue, type ApiKeysDeps } from '../domain/apiKeys.js';
+import { getAppBySecretKey, getAppBySiteKey, getAppCached, type AppsDeps } from '../domain/apps.js';
 import { safeEqual } from '../domain/crypto.js';
 import type { ApiKeyScope, App } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import { checkPrincipalToken, type AccessFailure } from '../principal/index.js';
-import type { Runtime } from '../runtime.js';
+import {
+  checkPrincipalToken,
+  type AccessFailure,
+  type PrincipalAccessDeps,
+} from '../principal/index.js';
 import { locals } from './locals.js';
-import { limitAuthFailures } from './ratelimit.js';
+import { limitAuthFailures, type AuthFailureDeps } from './ratelimit.js';
 
 /**
  * Authentication middleware (docs/api.md, Areas and credentials; docs/security.md, Threat model and
@@ -15,6 +19,15 @@ import { limitAuthFailures } from './ratelimit.js';
  * key exists (for this or another app). Each is wrapped in `limitAuthFailures`: failed attempts are
  * limited per client address.
  */
+
+/**
+ * What the middleware uses: the app and API-key stores, the principal tokens' checks, the
+ * failed-authentication limit, and `config` (SVC_ADMIN_TOKEN, and what those take); a Runtime
+ * is one.
+ */
+export interface AuthDeps extends AppsDeps, ApiKeysDeps, PrincipalAccessDeps, AuthFailureDeps {
+  config: BaseConfig;
+}
 
 const unauthorized = (res: Response, detail: string, bearer = false) => {
   if (bearer) res.setHeader('WWW-Authenticate', 'Bearer');
@@ -27,7 +40,7 @@ function bearer(req: Request): string | undefined {
 }
 
 /** Operator access: `Authorization: Bearer <SVC_ADMIN_TOKEN>`. */
-export function requireAdmin(rt: Runtime): RequestHandler {
+export function requireAdmin(rt: AuthDeps): RequestHandler {
   return limitAuthFailures(rt, (req, res, next) => {
     const token = rt.config.SVC_ADMIN_TOKEN;
     if (!token)
@@ -45,7 +58,7 @@ export function requireAdmin(rt: Runtime): RequestHandler {
 }
 
 /** Record and ledger APIs: `Authorization: Bearer svc_ak_…` holding `scope`. */
-export function requireApiKey(rt: Runtime, scope: ApiKeyScope): RequestHandler {
+export function requireApiKey(rt: AuthDeps, scope: ApiKeyScope): RequestHandler {
   return limitAuthFailures(rt, async (req, res, next) => {
     const given = bearer(req);
     if (given === undefined) return next(unauthorized(res, 'An API key is required', true));
@@ -62,14 +75,14 @@ export function requireApiKey(rt: Runtime, scope: ApiKeyScope): RequestHandler {
   });
 }
 
-async function secretKeyApp(rt: Runtime, req: Request): Promise<App | AppError> {
+async function secretKeyApp(rt: AuthDeps, req: Request): Promise<App | AppError> {
   const given = req.get('x-secret-key') ?? '';
   const app = given ? await getAppBySecretKey(rt, given) : undefined;
   return app ?? new AppError('SVC_UNAUTHORIZED', 'The secret key is not valid');
 }
 
 /** Server-to-server calls: `x-secret-key: svc_sk_…` (a rotated-away key fails at once). */
-export function requireSecretKey(rt: Runtime): RequestHandler {
+export function requireSecretKey(rt: AuthDeps): RequestHandler {
   return limitAuthFailures(rt, async (req, res, next) => {
     if (!req.get('x-secret-key'))
       return next(unauthorized(res, 'The x-secret-key header is required'));
@@ -93,7 +106,12 @@ function allowOrigin(res: Response, origin: string) {
 }
 
 /** The app of a site key, provided the request's Origin is on its allowlist. */
-async function siteKeyApp(rt: Runtime, req: Request, res: Response, siteKey: string): Promise<App> {
+async function siteKeyApp(
+  rt: AuthDeps,
+  req: Request,
+  res: Response,
+  siteKey: string,
+): Promise<App> {
   res.vary('Origin');
   const app = await getAppBySiteKey(rt, siteKey);
   if (!app) throw new AppError('SVC_UNAUTHORIZED', 'The site key is not valid');
@@ -121,7 +139,7 @@ const TOKEN_REFUSED: Record<AccessFailure, string> = {
  * token `Authorization: Bearer svc_pt_…` of that app, which names the one principal the call
  * may read or change (`locals.principal`). When a secret key is sent it alone decides.
  */
-export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
+export function requireSecretOrBrowser(rt: AuthDeps): RequestHandler {
   return limitAuthFailures(rt, async (req, res, next) => {
     const l = locals(res);
     if (req.get('x-secret-key')) {
@@ -157,7 +175,7 @@ export function requireSecretOrBrowser(rt: Runtime): RequestHandler {
 }
 
 /** Widget calls (D): site key from `X-Site-Key` or `body.siteKey`, Origin on the allowlist. */
-export function requireSiteKey(rt: Runtime): RequestHandler {
+export function requireSiteKey(rt: AuthDeps): RequestHandler {
   return limitAuthFailures(rt, async (req, res, next) => {
     const fromBody = (req.body as { siteKey?: unknown } | undefined)?.siteKey;
     const siteKey = req.get('x-site-key') ?? (typeof fromBody === 'string' ? fromBody : undefined);
@@ -183,7 +201,7 @@ const PREFLIGHT_MAX_AGE_S = 600;
  * `authorization` carries a principal token; `x-secret-key` is deliberately not an allowed
  * header: it must never come from a browser.
  */
-export function corsPreflight(_rt: Runtime): RequestHandler {
+export function corsPreflight(_rt: unknown): RequestHandler {
   return (req, res) => {
     res.vary('Origin');
     const origin = req.get('origin');

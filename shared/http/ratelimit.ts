@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import type { Request, RequestHandler } from 'express';
-import { Counter } from 'prom-client';
-import { keyedHash } from '../domain/crypto.js';
+import { Counter, type Registry } from 'prom-client';
+import type { BaseConfig } from '../config.js';
+import { keyedHash, type KeyConfig } from '../domain/crypto.js';
 import { AppError } from '../errors.js';
 import { getOrCreate } from '../metrics.js';
-import type { Runtime } from '../runtime.js';
 import { locals, type AuthLocals } from './locals.js';
 
 /** Token bucket: `rate` tokens per second up to `burst`. Pure; the clock is passed in. */
@@ -121,7 +121,29 @@ export function clientAddress(req: Pick<Request, 'ip'>): string {
     .join(':')}::/64`;
 }
 
-function refusals(rt: Runtime) {
+/** What every limit uses: where its refusals are counted. */
+export interface RefusalDeps {
+  registry: Registry;
+}
+
+/** What `limitAuthFailures` uses; a Runtime is one. */
+export interface AuthFailureDeps extends RefusalDeps {
+  config: Pick<BaseConfig, 'RATE_LIMIT_AUTH_FAILURE_RPS' | 'RATE_LIMIT_AUTH_FAILURE_BURST'>;
+}
+
+/** What `rateLimit` uses; a Runtime is one. */
+export interface RateLimitDeps extends RefusalDeps {
+  config: KeyConfig &
+    Pick<
+      BaseConfig,
+      | 'RATE_LIMIT_RPS'
+      | 'RATE_LIMIT_BURST'
+      | 'RATE_LIMIT_CAPTURE_PER_IP_RPS'
+      | 'RATE_LIMIT_CAPTURE_PER_IP_BURST'
+    >;
+}
+
+function refusals(rt: RefusalDeps) {
   return getOrCreate(
     rt.registry,
     'svc_http_rate_limited_total',
@@ -147,18 +169,21 @@ interface Budgets {
   perIp: BucketMap;
 }
 
-/** One set of budgets per Runtime: every route of a process spends the same app budget. */
-const budgetsByRuntime = new WeakMap<Runtime, Budgets>();
+/**
+ * One set of budgets per deps object (a process's Runtime): every route of a process spends the
+ * same app budget.
+ */
+const budgetsByDeps = new WeakMap<RateLimitDeps, Budgets>();
 
-function budgets(rt: Runtime): Budgets {
-  let b = budgetsByRuntime.get(rt);
+function budgets(rt: RateLimitDeps): Budgets {
+  let b = budgetsByDeps.get(rt);
   if (!b) {
     const c = rt.config;
     b = {
       buckets: new BucketMap(c.RATE_LIMIT_RPS, c.RATE_LIMIT_BURST),
       perIp: new BucketMap(c.RATE_LIMIT_CAPTURE_PER_IP_RPS, c.RATE_LIMIT_CAPTURE_PER_IP_BURST),
     };
-    budgetsByRuntime.set(rt, b);
+    budgetsByDeps.set(rt, b);
   }
   return b;
 }
@@ -180,7 +205,7 @@ export interface RateLimitOptions {
  * so one address cannot spend the app's whole browser budget. Over budget: 429 + Retry-After,
  * and the request is not applied.
  */
-export function rateLimit(rt: Runtime, o: RateLimitOptions = {}): RequestHandler {
+export function rateLimit(rt: RateLimitDeps, o: RateLimitOptions = {}): RequestHandler {
   const now = o.now ?? Date.now;
   const c = rt.config;
   const { buckets, perIp } = budgets(rt);
@@ -209,8 +234,11 @@ export function rateLimit(rt: Runtime, o: RateLimitOptions = {}): RequestHandler
   };
 }
 
-/** One failed-authentication budget per Runtime, shared by every authentication middleware. */
-const failureBuckets = new WeakMap<Runtime, BucketMap>();
+/**
+ * One failed-authentication budget per deps object (a process's Runtime), shared by every
+ * authentication middleware.
+ */
+const failureBuckets = new WeakMap<AuthFailureDeps, BucketMap>();
 
 /**
  * Limits failed authentications per client address (`RATE_LIMIT_AUTH_FAILURE_RPS` and
@@ -220,7 +248,7 @@ const failureBuckets = new WeakMap<Runtime, BucketMap>();
  * address, not the credential, is what is being limited. Wraps an authentication middleware.
  */
 export function limitAuthFailures(
-  rt: Runtime,
+  rt: AuthFailureDeps,
   authenticate: RequestHandler,
   now: () => number = Date.now,
 ): RequestHandler {

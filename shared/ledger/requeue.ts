@@ -1,7 +1,16 @@
-import type { Runtime } from '../runtime.js';
+import type { BaseConfig } from '../config.js';
 import type { DispatchState } from '../storage/ledger/dispatches.js';
-import { ensureWatermark, shardOf } from '../storage/timers/due.js';
+import { ensureWatermark, shardOf, type TimerDeps } from '../storage/timers/due.js';
+import type { WithLedger } from './port.js';
 import { listDispatchesByApp } from './queries.js';
+
+/**
+ * What re-queueing uses: the ledger, the due-index (its watermark) and the number of timer
+ * shards; a Runtime is one.
+ */
+export interface RequeueDeps extends WithLedger, TimerDeps {
+  config: Pick<BaseConfig, 'TIMER_SHARDS'>;
+}
 
 /**
  * Operator replay: makes a dispatch due now with a `manual` entry (`Ledger.markDueNow`). The
@@ -9,7 +18,7 @@ import { listDispatchesByApp } from './queries.js';
  * undefined for an unknown dispatch.
  */
 export async function requeueDispatch(
-  rt: Runtime,
+  rt: RequeueDeps,
   dispatchId: string,
   nowMs = Date.now(),
 ): Promise<DispatchState | undefined> {
@@ -21,7 +30,7 @@ export async function requeueDispatch(
 
 /** Re-queues every failed dispatch of an app whose event was created at or after `since`. */
 export async function recoverFailed(
-  rt: Runtime,
+  rt: RequeueDeps,
   appId: string,
   since: string,
   nowMs = Date.now(),

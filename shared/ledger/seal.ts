@@ -1,4 +1,5 @@
-import type { Runtime } from '../runtime.js';
+import type { BaseConfig } from '../config.js';
+import type { Logger } from '../logger.js';
 import type { KeyRing } from '../signing/keys.js';
 import { periodStartOf, type Change } from '../storage/ledger/changes.js';
 import { type PeriodPointer } from '../storage/ledger/checkpoint-store.js';
@@ -8,6 +9,7 @@ import { creationOf, isDispatchHead, DISPATCH_SK } from '../storage/ledger/dispa
 import { checkChain, storedEntries } from './evidence.js';
 import { GENESIS } from '../domain/ledger/hash.js';
 import { merkleRoot } from './merkle.js';
+import type { Ledger } from './port.js';
 
 /**
  * The sealer: once a period has been closed for the configured lag, every app with a chain
@@ -21,6 +23,13 @@ import { merkleRoot } from './merkle.js';
  * before it sealed: every dispatch, and in each its sealed head on an intact chain. Otherwise
  * the sealer refuses and reports; it never signs a ledger that lost sealed entries.
  */
+
+/** What the sealer uses: the ledger, the log, and the checkpoints' period and lag; a Runtime is one. */
+export interface SealDeps {
+  ledger: Ledger;
+  log: Logger;
+  config: Pick<BaseConfig, 'LEDGER_CHECKPOINT_PERIOD_MS' | 'LEDGER_CHECKPOINT_LAG_MS'>;
+}
 
 export interface Refusal {
   appId: string;
@@ -62,7 +71,7 @@ export type SeenHeads = Map<string, { seq: number; hash: string }>;
  * errors, they are returned.
  */
 export async function sealClosedPeriods(
-  rt: Runtime,
+  rt: SealDeps,
   keys: KeyRing,
   nowMs: number,
   seen: SeenHeads = new Map(),
@@ -108,7 +117,7 @@ interface AppJob {
   seen: SeenHeads;
 }
 
-async function sealApp(rt: Runtime, keys: KeyRing, job: AppJob, result: SealResult) {
+async function sealApp(rt: SealDeps, keys: KeyRing, job: AppJob, result: SealResult) {
   for (let tries = 0; ; tries++) {
     try {
       return await sealAppOnce(rt, keys, job, result);
@@ -118,7 +127,7 @@ async function sealApp(rt: Runtime, keys: KeyRing, job: AppJob, result: SealResu
   }
 }
 
-async function sealAppOnce(rt: Runtime, keys: KeyRing, job: AppJob, result: SealResult) {
+async function sealAppOnce(rt: SealDeps, keys: KeyRing, job: AppJob, result: SealResult) {
   const { appId } = job;
   const periodMs = rt.config.LEDGER_CHECKPOINT_PERIOD_MS;
   const refuse = (reason: string, periodStart?: string) =>
@@ -150,7 +159,7 @@ async function sealAppOnce(rt: Runtime, keys: KeyRing, job: AppJob, result: Seal
  * authentic, or a checkpoint this process saw earlier is gone or changed.
  */
 async function chainProblem(
-  rt: Runtime,
+  rt: SealDeps,
   keys: KeyRing,
   appId: string,
   head: Checkpoint | undefined,
@@ -170,7 +179,7 @@ async function chainProblem(
 
 /** The start of an app's first period: the period of its first dispatch (none: no chain yet). */
 async function firstPeriodStart(
-  rt: Runtime,
+  rt: SealDeps,
   appId: string,
   changes: Change[],
   periodMs: number,
@@ -215,7 +224,7 @@ async function resealTargets(c: Ctx, changes: Change[], sealedThrough: string): 
 }
 
 interface Ctx {
-  rt: Runtime;
+  rt: SealDeps;
   keys: KeyRing;
   appId: string;
   chainStart: string;
@@ -288,7 +297,7 @@ async function sealPeriod(
  * through the head that was sealed.
  */
 async function lostEntries(
-  rt: Runtime,
+  rt: SealDeps,
   prev: Checkpoint,
   now: readonly Leaf[],
 ): Promise<string | undefined> {

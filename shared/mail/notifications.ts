@@ -1,11 +1,11 @@
 import { ulid } from 'ulid';
 import { z } from 'zod';
-import { getApp } from '../domain/apps.js';
-import { loadPrincipal } from '../storage/consents/repository.js';
+import type { Producer } from '../bus/producer.js';
+import { getApp, type AppsDeps } from '../domain/apps.js';
+import { loadPrincipal, type RepositoryDeps } from '../storage/consents/repository.js';
 import { patterns } from '../domain/ids.js';
 import { LANGUAGES, type Language } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
 
 /**
  * Messages on the `notifications` topic (e-mails for the notifier worker), keyed by app id.
@@ -44,6 +44,15 @@ export type Notification = z.infer<typeof notificationSchema>;
 export type GrantRequest = z.infer<typeof grantRequestSchema>;
 export type EndpointDisabled = z.infer<typeof endpointDisabledSchema>;
 
+/**
+ * What `requestGrant` uses: the app store, the principal's item, and the producer and topic the
+ * e-mail goes out on; a Runtime is one.
+ */
+export interface GrantRequestDeps extends AppsDeps, RepositoryDeps {
+  producer: Pick<Producer, 'send'>;
+  topics: { notifications: string };
+}
+
 export const newNotificationId = () => `ntf_${ulid()}`;
 
 /**
@@ -51,7 +60,7 @@ export const newNotificationId = () => `ntf_${ulid()}`;
  * link. The principal must exist; the address is `to` or, when omitted, the stored one.
  */
 export async function requestGrant(
-  rt: Runtime,
+  rt: GrantRequestDeps,
   input: { appId: string; referenceId: string; to?: string | undefined; language?: Language },
   now = new Date(),
 ): Promise<GrantRequest> {

@@ -1,8 +1,7 @@
-import { getAppCached } from '../domain/apps.js';
-import { loadPrincipal } from '../storage/consents/repository.js';
+import { getAppCached, type AppsDeps } from '../domain/apps.js';
+import { loadPrincipal, type RepositoryDeps } from '../storage/consents/repository.js';
 import type { App } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
 import {
   MAX_TTL_MS,
   signPrincipalToken,
@@ -21,6 +20,12 @@ import {
  * so an erasure ends the principal's tokens at once everywhere).
  */
 
+/**
+ * What checking a token uses: the app store (its secret version), the principal's item, and the
+ * token keys (`config`, which the app store takes whole); a Runtime is one.
+ */
+export interface PrincipalAccessDeps extends AppsDeps, RepositoryDeps {}
+
 export type AccessFailure = TokenFailure | 'missing' | 'revoked' | 'erased' | 'unknown';
 
 export type PrincipalAccess =
@@ -28,7 +33,7 @@ export type PrincipalAccess =
   | { ok: false; failure: AccessFailure; claims?: PrincipalClaims };
 
 export async function checkPrincipalToken(
-  rt: Runtime,
+  rt: PrincipalAccessDeps,
   token: string | undefined,
   now: Date = new Date(),
 ): Promise<PrincipalAccess> {
@@ -74,7 +79,7 @@ export function issuePrincipalToken(
 
 /** The app's server asking for a token: only for a principal of its own (404 otherwise). */
 export async function mintPrincipalToken(
-  rt: Runtime,
+  rt: RepositoryDeps & { config: PrincipalKeyConfig },
   app: App,
   referenceId: string,
   ttlMs: number,

@@ -5,6 +5,7 @@ export {
   mintPrincipalToken,
   type AccessFailure,
   type PrincipalAccess,
+  type PrincipalAccessDeps,
 } from './access.js';
 export {
   MAX_TTL_MS,

@@ -1,9 +1,18 @@
+import type { BaseConfig } from '../config.js';
+import type { ConsentDeps } from '../domain/consent/deps.js';
 import { getStoredTransaction } from '../domain/consent/index.js';
-import { getNotice } from '../domain/notices.js';
+import { getNotice, type NoticesDeps } from '../domain/notices.js';
 import type { App } from '../domain/types.js';
-import type { Runtime } from '../runtime.js';
-import { KEYS_PATH, signingKeys } from '../signing/keys.js';
+import { KEYS_PATH, signingKeys, type KeyConfig } from '../signing/keys.js';
 import { receiptContent, signReceipt, type ConsentReceipt } from './receipt.js';
+
+/**
+ * What issuing receipts uses: the consent and notice stores, the signing key and the public
+ * base URL (the keys' address); a Runtime is one.
+ */
+export interface ReceiptDeps extends NoticesDeps, Pick<ConsentDeps, 'consents'> {
+  config: KeyConfig & Pick<BaseConfig, 'PUBLIC_BASE_URL' | 'CREDENTIAL_CACHE_TTL_MS'>;
+}
 
 /** Issues a receipt of one of an app's transactions (see `receiptIssuer`). */
 export type IssueReceipt = (
@@ -20,7 +29,7 @@ export type IssueReceipt = (
  * transaction is another principal's (the two look the same to the caller). Two reads: the
  * transaction and the notice version it was given under.
  */
-export function receiptIssuer(rt: Runtime, clock: () => Date = () => new Date()): IssueReceipt {
+export function receiptIssuer(rt: ReceiptDeps, clock: () => Date = () => new Date()): IssueReceipt {
   const key = signingKeys(rt.config).active;
   const keysUrl = `${rt.config.PUBLIC_BASE_URL.replace(/\/+$/, '')}${KEYS_PATH}`;
   return async (app, transactionId, referenceId) => {

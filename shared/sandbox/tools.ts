@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { acceptPostback } from '../compliance/accept.js';
+import { acceptPostback, type AcceptDeps } from '../compliance/accept.js';
 import { findDispatch } from '../compliance/dispatch.js';
+import type { BaseConfig } from '../config.js';
 import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../domain/compliance/flags.js';
 import { postbackBody } from '../domain/compliance/postback.js';
 import { AppError } from '../errors.js';
 import { parseBody } from '../http/validate.js';
+import type { WithLedger } from '../ledger/port.js';
 import { getDispatch } from '../ledger/queries.js';
-import type { Runtime } from '../runtime.js';
 import { WebhookClient } from '../webhooks/client.js';
 import { policyFor, type GuardConfig } from '../webhooks/guard.js';
 import { parseCidrList } from '../net/ip.js';
 import { webhookHeaders } from '../webhooks/signer.js';
-import { getAppSecretKey } from '../domain/apps.js';
+import { getAppSecretKey, type AppsDeps } from '../domain/apps.js';
 import { EVENT_TYPES, type ConsentEvent } from '../domain/consent/events.js';
 import {
   newDispatchId,
@@ -21,7 +22,7 @@ import {
   newSecretKey,
   patterns,
 } from '../domain/ids.js';
-import { recordTestEvent } from '../domain/observations.js';
+import { recordTestEvent, type ChecklistDeps } from '../domain/observations.js';
 import type { App } from '../domain/types.js';
 
 /**
@@ -30,6 +31,22 @@ import type { App } from '../domain/types.js';
  * client and SSRF guard, and the postback simulator, which goes through the postback API's own
  * code. The admin API and the console both call these.
  */
+
+/**
+ * What a test event uses: the app store (the app's secret key), the checklist's store (its
+ * outcome), and the webhook settings; a Runtime is one.
+ */
+export interface TestEventDeps extends AppsDeps, ChecklistDeps {
+  config: BaseConfig;
+}
+
+/**
+ * What the postback simulator uses: the postback API's (`AcceptDeps`), the ledger's readers,
+ * and the request deadline; a Runtime is one.
+ */
+export interface SimulatePostbackDeps extends AcceptDeps, WithLedger {
+  config: AcceptDeps['config'] & Pick<BaseConfig, 'HTTP_DEADLINE_MS'>;
+}
 
 /** How long the simulator waits for the compliance worker to apply its postback, at most. */
 const FLAG_WAIT_MAX_MS = 2_000;
@@ -75,7 +92,9 @@ function testEvent(app: App, type: ConsentEvent['type'], now: Date): ConsentEven
   };
 }
 
-function guardConfig(rt: Runtime): GuardConfig {
+function guardConfig(rt: {
+  config: Pick<BaseConfig, 'WEBHOOK_ALLOWLIST' | 'WEBHOOK_ALLOW_LOOPBACK_SANDBOX'>;
+}): GuardConfig {
   try {
     return {
       allowlist: parseCidrList(rt.config.WEBHOOK_ALLOWLIST),
@@ -91,7 +110,7 @@ function guardConfig(rt: Runtime): GuardConfig {
  * margin (at most WEBHOOK_TIMEOUT_MS) to answer, since the caller waits for it.
  */
 export async function sendTestEvent(
-  rt: Runtime,
+  rt: TestEventDeps,
   app: App,
   type: ConsentEvent['type'],
   bad: boolean,
@@ -147,7 +166,7 @@ export async function sendTestEvent(
 }
 
 /** Polls the ledger until the compliance worker recorded the postback, for a little while. */
-async function flagOnceApplied(rt: Runtime, dispatchId: string, postbackId: string) {
+async function flagOnceApplied(rt: SimulatePostbackDeps, dispatchId: string, postbackId: string) {
   const until = Date.now() + Math.min(FLAG_WAIT_MAX_MS, rt.config.HTTP_DEADLINE_MS / 2);
   for (;;) {
     const d = await getDispatch(rt, dispatchId);
@@ -164,7 +183,7 @@ async function flagOnceApplied(rt: Runtime, dispatchId: string, postbackId: stri
  * flag after it when `applied`, else the flag before it.
  */
 export async function simulatePostback(
-  rt: Runtime,
+  rt: SimulatePostbackDeps,
   app: App,
   sim: z.infer<typeof simulatePostbackBody>,
 ) {

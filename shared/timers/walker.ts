@@ -1,11 +1,14 @@
-import type { Runtime } from '../runtime.js';
 import {
   advanceWatermark,
   bucketOf,
   bucketsToSweep,
   ensureWatermark,
   type DueFamily,
+  type TimerDeps,
 } from '../storage/timers/due.js';
+
+/** What the walk uses: the due-index's table (its watermarks); a Runtime is one. */
+export type WalkerDeps = TimerDeps;
 
 /**
  * What a reader does with one bucket of one shard: reads and handles its due entries, and
@@ -39,7 +42,7 @@ export class BucketWalker {
   private readonly settled = new Map<number, { bucket: number; atMs: number }>();
 
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: WalkerDeps,
     private readonly o: { family: DueFamily; shards: number },
   ) {}
 

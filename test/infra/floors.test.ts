@@ -17,8 +17,9 @@ import { describe, expect, it } from 'vitest';
  * and the hosts that run services and workers (bin/host.ts, bin/process.ts), with the entries
  * and tools. Nothing in `shared/` imports `bin/`, and of `services/` and `workers/` only the
  * `main.ts` entries do (each runs its module on bin/process.ts).
- * So the domain knows no table, the adapters no feature, and only the features see the whole
- * runtime; the lower floors take what they use. Type-only imports count: a port is declared where its user is.
+ * So the domain knows no table and the adapters no feature. Only the services, workers and
+ * `bin/` see the whole runtime: every module of `shared/` declares the deps it uses (a Runtime
+ * passes as it is). Type-only imports count: a port is declared where its user is.
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const shared = path.join(root, 'shared');
@@ -105,6 +106,28 @@ export function binViolations(top = root): string[] {
   );
 }
 
+/**
+ * The files of `shared/` that may import the runtime: its declaration, and the shapes of the
+ * services and workers that are handed it (module.ts).
+ */
+const SEES_RUNTIME = new Set(['runtime.ts', 'module.ts']);
+
+/** Each import of shared/runtime.ts by another file of `shared/`. */
+export function runtimeImports(): string[] {
+  const runtime = path.join(shared, 'runtime');
+  const bad: string[] = [];
+  for (const file of files(shared)) {
+    const rel = path.relative(shared, file).split(path.sep).join('/');
+    if (SEES_RUNTIME.has(rel)) continue;
+    for (const spec of importsOf(file)) {
+      if (!spec.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(file), spec).replace(/\.(js|ts)$/, '');
+      if (target === runtime) bad.push(`shared/${rel} → ${spec}`);
+    }
+  }
+  return bad.sort();
+}
+
 describe('floors of the core', () => {
   it('imports only go down or across a floor, and only storage talks to DynamoDB', () => {
     expect(floorViolations()).toEqual([]);
@@ -145,6 +168,23 @@ describe('floors of the core', () => {
       expect(floorViolations()).toContain(
         'shared/domain/__floors_probe.ts (floor 1) → shared/storage/query.ts (floor 3)',
       );
+    } finally {
+      fs.rmSync(probe);
+    }
+  });
+
+  it('no module of shared/ takes the whole runtime; each declares narrow deps', () => {
+    expect(runtimeImports()).toEqual([]);
+  });
+
+  it('finds a module importing the runtime (the check can fail)', () => {
+    const probe = path.join(shared, 'timers', '__runtime_probe.ts');
+    fs.writeFileSync(
+      probe,
+      "import type { Runtime } from '../runtime.js';\nexport type Probe = Runtime;\n",
+    );
+    try {
+      expect(runtimeImports()).toEqual(['shared/timers/__runtime_probe.ts → ../runtime.js']);
     } finally {
       fs.rmSync(probe);
     }

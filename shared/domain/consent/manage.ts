@@ -35,7 +35,11 @@ export async function getTransaction(
 }
 
 /** The stored item, proof included (for the widget and audits). */
-export function getStoredTransaction(rt: ConsentDeps, appId: string, transactionId: string) {
+export function getStoredTransaction(
+  rt: Pick<ConsentDeps, 'consents'>,
+  appId: string,
+  transactionId: string,
+) {
   return rt.consents.loadTransaction(appId, transactionId);
 }
 
