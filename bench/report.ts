@@ -135,8 +135,9 @@ export function renderHeadline(r: Results): string {
     const perRate = (key: string) =>
       oursRows.map((row) => `${n(num(row, 'rate'))}/s ${n(num(row, key), 1)}`).join(', ') || '–';
     const perRateOf = (value: (row: unknown) => number | undefined, digits: number, unit = '') =>
-      oursRows.map((row) => `${n(num(row, 'rate'))}/s ${n(value(row), digits)}${unit}`).join(', ') ||
-      '–';
+      oursRows
+        .map((row) => `${n(num(row, 'rate'))}/s ${n(value(row), digits)}${unit}`)
+        .join(', ') || '–';
     rows.push([
       'Items a consent writes, by rate',
       perRateOf((row) => {

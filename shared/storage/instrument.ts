@@ -25,6 +25,58 @@ const WRITES = new Set([
   'TransactWriteItemsCommand',
 ]);
 
+interface WriteCounters {
+  units: Counter;
+  items: Counter;
+  coordination: Counter;
+  billed: Counter;
+  short: (table: string | undefined) => string;
+  shapeOf: (table: string) => TableShape | undefined;
+}
+
+/** Counts one answered write request: its items, coordination items, billed and consumed units. */
+function countWrite(c: WriteCounters, command: string, input: unknown, output: unknown): void {
+  const operation = command.replace(/Command$/, '');
+  const { short } = c;
+  const left = (output as { UnprocessedItems?: Record<string, unknown[]> }).UnprocessedItems;
+  const counts = itemsOf(command, input);
+  for (const [table, n] of counts) {
+    // Items a batch left unprocessed were not written (they are counted when retried).
+    const written = n - (left?.[table]?.length ?? 0);
+    if (written > 0) c.items.inc({ table: short(table), operation }, written);
+  }
+  const coordinating = coordinationTable(command, input, short);
+  if (coordinating) c.coordination.inc({ table: coordinating });
+  for (const [table, units] of billedUnits(command, input, c.shapeOf)) {
+    const n = counts.get(table) ?? 0;
+    const share = n > 0 ? (n - (left?.[table]?.length ?? 0)) / n : 1;
+    if (units * share > 0) c.billed.inc({ table: short(table), operation }, units * share);
+  }
+  for (const x of consumed(output)) {
+    const n = x.WriteCapacityUnits ?? x.CapacityUnits ?? 0;
+    if (n > 0) c.units.inc({ table: short(x.TableName), operation }, n);
+  }
+}
+
+/** The table of a single-item write of a coordination item (coordination.ts), if it is one. */
+function coordinationTable(
+  command: string,
+  input: unknown,
+  short: (table: string | undefined) => string,
+): string | undefined {
+  if (!SINGLE.has(command)) return undefined;
+  const single = input as { TableName?: string; Item?: object; Key?: object };
+  const key = (single.Item ?? single.Key) as Record<string, unknown> | undefined;
+  const table = short(single.TableName);
+  return key && isCoordinationWrite(table, key) ? table : undefined;
+}
+
+/** The ConsumedCapacity entries of an answer, one per table. */
+function consumed(output: unknown): Consumed[] {
+  const c = (output as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity;
+  return Array.isArray(c) ? c : c ? [c] : [];
+}
+
 /** The writes of one item (coordination writes are all of this kind). */
 const SINGLE = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand']);
 
@@ -80,7 +132,7 @@ export function instrumentDynamo(
     () =>
       new Counter({
         name: 'svc_dynamodb_coordination_items_written_total',
-        help: 'Of svc_dynamodb_items_written_total, the items that coordinate copies (leases, due-index watermarks, outbox writers\' progress), written at a fixed pace whatever the load, by table',
+        help: "Of svc_dynamodb_items_written_total, the items that coordinate copies (leases, due-index watermarks, outbox writers' progress), written at a fixed pace whatever the load, by table",
         labelNames: ['table'],
         registers: [registry],
       }),
@@ -110,6 +162,7 @@ export function instrumentDynamo(
   );
   const short = (t: string | undefined) =>
     t === undefined ? 'unknown' : t.startsWith(tablePrefix) ? t.slice(tablePrefix.length) : t;
+  const counters: WriteCounters = { units, items, coordination, billed, short, shapeOf };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? 'unknown';
@@ -127,39 +180,7 @@ export function instrumentDynamo(
       } finally {
         duration.observe({ operation }, (performance.now() - started) / 1000);
       }
-      if (write) {
-        const left = (result.output as { UnprocessedItems?: Record<string, unknown[]> })
-          .UnprocessedItems;
-        const counts = itemsOf(command, args.input);
-        for (const [table, n] of counts) {
-          // Items a batch left unprocessed were not written (they are counted when retried).
-          const written = n - (left?.[table]?.length ?? 0);
-          if (written > 0) items.inc({ table: short(table), operation }, written);
-        }
-        const single = args.input as { TableName?: string; Item?: object; Key?: object };
-        const key = single.Item ?? single.Key;
-        if (SINGLE.has(command) && key) {
-          const table = short(single.TableName);
-          if (isCoordinationWrite(table, key as Record<string, unknown>)) coordination.inc({ table });
-        }
-        for (const [table, units] of billedUnits(command, args.input, shapeOf)) {
-          const n = counts.get(table) ?? 0;
-          const share = n > 0 ? (n - (left?.[table]?.length ?? 0)) / n : 1;
-          if (units * share > 0) billed.inc({ table: short(table), operation }, units * share);
-        }
-      }
-      if (write) {
-        const out = result.output as { ConsumedCapacity?: Consumed | Consumed[] };
-        const list = Array.isArray(out.ConsumedCapacity)
-          ? out.ConsumedCapacity
-          : out.ConsumedCapacity
-            ? [out.ConsumedCapacity]
-            : [];
-        for (const c of list) {
-          const n = c.WriteCapacityUnits ?? c.CapacityUnits ?? 0;
-          if (n > 0) units.inc({ table: short(c.TableName), operation }, n);
-        }
-      }
+      if (write) countWrite(counters, command, args.input, result.output);
       return result;
     },
     { step: 'initialize', name: 'svcInstrument', override: true },
