@@ -104,7 +104,7 @@ export function renderHeadline(r: Results): string {
       'Sustained rate (every consent accepted and delivered, p99 ≤ 1 s)',
       'POST → signed webhook at 100/s, p50 / p99',
       'Items written a consent, by rate',
-      'Write units a consent, as AWS on demand bills them, by rate',
+      'Write units a consent, as AWS on demand bills, by rate',
     ])
       rows.push([figure, notMeasured(benchCommand('e2e')), '']);
   } else {
@@ -145,15 +145,15 @@ export function renderHeadline(r: Results): string {
         const coordination = num(row, 'coordinationItems');
         return all === undefined || coordination === undefined ? undefined : all - coordination;
       }, 2),
-      'target ≤ 4; without the coordination writes below',
+      'target ≤ 4; coordination apart',
     ]);
     rows.push([
-      'Coordination writes (leases, watermarks, writers’ progress), by rate',
+      'Coordination writes (leases, watermarks), by rate',
       perRateOf((row) => num(row, 'coordinationPerS'), 1, '/s'),
-      `a fixed pace whatever the load; all items a consent, these included: ${perRate('itemsWritten')}`,
+      `fixed pace; with them, a consent: ${perRate('itemsWritten')}`,
     ]);
     rows.push([
-      'Write units a consent, as AWS on demand bills them, by rate',
+      'Write units a consent, as AWS on demand bills, by rate',
       perRate('billedUnits'),
       'target ≤ 6',
     ]);
