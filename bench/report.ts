@@ -350,7 +350,7 @@ function e2eTable(figures: unknown, baseline: unknown): string {
     'refused',
     'undelivered',
     'p50 / p99 ms',
-    'items',
+    'items (own + coordination)',
     'billed units',
     'CPU ms',
   ];
@@ -361,7 +361,7 @@ function e2eTable(figures: unknown, baseline: unknown): string {
     n(num(r, 'refused')),
     n(num(r, 'undelivered')),
     `${n(num(r, 'p50'))} / ${n(num(r, 'p99'))}`,
-    n(num(r, 'itemsWritten'), 1),
+    items(r),
     n(num(r, 'billedUnits'), 1),
     n(num(r, 'cpuMs'), 1),
   ];
@@ -386,7 +386,50 @@ function e2eTable(figures: unknown, baseline: unknown): string {
     `Sustained: ours ${n(num(s, 'ours'))}/s, the peer ${n(num(s, 'peer'))}/s (ratio ${n(num(s, 'ratio'), 2)}). ` +
       `Kafka alone at 100/s: p50 ${n(num(floor, 'p50'))} ms, p99 ${n(num(floor, 'p99'))} ms. ` +
       'Items, billed units (the AWS on-demand model) and CPU (the service process) are a consent’s.',
+    ...budgetTable(figures, baseline),
   ].join('\n');
+}
+
+/** A consent's items: its own, plus its share of the coordination writes (leases, watermarks). */
+function items(r: unknown): string {
+  const all = num(r, 'itemsWritten');
+  const coordination = num(r, 'coordinationItems');
+  if (all === undefined || all === 0) return '–';
+  if (coordination === undefined) return n(all, 2);
+  return `${n(all - coordination, 2)} + ${n(coordination, 2)}`;
+}
+
+/**
+ * Where a consent's CPU goes, part by part, and what 100 consents/s would take in cores: as
+ * measured, each part at its lowest, with DynamoDB Local at the floor of its own puts measured
+ * in the same run, without it (AWS DynamoDB), and the peer.
+ */
+function budgetTable(figures: unknown, baseline: unknown): string[] {
+  const budget = list(figures, 'budget');
+  if (budget.length === 0) return [];
+  const rows: Row[] = budget.map((b) => {
+    const parts = at(b, 'parts');
+    const text = Object.entries(parts && typeof parts === 'object' ? parts : {})
+      .map(([k, v]) => `${k} ${n(typeof v === 'number' ? v : undefined, 1)}`)
+      .join(', ');
+    return [
+      typeof at(b, 'label') === 'string' ? (at(b, 'label') as string) : '',
+      text,
+      n(num(b, 'msPerConsent'), 1),
+      n(num(b, 'cores'), 2),
+    ];
+  });
+  const floor = at(baseline, 'storeFloorCpuMs');
+  const puts = num(floor, 'puts');
+  const cores = num(list(figures, 'budget')[0], 'machineCores');
+  return [
+    '',
+    table(['CPU ms a consent', 'by part', 'total', 'cores at 100/s'], rows),
+    '',
+    puts === undefined || cores === undefined
+      ? ''
+      : `DynamoDB Local’s own floor in the same run (a consent’s puts, sent raw): ${n(puts, 1)} ms of its CPU a consent, so on ${n(cores)} cores it alone tops out at ${n((cores * 1000) / puts)} consents/s.`,
+  ];
 }
 
 /** The fault table: a row per scenario of `npm run chaos -- all`. */
