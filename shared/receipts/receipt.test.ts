@@ -84,6 +84,7 @@ const txn: StoredTransaction = {
     },
   ],
   version: 3,
+  sequence: 3,
   proof: {
     noticeVersion: 3,
     textHash: 'a'.repeat(64),
