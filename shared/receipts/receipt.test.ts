@@ -180,6 +180,7 @@ describe('receipt content', () => {
       collectedAt: txn.createdAt,
       method: { via: 'widget', mode: 'granular' },
       status: 'partially_revoked',
+      sequence: 3,
       expiresAt: txn.expiresAt,
     });
     expect(r.purposes).toEqual([
