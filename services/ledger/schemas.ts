@@ -148,6 +148,14 @@ export const dispatchSummary = z.object({
 export type DispatchSummary = z.infer<typeof dispatchSummary>;
 
 export const dispatchDetail = dispatchSummary.extend({
+  sequence: z
+    .number()
+    .int()
+    .positive()
+    .nullable()
+    .describe(
+      'data.sequence of the event, read from the stored webhook body: its place among its consent’s events; null when the stored body cannot be read',
+    ),
   bodySha256: z.string().describe('SHA-256 of the webhook body as sent'),
   entryHash: z.string().describe('Hash of the creation entry, the first link of the chain'),
   headHash: z.string().describe('Hash of the last entry of the chain'),

@@ -74,6 +74,7 @@ export function detailOf(d: DispatchWithAttempts): DispatchDetail {
     ...summary,
     // From the whole history here, so also right for a dispatch the worker has not written since.
     worstFlag: worstOf([summary.worstFlag, ...(d.flagHistory ?? []).map((f) => f.flag)]),
+    sequence: d.sequence,
     bodySha256: d.bodySha256,
     entryHash: d.entryHash,
     headHash: d.headHash,

@@ -20,6 +20,11 @@ import {
 import { toPostback, type PostbackEntry } from '../storage/ledger/postbacks.js';
 
 export type DispatchWithAttempts = Dispatch & {
+  /**
+   * The event's `data.sequence`, read from the body the dispatch sends; null when that body
+   * cannot be read (packed.ts, `packedUnreadable`).
+   */
+  sequence: number | null;
   attempts: Omit<AttemptEntry, 'type'>[];
   /** Postbacks accepted for the dispatch, by receipt time. */
   postbacks: Omit<PostbackEntry, 'type'>[];
@@ -32,6 +37,17 @@ export type DispatchWithAttempts = Dispatch & {
 const entriesOf = (items: Record<string, unknown>[], prefix: string) =>
   items.filter((i) => String(i.sk).startsWith(prefix));
 
+/** `data.sequence` of a stored webhook body, or null when it holds none. */
+export function sequenceOf(body: unknown): number | null {
+  if (typeof body !== 'string') return null;
+  try {
+    const s = (JSON.parse(body) as { data?: { sequence?: unknown } } | null)?.data?.sequence;
+    return typeof s === 'number' ? s : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One dispatch with its attempts, postbacks and flag history; undefined when unknown. */
 export async function getDispatch(
   rt: WithLedger,
@@ -42,6 +58,7 @@ export async function getDispatch(
   if (!head || !isDispatchHead(head)) return undefined;
   return {
     ...toDispatch(head),
+    sequence: sequenceOf(head.body),
     attempts: entriesOf(items, 'ATT#').map(toAttempt),
     postbacks: entriesOf(items, 'PB#').map(toPostback),
     // The sk is `FLAG#{at}#{seq}` with `at` never going back: sort order is change order.

@@ -84,6 +84,7 @@ const txn: StoredTransaction = {
     },
   ],
   version: 3,
+  sequence: 3,
   proof: {
     noticeVersion: 3,
     textHash: 'a'.repeat(64),
@@ -179,6 +180,7 @@ describe('receipt content', () => {
       collectedAt: txn.createdAt,
       method: { via: 'widget', mode: 'granular' },
       status: 'partially_revoked',
+      sequence: 3,
       expiresAt: txn.expiresAt,
     });
     expect(r.purposes).toEqual([

@@ -79,6 +79,11 @@ export interface ConsentReceipt {
   collectedAt: string;
   method: { via: string; mode?: 'silent' | 'granular' };
   status: string;
+  /**
+   * The `data.sequence` of the consent's last event: the receipt attests the state that event
+   * announced, and an event with a greater one is newer than the receipt.
+   */
+  sequence: number;
   expiresAt: string;
   purposes: ReceiptPurpose[];
   /** Every change of the transaction's records, oldest first (creation included). */
@@ -130,6 +135,7 @@ export function receiptContent(
     collectedAt: t.createdAt,
     method: { via: t.source, ...(t.proof ? { mode: t.proof.mode } : {}) },
     status: deriveStatus(t.records.map((r) => r.state)),
+    sequence: t.sequence,
     expiresAt: t.expiresAt,
     purposes: t.records.map((r) => {
       const p = declared.get(r.purpose);

@@ -35,6 +35,11 @@ export const receiptSchema = z
       mode: z.enum(['silent', 'granular']).optional(),
     }),
     status: z.string(),
+    sequence: z
+      .number()
+      .int()
+      .positive()
+      .describe('data.sequence of the consent’s last event: the state this receipt attests'),
     expiresAt: z.string(),
     purposes: z.array(
       z.object({

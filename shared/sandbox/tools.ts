@@ -14,7 +14,7 @@ import { policyFor, type GuardConfig } from '../webhooks/guard.js';
 import { parseCidrList } from '../net/ip.js';
 import { webhookHeaders } from '../webhooks/signer.js';
 import { getAppSecretKey, type AppsDeps } from '../domain/apps.js';
-import { EVENT_TYPES, type ConsentEvent } from '../domain/consent/events.js';
+import { EVENT_TYPES, type ConsentEvent, type PurposeState } from '../domain/consent/events.js';
 import {
   newDispatchId,
   newEventId,
@@ -70,7 +70,21 @@ export function sandboxOnly(app: App): App {
   return app;
 }
 
-/** A well-formed event of the type for the app; it belongs to no principal and needs no postback. */
+/** The test purpose's state after an event of each type. */
+const TEST_STATE: Record<ConsentEvent['type'], PurposeState> = {
+  'consent.created': 'granted',
+  'consent.granted': 'granted',
+  'consent.withdrawn': 'withdrawn',
+  'consent.expiry.reminder': 'granted',
+  'consent.expired': 'expired',
+  'data.deleted': 'erased',
+  'consent.parental_verification_required': 'pending',
+};
+
+/**
+ * A well-formed event of the type for the app; it belongs to no principal and needs no
+ * postback. Its consent is a new one each time, so it is that consent's first event.
+ */
 function testEvent(app: App, type: ConsentEvent['type'], now: Date): ConsentEvent {
   return {
     id: newEventId(),
@@ -83,8 +97,10 @@ function testEvent(app: App, type: ConsentEvent['type'], now: Date): ConsentEven
       referenceId: newReferenceId(),
       userId: null,
       consentId: randomUUID(),
+      sequence: 1,
       recordIds: [randomUUID()],
       purposes: { test: type === 'consent.granted' || type === 'consent.created' },
+      state: { test: TEST_STATE[type] },
       noticeId: null,
       noticeVersion: null,
       expiresAt: null,

@@ -102,10 +102,15 @@ describe('creation events rebuilt from the transaction item', () => {
     expect(await rec.f.p.rt.relay.relayOnce({ staleMs: 0 })).toBeGreaterThanOrEqual(2);
     const events = await rec.f.waitForEvents(made.referenceId, 2);
     const next = creationIds(made);
-    expect(events.map((e) => [e.id, e.type, e.data.purposes])).toEqual([
-      [next(), 'consent.created', { analytics: true, marketing: false }],
-      [next(), 'consent.granted', { analytics: true }],
+    expect(events.map((e) => [e.id, e.type, e.data.purposes, e.data.sequence])).toEqual([
+      [next(), 'consent.created', { analytics: true, marketing: false }, 1],
+      [next(), 'consent.granted', { analytics: true }, 2],
     ]);
+    expect(events.map((e) => e.data.state)).toEqual([
+      { analytics: 'granted', marketing: 'withdrawn' },
+      { analytics: 'granted', marketing: 'withdrawn' },
+    ]);
+    expect((await txnItem(made.referenceId, made.transactionId)).sequence).toBe(2);
     expect(events.every((e) => e.data.userId === userId && e.environment === 'sandbox')).toBe(true);
   });
 
@@ -131,11 +136,19 @@ describe('creation events rebuilt from the transaction item', () => {
         const byId = new Map(published(made.referenceId).map((e) => [e.id, e] as const));
         // The creation as it was (analytics granted), not as the item stands now.
         expect(byId.get(created)?.data.purposes).toEqual({ analytics: true, marketing: false });
+        expect(byId.get(created)?.data.state).toEqual({
+          analytics: 'granted',
+          marketing: 'withdrawn',
+        });
         expect(byId.get(granted)?.type).toBe('consent.granted');
         const withdrawn = [...byId.values()].find(
           (e: ConsentEvent) => e.type === 'consent.withdrawn',
         );
         expect(withdrawn?.data.purposes).toEqual({ analytics: false });
+        // Packed as derived (1, 2), then the change's own, numbered on from them.
+        expect([created, granted].map((id) => byId.get(id)?.data.sequence)).toEqual([1, 2]);
+        expect(withdrawn?.data.sequence).toBe(3);
+        expect(withdrawn?.data.state).toEqual({ analytics: 'withdrawn', marketing: 'withdrawn' });
       },
       { timeout: 15_000, interval: 50 },
     );

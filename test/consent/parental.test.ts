@@ -207,6 +207,9 @@ describe('verifiable parental consent', () => {
     expect(required!.data.postback).toBeUndefined();
     const [created] = await waitForHook(shop, referenceId, 'consent.created');
     expect(created!.data.purposes).toEqual({ essential: false, games: false });
+    // Both of the capture's write, in the order they were published.
+    expect([created!.data.sequence, required!.data.sequence]).toEqual([1, 2]);
+    expect(required!.data.state).toEqual({ essential: 'pending', games: 'pending' });
     expect(hooksOf(shop, referenceId).some((e) => e.type === 'consent.granted')).toBe(false);
 
     // No other route grants it: neither the app's secret key nor the record API linking it.
@@ -255,6 +258,8 @@ describe('verifiable parental consent', () => {
 
     const [granted] = await waitForHook(shop, referenceId, 'consent.granted');
     expect(granted!.data.purposes).toEqual({ essential: true, games: true });
+    expect(granted!.data.sequence).toBe(3);
+    expect(granted!.data.state).toEqual({ essential: 'granted', games: 'granted' });
     // One write: the item moved one version, both records changed at the same instant.
     const item = await storedTxn(shop, referenceId, consentId);
     expect(item.version).toBe(2);

@@ -5,7 +5,11 @@ import {
   historyOf,
   withHistory,
 } from '../../shared/domain/consent/carried.js';
-import { planEvents, type ConsentEvent } from '../../shared/domain/consent/events.js';
+import {
+  planEvents,
+  sequencesAfter,
+  type ConsentEvent,
+} from '../../shared/domain/consent/events.js';
 import type {
   RecordChange,
   StoredPrincipal,
@@ -80,6 +84,8 @@ export function consentStoreConformance(
           { recordId: next(), purpose: 'marketing', state: 'denied', updatedAt: at },
         ],
         version: 1,
+        // consent.created and consent.granted (analytics).
+        sequence: 2,
         createdBy: ACTOR,
         environment: 'sandbox',
       };
@@ -98,6 +104,7 @@ export function consentStoreConformance(
         now,
         baseUrl: BASE_URL,
         newId: creationIds(txn),
+        nextSequence: sequencesAfter(0),
       });
       return {
         txn,
@@ -125,25 +132,27 @@ export function consentStoreConformance(
       ...o,
     });
 
-    /** `current` with every record revoked, as the writer's change makes it. */
-    function revokeAll(current: StoredTransaction) {
+    /**
+     * `current` with every granted record revoked (`revoke`), or every other one granted
+     * (`grant`), as the writer's change makes it: its events numbered on from its sequence.
+     */
+    function changeAll(current: StoredTransaction, op: 'revoke' | 'grant') {
       const at = new Date().toISOString();
-      const changes: RecordChange[] = current.records
-        .filter((r) => r.state === 'granted')
-        .map((r) => ({
-          recordId: r.recordId,
-          purpose: r.purpose,
-          from: r.state,
-          to: 'revoked',
-          operation: 'revoke',
-        }));
+      const moves = (r: StoredTransaction['records'][number]) =>
+        op === 'revoke' ? r.state === 'granted' : r.state !== 'granted';
+      const to = op === 'revoke' ? ('revoked' as const) : ('granted' as const);
+      const changes: RecordChange[] = current.records.filter(moves).map((r) => ({
+        recordId: r.recordId,
+        purpose: r.purpose,
+        from: r.state,
+        to,
+        operation: op,
+      }));
       const next = withHistory(
         {
           ...current,
           history: historyOf(current),
-          records: current.records.map((r) =>
-            r.state === 'granted' ? { ...r, state: 'revoked' as const, updatedAt: at } : r,
-          ),
+          records: current.records.map((r) => (moves(r) ? { ...r, state: to, updatedAt: at } : r)),
           updatedAt: at,
           version: current.version + 1,
         },
@@ -159,9 +168,16 @@ export function consentStoreConformance(
         now: new Date(at),
         baseUrl: BASE_URL,
         newId: newEventId,
+        nextSequence: sequencesAfter(current.sequence),
       });
-      return { next, changes, events, timers: { app: app(current.appId), nowMs: Date.parse(at) } };
+      return {
+        next: { ...next, sequence: current.sequence + events.length },
+        changes,
+        events,
+        timers: { app: app(current.appId), nowMs: Date.parse(at) },
+      };
     }
+    const revokeAll = (current: StoredTransaction) => changeAll(current, 'revoke');
 
     const waitForEvents = (referenceId: string, count: number) =>
       vi.waitFor(
@@ -344,6 +360,37 @@ export function consentStoreConformance(
       expect(outcomes.filter((o) => o === 'ok')).toHaveLength(1);
       for (const o of outcomes) expect(['ok', 'stale', 'contention']).toContain(o);
       expect((await h.store.loadTransaction(appId, txn.transactionId))!.version).toBe(2);
+    });
+
+    it('keeps the sequence a change numbered its events to, and only the winner’s of a race', async () => {
+      const appId = h.appId();
+      const txn = newTxn(appId, newReferenceId());
+      const created = first(txn);
+      await h.store.createFirst(created);
+      expect(created.events.map((e) => e.data.sequence)).toEqual([1, 2]);
+      const current = (await h.store.loadTransaction(appId, txn.transactionId))!;
+      expect(current.sequence).toBe(2);
+
+      // Racing changes from one version all number their event 3; one write lands.
+      const racing = Array.from({ length: 4 }, () => revokeAll(current));
+      const outcomes = await Promise.all(racing.map((c) => h.store.change({ current, ...c })));
+      const won = racing[outcomes.indexOf('ok')]!;
+      const after = (await h.store.loadTransaction(appId, txn.transactionId))!;
+      expect(after.sequence).toBe(3);
+
+      // The next change, from the stored version, numbers on from the stored sequence.
+      const granted = changeAll(after, 'grant');
+      expect(granted.events.map((e) => e.data.sequence)).toEqual([4]);
+      expect(await h.store.change({ current: after, ...granted })).toBe('ok');
+      expect((await h.store.loadTransaction(appId, txn.transactionId))!.sequence).toBe(4);
+
+      // Published: 1 to 4, each once, the race's winner as 3 and none of the losers.
+      const events = await waitForEvents(txn.referenceId, 4);
+      expect(events.map((e) => [e.id, e.data.sequence])).toEqual([
+        ...created.events.map((e) => [e.id, e.data.sequence]),
+        [won.events[0]!.id, 3],
+        [granted.events[0]!.id, 4],
+      ]);
     });
 
     it('writes extra principal writes with the change, and names the refused one', async () => {

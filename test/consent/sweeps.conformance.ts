@@ -77,6 +77,7 @@ export function sweepStoreConformance(name: string, make: () => Promise<SweepHar
           updatedAt: iso(T0),
         })),
         version: 1,
+        sequence: 1,
         ...extra,
       };
       await h.putTransaction(t);

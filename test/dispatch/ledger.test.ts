@@ -126,9 +126,12 @@ describe('dispatch ledger queries', () => {
         attempts: _a,
         flagHistory: _h,
         flagEntries: _e,
+        sequence,
         ...detail
       } = (await getDispatch(rt, id))!;
       expect(detail).toEqual(shown);
+      // Not a view attribute: the detail reads it from the body the dispatch sends.
+      expect(sequence).toBe(1);
       // The retry moved the head after the first write: the index entries followed it.
       expect(shown.attemptCount).toBe(2);
       expect(shown.headHash).not.toBe(shown.entryHash);

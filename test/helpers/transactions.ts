@@ -29,5 +29,6 @@ export function aTransaction(
       updatedAt: iso(T0),
     })),
     version: 1,
+    sequence: 1,
   };
 }

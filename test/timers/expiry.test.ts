@@ -180,6 +180,10 @@ describe('validity window timers', () => {
     });
     expect(reminder.data.recordIds).toHaveLength(1);
     expect(reminder.data.postback).toBeUndefined();
+    // After consent.created (1) and consent.granted (2), through the reminder's own write.
+    expect(reminder.data.sequence).toBe(3);
+    expect(reminder.data.state).toEqual({ marketing: 'granted', analytics: 'withdrawn' });
+    expect((await transactionItem(referenceId, transactionId)).sequence).toBe(3);
     await f.waitForWebhook(referenceId, 'consent.expiry.reminder');
     expect(eventsOf(referenceId).map((e) => e.type)).not.toContain('consent.expired');
     const mid = await f.http('GET', `/api/v1/consents/${userId}`, undefined, f.bearer(a));
@@ -189,6 +193,8 @@ describe('validity window timers', () => {
     const expired = await waitForEvent(referenceId, 'consent.expired', AFTER_JUMP_MS);
     expect(Date.parse(expired.createdAt)).toBeGreaterThanOrEqual(expireAt);
     expect(Object.keys(expired.data.purposes).sort()).toEqual(['analytics', 'marketing']);
+    expect(expired.data.sequence).toBe(4);
+    expect(expired.data.state).toEqual({ marketing: 'expired', analytics: 'expired' });
     expect(Date.parse(expired.data.postback!.dueAt) - Date.parse(expired.createdAt)).toBe(
       (72 * 3_600_000) / SCALE,
     );
@@ -207,6 +213,7 @@ describe('validity window timers', () => {
     await fireAgain('expire', { referenceId, transactionId });
     const after = await transactionItem(referenceId, transactionId);
     expect(after.version).toBe(before.version);
+    expect(after.sequence).toBe(4);
     expect(after.reminderSentAt).toBe(before.reminderSentAt);
     const types = eventsOf(referenceId).map((e) => e.type);
     expect(types.filter((t) => t === 'consent.expiry.reminder')).toHaveLength(1);

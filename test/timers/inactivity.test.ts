@@ -224,8 +224,13 @@ describe('inactivity erasure', () => {
       consentId: alice.transactionId,
       reason: 'inactivity',
       purposes: { marketing: false },
+      state: { marketing: 'erased' },
       postback: { required: true },
     });
+    // Numbered on from alice's earlier events (consent.created 1, consent.granted 2, …).
+    const earlier = hooks(shop, 'shop', alice).filter((e) => e.id !== deleted.id);
+    expect(earlier.map((e) => e.data.sequence)).toContain(2);
+    expect(deleted.data.sequence).toBe(Math.max(...earlier.map((e) => e.data.sequence)) + 1);
     const createdAt = Date.parse(deleted.createdAt);
     expect(Date.parse(deleted.data.postback!.dueAt) - createdAt).toBe((24 * 3_600_000) / SCALE);
     // From when the SMTP server received the warning, not when this test's polling saw it.

@@ -1,6 +1,6 @@
 import { derivedEventId } from '../ids.js';
 import type { Environment } from '../types.js';
-import { planEvents, type ConsentEvent } from './events.js';
+import { planEvents, sequencesAfter, type ConsentEvent } from './events.js';
 import type { Actor, HistoryEntry, RecordChange, StoredTransaction } from './model.js';
 
 /**
@@ -42,7 +42,7 @@ export function creationIds(t: Pick<StoredTransaction, 'transactionId' | 'create
 
 /**
  * The events a transaction's creation emits, from the transaction as created: what the writer
- * publishes when it creates it (the same ids, fields and order).
+ * publishes when it creates it (the same ids, fields, sequences from 1, and order).
  */
 export function creationEvents(
   t: StoredTransaction,
@@ -58,6 +58,7 @@ export function creationEvents(
     now: new Date(t.createdAt),
     baseUrl,
     newId: creationIds(t),
+    nextSequence: sequencesAfter(0),
   });
 }
 

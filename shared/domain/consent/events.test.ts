@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { consentEventSchema, planEvents, postbackDueAt } from './events.js';
+import {
+  consentEventSchema,
+  planEvents,
+  postbackDueAt,
+  purposeStates,
+  reminderEvent,
+  sequencesAfter,
+  type EventContext,
+} from './events.js';
 import type { RecordChange, StoredTransaction } from './model.js';
+import { RECORD_STATES } from './states.js';
 
 const now = new Date('2025-01-01T00:00:00.000Z');
 let n = 0;
@@ -20,6 +29,7 @@ const txn: StoredTransaction = {
   updatedAt: now.toISOString(),
   expiresAt: '2026-01-01T00:00:00.000Z',
   version: 2,
+  sequence: 4,
   records: [
     { recordId: 'r1', purpose: 'analytics', state: 'granted', updatedAt: '' },
     { recordId: 'r2', purpose: 'marketing', state: 'revoked', updatedAt: '' },
@@ -27,7 +37,7 @@ const txn: StoredTransaction = {
   ],
 };
 
-const ctx = (changes: RecordChange[], created = false, slaTimeScale = 1) => ({
+const ctx = (changes: RecordChange[], created = false, slaTimeScale = 1): EventContext => ({
   app: { appId: 'app_x', environment: 'sandbox' as const, slaTimeScale },
   txn,
   changes,
@@ -35,6 +45,7 @@ const ctx = (changes: RecordChange[], created = false, slaTimeScale = 1) => ({
   now,
   baseUrl: 'https://svc.example',
   newId,
+  nextSequence: sequencesAfter(created ? 0 : txn.sequence),
 });
 
 const ch = (
@@ -119,6 +130,71 @@ describe('planEvents', () => {
 
   it('no changes, no events', () => {
     expect(planEvents(ctx([]))).toEqual([]);
+  });
+});
+
+describe('sequence and state', () => {
+  it('a creation’s events are 1 and 2, in the order they are planned', () => {
+    const events = planEvents(
+      ctx(
+        [
+          ch('r1', 'analytics', null, 'granted', 'create'),
+          ch('r3', 'profiling', null, 'denied', 'create'),
+        ],
+        true,
+      ),
+    );
+    expect(events.map((e) => [e.type, e.data.sequence])).toEqual([
+      ['consent.created', 1],
+      ['consent.granted', 2],
+    ]);
+  });
+
+  it('a change’s events follow the transaction’s last sequence, one each; extra events after them', () => {
+    const c = ctx([
+      ch('r1', 'analytics', 'revoked', 'granted', 'grant'),
+      ch('r2', 'marketing', 'granted', 'revoked', 'revoke'),
+    ]);
+    const events = [...planEvents(c), reminderEvent(c)];
+    expect(events.map((e) => [e.type, e.data.sequence])).toEqual([
+      ['consent.granted', 5],
+      ['consent.withdrawn', 6],
+      ['consent.expiry.reminder', 7],
+    ]);
+  });
+
+  it('every event carries the state of every purpose after the change', () => {
+    const [e] = planEvents(ctx([ch('r2', 'marketing', 'granted', 'revoked', 'revoke')]));
+    expect(e!.data.purposes).toEqual({ marketing: false });
+    expect(e!.data.state).toEqual({
+      analytics: 'granted',
+      marketing: 'withdrawn',
+      profiling: 'withdrawn',
+    });
+  });
+
+  it.each([
+    ['granted', 'granted'],
+    ['denied', 'withdrawn'],
+    ['revoked', 'withdrawn'],
+    ['expired', 'expired'],
+    ['erased', 'erased'],
+    ['pending', 'pending'],
+  ] as const)('a %s record reads %s', (state, shown) => {
+    expect(purposeStates([{ purpose: 'p', state }])).toEqual({ p: shown });
+  });
+
+  it('maps every record state', () => {
+    const shown = purposeStates(RECORD_STATES.map((state) => ({ purpose: state, state })));
+    expect(Object.keys(shown)).toEqual([...RECORD_STATES]);
+  });
+
+  it('the schema refuses an event without a positive integer sequence', () => {
+    const [e] = planEvents(ctx([ch('r1', 'analytics', 'revoked', 'granted', 'grant')]));
+    for (const sequence of [0, 1.5, -1, undefined])
+      expect(consentEventSchema.safeParse({ ...e, data: { ...e!.data, sequence } }).success).toBe(
+        false,
+      );
   });
 });
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../types.js';
-import type { RecordChange, StoredTransaction } from './model.js';
+import type { ConsentRecord, RecordChange, StoredTransaction } from './model.js';
+import type { RecordState } from './states.js';
 
 /**
  * Consent events (docs/webhooks.md, Events): one payload on Kafka and on the wire. Pure builders.
@@ -28,6 +29,39 @@ export const POSTBACK_WINDOW_MS: Partial<Record<EventType, number>> = {
 
 export const POSTBACK_PATH = '/api/v1/server/consent/action';
 
+/** What a purpose is in an event's `data.state` (docs/webhooks.md, Events). */
+export const PURPOSE_STATES = ['granted', 'withdrawn', 'erased', 'expired', 'pending'] as const;
+export type PurposeState = (typeof PURPOSE_STATES)[number];
+
+/**
+ * Each record state as `data.state` shows it: `denied` (never granted, refused, or a pending
+ * purpose refused) and `revoked` both read `withdrawn`, the purpose not consented to.
+ */
+const PURPOSE_STATE: Record<RecordState, PurposeState> = {
+  granted: 'granted',
+  denied: 'withdrawn',
+  revoked: 'withdrawn',
+  expired: 'expired',
+  erased: 'erased',
+  pending: 'pending',
+};
+
+/** Every purpose of a transaction and its state (`data.state`). */
+export function purposeStates(
+  records: readonly Pick<ConsentRecord, 'purpose' | 'state'>[],
+): Record<string, PurposeState> {
+  return Object.fromEntries(records.map((r) => [r.purpose, PURPOSE_STATE[r.state]]));
+}
+
+/**
+ * The sequences of a transaction's next events: `last + 1`, `last + 2`, … one per call, in the
+ * order the events are built (and published).
+ */
+export function sequencesAfter(last: number): () => number {
+  let n = last;
+  return () => ++n;
+}
+
 export const consentEventSchema = z.object({
   id: z.string().regex(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/),
   type: z.enum(EVENT_TYPES),
@@ -39,8 +73,15 @@ export const consentEventSchema = z.object({
     referenceId: z.string(),
     userId: z.string().nullable(),
     consentId: z.string(),
+    /**
+     * The event's place among its transaction's events: 1 for the first, one more for each
+     * (docs/webhooks.md, Ordering).
+     */
+    sequence: z.number().int().positive(),
     recordIds: z.array(z.string()),
     purposes: z.record(z.string(), z.boolean()),
+    /** Every purpose of the transaction after the change. */
+    state: z.record(z.string(), z.enum(PURPOSE_STATES)),
     noticeId: z.string().nullable(),
     noticeVersion: z.number().int().nullable(),
     expiresAt: z.string().nullable(),
@@ -64,6 +105,8 @@ export interface EventContext {
   /** Base of the postback URL (`{postback_url}`), without a trailing slash. */
   baseUrl: string;
   newId: () => string;
+  /** The next sequence of the transaction (`sequencesAfter` its last one), one per event. */
+  nextSequence: () => number;
   /** Set when the service erases on its own (inactivity); carried by `data.deleted`. */
   reason?: 'inactivity' | undefined;
 }
@@ -96,8 +139,10 @@ function build(
       referenceId: c.txn.referenceId,
       userId: c.txn.userId ?? null,
       consentId: c.txn.transactionId,
+      sequence: c.nextSequence(),
       recordIds: touched.map((t) => t.recordId),
       purposes: Object.fromEntries(touched.map((t) => [t.purpose, t.granted])),
+      state: purposeStates(c.txn.records),
       noticeId: c.txn.noticeId,
       noticeVersion: c.txn.noticeVersion,
       expiresAt: c.txn.expiresAt,

@@ -172,6 +172,12 @@ export interface StoredTransaction extends Partial<DueAttributes & DueLease> {
   expiresAt: string;
   records: ConsentRecord[];
   version: number;
+  /**
+   * The `data.sequence` of the last event the transaction emitted. A write moves it on by the
+   * number of its events, which take the numbers in between, and is conditional on the
+   * `version` it read, so two changes never take the same numbers (writer.ts).
+   */
+  sequence: number;
   proof?: CaptureProof;
   /** When the `consent.expiry.reminder` went out (sent once). */
   reminderSentAt?: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { captureRecords } from './capture.js';
-import { parentalRequiredEvent, planEvents } from './events.js';
+import { parentalRequiredEvent, planEvents, sequencesAfter } from './events.js';
 import type { RecordChange, StoredTransaction } from './model.js';
 import { parentalVerificationBody } from './parental.js';
 import { applyOperation } from './apply.js';
@@ -54,6 +54,7 @@ describe('capture under a notice that requires parental consent', () => {
       updatedAt: now.toISOString(),
       expiresAt: '2027-01-01T00:00:00.000Z',
       version: 1,
+      sequence: 2,
       records: [
         { recordId: 'a', purpose: 'essential', state: 'pending', updatedAt: '' },
         { recordId: 'b', purpose: 'chat', state: 'denied', updatedAt: '' },
@@ -74,14 +75,17 @@ describe('capture under a notice that requires parental consent', () => {
       now,
       baseUrl: 'https://svc.example',
       newId: () => 'evt_01J00000000000000000000001',
+      nextSequence: sequencesAfter(0),
     };
-    expect(planEvents(c).map((e) => [e.type, e.data.purposes])).toEqual([
-      ['consent.created', { essential: false, chat: false }],
+    expect(planEvents(c).map((e) => [e.type, e.data.purposes, e.data.sequence])).toEqual([
+      ['consent.created', { essential: false, chat: false }, 1],
     ]);
     const e = parentalRequiredEvent(c);
     expect(e.type).toBe('consent.parental_verification_required');
     expect(e.data.recordIds).toEqual(['a']);
     expect(e.data.purposes).toEqual({ essential: false });
+    expect(e.data.sequence).toBe(2);
+    expect(e.data.state).toEqual({ essential: 'pending', chat: 'withdrawn' });
     expect(e.data.postback).toBeUndefined();
   });
 

@@ -5,7 +5,7 @@ import type { App } from '../types.js';
 import { noteActivity } from './activity.js';
 import { assertParentalGate } from './apply.js';
 import { creationIds, creations, historyOf, withHistory } from './carried.js';
-import { planEvents, type ConsentEvent, type EventContext } from './events.js';
+import { planEvents, sequencesAfter, type ConsentEvent, type EventContext } from './events.js';
 import type {
   Actor,
   ConsentRecord,
@@ -53,9 +53,11 @@ const busy = () =>
   });
 
 /**
- * The events of a write: those its changes imply (events.ts) and `more`. A creation's ids are
- * derived from the transaction's id (carried.ts), and when its events are just those its records
- * imply (`implied`) the store need not keep them apart from the transaction.
+ * The events of a write: those its changes imply (events.ts), then `more`, numbered on from the
+ * transaction's last sequence (`last`); `sequence` is the last of them, which the written
+ * transaction holds. A creation's ids are derived from the transaction's id (carried.ts), and
+ * when its events are just those its records imply (`implied`) the store need not keep them
+ * apart from the transaction.
  */
 function eventsOf(
   ctx: WriteContext,
@@ -64,7 +66,8 @@ function eventsOf(
   created: boolean,
   now: Date,
   more: ExtraEvents,
-): { events: ConsentEvent[]; implied: boolean } {
+  last: number,
+): { events: ConsentEvent[]; implied: boolean; sequence: number } {
   const derivable = created && ctx.reason === undefined;
   const ec: EventContext = {
     app: ctx.app,
@@ -74,10 +77,13 @@ function eventsOf(
     now,
     baseUrl: ctx.rt.config.PUBLIC_BASE_URL.replace(/\/+$/, ''),
     newId: derivable ? creationIds(txn) : newEventId,
+    nextSequence: sequencesAfter(last),
     reason: ctx.reason,
   };
+  const planned = planEvents(ec);
   const extra = more?.(ec) ?? [];
-  return { events: [...planEvents(ec), ...extra], implied: derivable && extra.length === 0 };
+  const events = [...planned, ...extra];
+  return { events, implied: derivable && extra.length === 0, sequence: last + events.length };
 }
 
 const timersOf = (ctx: WriteContext, now: Date, reminderDaysBefore?: number): TimerContext => ({
@@ -87,11 +93,25 @@ const timersOf = (ctx: WriteContext, now: Date, reminderDaysBefore?: number): Ti
 });
 
 /**
- * A new transaction as stored: its creation history implied by `createdBy` (carried.ts), with
- * the app's environment, which its creation events are rebuilt with.
+ * A new transaction as stored, with the write of it: its creation history implied by
+ * `createdBy` (carried.ts), the app's environment, which its creation events are rebuilt with,
+ * and the sequence of the last of those events (the first is 1).
  */
-function asCreated(ctx: WriteContext, t: StoredTransaction): StoredTransaction {
-  return { ...t, createdBy: ctx.actor, environment: ctx.app.environment };
+function asCreated(
+  ctx: WriteContext,
+  built: Omit<StoredTransaction, 'sequence'>,
+  now: Date,
+  more: ExtraEvents,
+) {
+  const t: StoredTransaction = {
+    ...built,
+    createdBy: ctx.actor,
+    environment: ctx.app.environment,
+    sequence: 0,
+  };
+  const changes = creations(t);
+  const { sequence, ...written } = eventsOf(ctx, t, changes, true, now, more, 0);
+  return { txn: { ...t, sequence }, changes, ...written };
 }
 
 export interface NewTransaction {
@@ -100,7 +120,7 @@ export interface NewTransaction {
     referenceId: string,
     now: string,
     transactionId: string,
-  ): Omit<StoredTransaction, 'referenceId' | 'version'>;
+  ): Omit<StoredTransaction, 'referenceId' | 'version' | 'sequence'>;
   principal: Pick<StoredPrincipal, 'userId' | 'email'>;
   /** Also claim the user id (record API): a second claim for the user is 409. */
   userId?: string;
@@ -140,17 +160,14 @@ export async function createWithPrincipal(
     const referenceId = useDerived ? derivedRef! : newReferenceId();
     // `adopt` is set only with `useDerived` (`derivedTaken`).
     const transactionId = adopt ?? newTransactionId(referenceId);
-    const built: StoredTransaction = {
-      ...o.build(referenceId, at, transactionId),
-      referenceId,
-      version: 1,
-    };
-    const txn = asCreated(ctx, built);
-    const changes = creations(built);
+    const created = asCreated(
+      ctx,
+      { ...o.build(referenceId, at, transactionId), referenceId, version: 1 },
+      now,
+      o.events,
+    );
     const outcome = await store.createFirst({
-      txn,
-      changes,
-      ...eventsOf(ctx, txn, changes, true, now, o.events),
+      ...created,
       timers: timersOf(ctx, now, o.reminderDaysBefore),
       signal: ctx.signal,
       principal: {
@@ -234,24 +251,25 @@ export async function createInPrincipal(
   if (!principal) throw unknown();
   const now = clock(ctx);
   const at = now.toISOString();
-  const built: StoredTransaction = {
-    ...build(referenceId, at, newTransactionId(referenceId)),
-    ...(principal.userId !== undefined ? { userId: principal.userId } : {}),
-    referenceId,
-    version: 1,
-  };
-  const changes = creations(built);
-  const txn = asCreated(ctx, built);
+  const created = asCreated(
+    ctx,
+    {
+      ...build(referenceId, at, newTransactionId(referenceId)),
+      ...(principal.userId !== undefined ? { userId: principal.userId } : {}),
+      referenceId,
+      version: 1,
+    },
+    now,
+    events,
+  );
   const outcome = await store.addTransaction({
-    txn,
-    changes,
-    ...eventsOf(ctx, txn, changes, true, now, events),
+    ...created,
     timers: timersOf(ctx, now, reminderDaysBefore),
     signal: ctx.signal,
   });
   if (outcome === 'no-principal') throw unknown();
   if (outcome === 'contention') throw busy();
-  return txn;
+  return created.txn;
 }
 
 export interface Mutation {
@@ -285,7 +303,7 @@ export async function mutateTransaction(
     const m = apply(current, at);
     assertParentalGate(current, m.changes);
     if (m.changes.length === 0 && !m.force) return { txn: current, events: [] };
-    const next = withHistory(
+    const changed = withHistory(
       {
         ...current,
         history: historyOf(current),
@@ -299,7 +317,18 @@ export async function mutateTransaction(
       at,
     );
     const extras = m.extra ?? [];
-    const { events } = eventsOf(ctx, next, m.changes, false, now, m.events);
+    // Numbered on from the sequence read with `current`: the version condition of the write
+    // makes it the stored one, or the change is tried again on a fresh read.
+    const { events, sequence } = eventsOf(
+      ctx,
+      changed,
+      m.changes,
+      false,
+      now,
+      m.events,
+      current.sequence,
+    );
+    const next = { ...changed, sequence };
     const outcome = await ctx.rt.consents.change({
       current,
       next,

@@ -19,6 +19,7 @@ const txn: StoredTransaction = {
   expiresAt: '2026-01-01T00:00:00.000Z',
   records: [{ recordId: 'r1', purpose: 'analytics', state: 'granted', updatedAt: at }],
   version: 1,
+  sequence: 2,
   createdBy: { source: 'api', credential: 'k' },
   environment: 'sandbox',
 };

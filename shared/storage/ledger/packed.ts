@@ -67,7 +67,9 @@ const TEMPLATE_V1 =
   '{"b":"{\\"id\\":\\"evt_\\",\\"type\\":\\"consent.granted\\",\\"apiVersion\\":\\"v1\\",' +
   '\\"createdAt\\":\\"2026-\\",\\"appId\\":\\"app_\\",\\"environment\\":\\"sandbox\\",' +
   '\\"data\\":{\\"referenceId\\":\\"SVC-REF-\\",\\"userId\\":null,\\"consentId\\":\\"\\",' +
-  '\\"recordIds\\":[\\"\\",\\"\\"],\\"purposes\\":{\\"analytics\\":true,\\"marketing\\":false},' +
+  '\\"sequence\\":2,\\"recordIds\\":[\\"\\",\\"\\"],' +
+  '\\"purposes\\":{\\"analytics\\":true,\\"marketing\\":false},' +
+  '\\"state\\":{\\"analytics\\":\\"granted\\",\\"marketing\\":\\"withdrawn\\"},' +
   '\\"noticeId\\":null,\\"noticeVersion\\":null,\\"expiresAt\\":\\"2027-\\",\\"postback\\":' +
   '{\\"required\\":true,\\"dueAt\\":\\"2026-\\"}}}","a":{"type":"attempt","dispatchId":"dsp_",' +
   '"attempt":1,"trigger":"first","time":"2026-","durationMs":1,"destination":"https://",' +
