@@ -150,7 +150,7 @@ export function renderHeadline(r: Results): string {
     rows.push([
       'Coordination writes (leases, watermarks), by rate',
       perRateOf((row) => num(row, 'coordinationPerS'), 1, '/s'),
-      `fixed pace; with them, a consent: ${perRate('itemsWritten')}`,
+      'a fixed pace, not per consent',
     ]);
     rows.push([
       'Write units a consent, as AWS on demand bills, by rate',
