@@ -1,10 +1,12 @@
-import { Router, type Express } from 'express';
+import { Router, type Express, type Response } from 'express';
+import { z } from 'zod';
 import {
   answerBody,
   appFileBody,
   grievanceIdPattern,
   grievanceSchema,
   listQuery,
+  type Grievance,
   listResponse,
 } from '../../shared/domain/duties/grievances.js';
 import {
@@ -18,11 +20,32 @@ import type { ApiKeyScope } from '../../shared/domain/types.js';
 import { AppError } from '../../shared/errors.js';
 import { requireApiKey } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { appOf } from '../../shared/http/locals.js';
+import { appOf, locals } from '../../shared/http/locals.js';
 import type { RouteDoc } from '../../shared/http/openapi.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { Runtime } from '../../shared/runtime.js';
+
+/**
+ * What a write answers to an API key without consents:read: the grievance's id, status and
+ * deadlines, never its subject, description or answer, so filing or answering cannot serve as
+ * a read of what a principal wrote.
+ */
+const grievanceReceipt = grievanceSchema.pick({
+  grievanceId: true,
+  referenceId: true,
+  status: true,
+  createdAt: true,
+  dueAt: true,
+  answeredAt: true,
+  resolution: true,
+});
+const writeResponse = z.union([grievanceSchema, grievanceReceipt]);
+
+function answer(res: Response, g: Grievance): Grievance | z.infer<typeof grievanceReceipt> {
+  if (locals(res).apiKey?.scopes.includes('consents:read')) return g;
+  return grievanceReceipt.parse(g);
+}
 
 /**
  * Grievances for the app's server (docs/grievances-and-breaches.md), with the record API's
@@ -70,7 +93,7 @@ export function mountGrievanceRoutes(app: Express, rt: Runtime): void {
       description: body.description,
       via: 'api',
     });
-    res.status(201).location(`${GRIEVANCES_PREFIX}/${g.grievanceId}`).json(g);
+    res.status(201).location(`${GRIEVANCES_PREFIX}/${g.grievanceId}`).json(answer(res, g));
   });
   doc(
     {
@@ -80,7 +103,10 @@ export function mountGrievanceRoutes(app: Express, rt: Runtime): void {
         'File a grievance for a principal (named by referenceId or userId); the principal is e-mailed',
       body: appFileBody,
       responses: {
-        201: { description: 'Filed, with its deadline', schema: grievanceSchema },
+        201: {
+          description: 'Filed, with its deadline (a receipt without consents:read)',
+          schema: writeResponse,
+        },
         ...common,
         404: { description: 'No such principal for this app' },
         422: { description: 'Invalid body' },
@@ -130,7 +156,7 @@ export function mountGrievanceRoutes(app: Express, rt: Runtime): void {
   r.post('/:grievanceId/answer', ...write, async (req, res) => {
     const id = pathId(req.params.grievanceId);
     const body = parseBody(answerBody, req.body);
-    res.json(await answerGrievance(rt, appOf(res).appId, id, body));
+    res.json(answer(res, await answerGrievance(rt, appOf(res).appId, id, body)));
   });
   doc(
     {
@@ -140,7 +166,10 @@ export function mountGrievanceRoutes(app: Express, rt: Runtime): void {
         'Answer a grievance (once); the principal is e-mailed the answer. Late answers keep the breach flag',
       body: answerBody,
       responses: {
-        200: { description: 'The answered grievance', schema: grievanceSchema },
+        200: {
+          description: 'The answered grievance (a receipt without consents:read)',
+          schema: writeResponse,
+        },
         ...common,
         404: { description: 'No such grievance for this app' },
         409: { description: 'Answered already' },

@@ -140,6 +140,53 @@ describe('filing a grievance', () => {
 });
 
 describe('answering', () => {
+  it('a write-only key files and answers with a receipt, never the text a principal wrote', async () => {
+    const dave = await s.createPrincipal(shop, 'dave@example.test');
+    const made = await s.admin('POST', `/apps/${shop.app.appId}/api-keys`, {
+      name: 'write only',
+      scopes: ['consents:write'],
+    });
+    const writer = { authorization: `Bearer ${made.key as string}` };
+    const filed = await call('POST', '/api/v1/grievances', apiKey(shop), {
+      referenceId: dave.referenceId,
+      subject: 'A private matter',
+      description: 'Text only the principal and readers of this app may see.',
+    });
+    expect(filed.status).toBe(201);
+    const id = filed.body.grievanceId as string;
+
+    const answered = await call('POST', `/api/v1/grievances/${id}/answer`, writer, {
+      answer: 'Resolved by phone.',
+      resolution: 'resolved',
+    });
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    expect(Object.keys(answered.body).sort()).toEqual(
+      [
+        'answeredAt',
+        'createdAt',
+        'dueAt',
+        'grievanceId',
+        'referenceId',
+        'resolution',
+        'status',
+      ].sort(),
+    );
+    expect(answered.body).toMatchObject({ grievanceId: id, status: 'answered' });
+    expect(JSON.stringify(answered.body)).not.toContain('private matter');
+
+    const own = await call('POST', '/api/v1/grievances', writer, {
+      referenceId: dave.referenceId,
+      subject: 'Filed by the write-only key',
+      description: 'Its answer is a receipt too.',
+    });
+    expect(own.status).toBe(201);
+    expect(own.body.subject).toBeUndefined();
+    expect(own.body.description).toBeUndefined();
+    // A key that may read still gets the whole grievance.
+    const read = await call('GET', `/api/v1/grievances/${id}`, apiKey(shop));
+    expect(read.body).toMatchObject({ subject: 'A private matter', answer: 'Resolved by phone.' });
+  });
+
   it('the app lists, reads and answers; the principal is e-mailed the answer and sees it', async () => {
     const dan = await s.createPrincipal(shop, 'dan@example.test');
     const auth = await browserAuth(shop, dan.referenceId);
