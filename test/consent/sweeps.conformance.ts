@@ -6,6 +6,7 @@ import type {
   UserPointer,
 } from '../../shared/domain/consent/model.js';
 import type { SweepStores, TimerOrder } from '../../shared/domain/consent/sweep-ports.js';
+import { T0, aTransaction, iso } from '../helpers/transactions.js';
 
 /**
  * What every implementation of the sweep ports (shared/domain/consent/sweep-ports.ts) must do,
@@ -25,9 +26,6 @@ export interface SweepHarness {
   hasTimer(t: TimerOrder): Promise<boolean>;
   close(): Promise<void>;
 }
-
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export function sweepStoreConformance(name: string, make: () => Promise<SweepHarness>) {
   describe(`sweep stores: ${name}`, () => {
@@ -58,26 +56,13 @@ export function sweepStoreConformance(name: string, make: () => Promise<SweepHar
       extra: Partial<StoredTransaction> = {},
     ): Promise<StoredTransaction> {
       const transactionId = transactionUuid(T0 + ++n, p.referenceId);
+      const base = aTransaction(states);
       const t: StoredTransaction = {
+        ...base,
         appId,
         transactionId,
         referenceId: p.referenceId,
-        processId: null,
-        noticeId: null,
-        noticeVersion: null,
-        language: null,
-        source: 'api',
-        createdAt: iso(T0),
-        updatedAt: iso(T0),
-        expiresAt: iso(T0 + 365 * 86_400_000),
-        records: states.map((state, i) => ({
-          recordId: recordUuid(transactionId, i + 1),
-          purpose: `p${i}`,
-          state,
-          updatedAt: iso(T0),
-        })),
-        version: 1,
-        sequence: 1,
+        records: base.records.map((r, i) => ({ ...r, recordId: recordUuid(transactionId, i + 1) })),
         ...extra,
       };
       await h.putTransaction(t);
