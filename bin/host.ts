@@ -32,9 +32,6 @@ export const LISTEN_BACKLOG = 4_096;
  * adds the embedded stack as the default for `npm start` and the tools.
  */
 
-// What services and workers implement is declared in the core (shared/module.ts).
-export type { ServiceModule, WorkerModule };
-
 /** Infrastructure a process started for itself, stopped when the process closes. */
 export interface OwnedStack {
   stop(): Promise<void>;

@@ -19,7 +19,6 @@ import type { Logger } from '../shared/logger.js';
  * `bin/host.ts` alone and never loads this module.
  */
 
-export type { ServiceModule, WorkerModule } from './host.js';
 export type RunningProcess = host.RunningProcess<StackHandle>;
 
 /**

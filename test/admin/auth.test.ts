@@ -13,7 +13,8 @@ import {
 } from '../../shared/http/auth.js';
 import { locals } from '../../shared/http/locals.js';
 import { issuePrincipalToken } from '../../shared/principal/index.js';
-import type { RunningProcess, ServiceModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { testProcess } from '../helpers/stack.js';
 import { noticeBody } from '../consent/fixture.js';
 import { ADMIN_TOKEN, ENCRYPTION_KEY, client, sandboxApp } from './client.js';

@@ -11,7 +11,8 @@ import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
 import { widgetAssetsService } from '../../services/widget-assets/index.js';
 import { widgetService } from '../../services/widget/index.js';
-import type { RunningProcess, ServiceModule, WorkerModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule, WorkerModule } from '../../shared/module.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { testProcess } from '../helpers/stack.js';
 

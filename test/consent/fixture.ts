@@ -19,7 +19,8 @@ import { getReferenceKey } from '../../shared/domain/apps.js';
 import { DynamoConsentStore } from '../../shared/storage/consents/store.js';
 import type { Outbox } from '../../shared/storage/outbox/outbox.js';
 import { ensureFamily } from '../../shared/storage/timers/due.js';
-import type { RunningProcess, ServiceModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testProcess } from '../helpers/stack.js';
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningProcess, ServiceModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { AppError } from '../../shared/errors.js';
 import { idempotency } from '../../shared/http/idempotency.js';
 import { rateLimit } from '../../shared/http/ratelimit.js';

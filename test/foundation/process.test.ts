@@ -1,6 +1,7 @@
 import { ListTablesCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningProcess, ServiceModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { applyDefinitions } from '../../bin/compose.js';
 import { testProcess } from '../helpers/stack.js';
 import { relayWorker } from '../../workers/relay/index.js';

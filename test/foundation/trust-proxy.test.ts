@@ -7,7 +7,8 @@ import { nonLoopbackAddresses } from '../../infra/local/proc.js';
 import { loadConfig } from '../../shared/config.js';
 import { closeServer, createHttpApp, listen } from '../../shared/http/server.js';
 import { createLogger } from '../../shared/logger.js';
-import type { RunningProcess, ServiceModule } from '../../bin/process.js';
+import type { RunningProcess } from '../../bin/process.js';
+import type { ServiceModule } from '../../shared/module.js';
 import { testProcess } from '../helpers/stack.js';
 
 /**

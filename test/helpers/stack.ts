@@ -4,12 +4,8 @@ import { loadConfig, type BaseConfig } from '../../shared/config.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { applyDefinitions, createRuntime } from '../../bin/compose.js';
 import type { Runtime } from '../../shared/runtime.js';
-import {
-  startProcess,
-  type RunningProcess,
-  type ServiceModule,
-  type WorkerModule,
-} from '../../bin/process.js';
+import { startProcess, type RunningProcess } from '../../bin/process.js';
+import type { ServiceModule, WorkerModule } from '../../shared/module.js';
 import { splitTuning } from './tuning.js';
 
 /**

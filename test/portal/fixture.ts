@@ -8,7 +8,8 @@ import { publicApiService } from '../../services/public-api/index.js';
 import { listTransactions, type TransactionView } from '../../shared/domain/consent/index.js';
 import type { App } from '../../shared/domain/types.js';
 import { issuePrincipalToken } from '../../shared/principal/index.js';
-import { startProcess, type ServiceModule, type WorkerModule } from '../../bin/process.js';
+import { startProcess } from '../../bin/process.js';
+import type { ServiceModule, WorkerModule } from '../../shared/module.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
 
