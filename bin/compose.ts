@@ -26,6 +26,7 @@ import { dynamoChecklistStore } from '../shared/storage/checklist/store.js';
 import { dynamoNoticeStore } from '../shared/storage/notices/store.js';
 import { dynamoSessionStore } from '../shared/storage/console/sessions.js';
 import { dynamoIdempotencyStore } from '../shared/storage/http/idempotency.js';
+import { dynamoPrincipalLanes } from '../shared/storage/webhooks/ordering.js';
 
 /**
  * The composition root: the one place the object graph of a process is built, from its
@@ -126,6 +127,7 @@ export function createRuntime(
     checklist: dynamoChecklistStore(stores),
     consoleSessions: dynamoSessionStore(stores),
     idempotency: dynamoIdempotencyStore(stores),
+    principalLanes: dynamoPrincipalLanes(stores),
     readiness: {
       dynamodb: () => pingDynamo(dynamo),
       kafka: () => pingKafka(kafka),

@@ -19,6 +19,7 @@ import type { ChecklistStore } from './domain/observations.js';
 import type { NoticeStore } from './domain/notices.js';
 import type { dynamoSessionStore } from './storage/console/sessions.js';
 import type { IdempotencyStore } from './http/idempotency.js';
+import type { PrincipalLanes } from './webhooks/ordering.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -56,5 +57,7 @@ export interface Runtime {
   /** The console's sessions (services/console/session.ts declares what it needs of them). */
   consoleSessions: ReturnType<typeof dynamoSessionStore>;
   idempotency: IdempotencyStore;
+  /** Per-principal webhook order (shared/webhooks/ordering.ts), for the dispatcher. */
+  principalLanes: PrincipalLanes;
   close(): Promise<void>;
 }

@@ -74,6 +74,12 @@ const appFields = {
     .describe(
       `Erase a principal's data after this many days without activity, e-mailing them 3 days before (${MIN_INACTIVITY_DAYS}–${MAX_INACTIVITY_DAYS}; absent: never)`,
     ),
+  /** docs/webhooks.md, Ordering. */
+  webhookOrdering: z
+    .enum(['independent', 'principal'])
+    .describe(
+      "How webhooks are ordered: 'independent' (default), each event on its own; 'principal', a principal's later events wait while an earlier one of that principal is retried",
+    ),
   /** docs/retention.md: never below a year. */
   ledgerRetentionDays: z
     .number()
@@ -92,6 +98,7 @@ export const createAppBody = z.strictObject({
   slaTimeScale: appFields.slaTimeScale.optional(),
   ledgerRetentionDays: appFields.ledgerRetentionDays.optional(),
   inactivityErasureDays: appFields.inactivityErasureDays.optional(),
+  webhookOrdering: appFields.webhookOrdering.optional(),
 });
 
 export const patchAppBody = z.strictObject({
@@ -105,6 +112,7 @@ export const patchAppBody = z.strictObject({
   portalUrlTemplate: portalUrlTemplate.nullable().optional(),
   /** null removes the inactivity policy (nobody is erased for inactivity). */
   inactivityErasureDays: appFields.inactivityErasureDays.nullable().optional(),
+  webhookOrdering: appFields.webhookOrdering.optional(),
   environment: z
     .never({ error: 'cannot be changed here; a sandbox app goes live through go-live' })
     .optional(),
@@ -182,6 +190,7 @@ export const appSchema = z.object({
   goLiveAt: z.string().nullable().optional(),
   ledgerRetentionDays: z.number().optional(),
   inactivityErasureDays: z.number().optional(),
+  webhookOrdering: z.enum(['independent', 'principal']),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

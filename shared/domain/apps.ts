@@ -4,7 +4,7 @@ import { AppError, type FieldError } from '../errors.js';
 import { cached, invalidateCache } from './cache.js';
 import { needsReseal, openSecret, safeEqual, sealSecret, sha256hex } from './crypto.js';
 import { newAppId, newSecretKey, newSiteKey, patterns } from './ids.js';
-import type { App, Environment } from './types.js';
+import type { App, Environment, WebhookOrdering } from './types.js';
 import { DEFAULT_RETENTION_DAYS } from './ledger/retention.js';
 
 /**
@@ -22,6 +22,7 @@ export interface CreateAppInput {
   slaTimeScale?: number | undefined;
   ledgerRetentionDays?: number | undefined;
   inactivityErasureDays?: number | undefined;
+  webhookOrdering?: WebhookOrdering | undefined;
 }
 
 /** Settings an operator may change; `null` clears the portal template. */
@@ -35,6 +36,7 @@ export interface AppPatch {
   ledgerRetentionDays?: number | undefined;
   /** `null` removes the inactivity policy. */
   inactivityErasureDays?: number | null | undefined;
+  webhookOrdering?: WebhookOrdering | undefined;
 }
 
 /** An app as stored: the API shape, its sealed boxes (`…Enc`) and what else it records. */
@@ -175,6 +177,7 @@ export async function createApp(
     ...(input.inactivityErasureDays !== undefined
       ? { inactivityErasureDays: input.inactivityErasureDays }
       : {}),
+    webhookOrdering: input.webhookOrdering ?? 'independent',
     siteKey,
     secretVersion: 1,
     widgetVerifiedAt: null,

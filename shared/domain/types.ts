@@ -5,6 +5,8 @@
 
 export type Environment = 'sandbox' | 'live';
 
+export type WebhookOrdering = 'independent' | 'principal';
+
 export interface App {
   appId: string;
   name: string;
@@ -40,6 +42,12 @@ export interface App {
    * write (docs/retention.md); at least a year. Absent on apps created before the setting.
    */
   ledgerRetentionDays?: number;
+  /**
+   * How its webhooks are ordered (docs/webhooks.md, Ordering): `independent`, each event
+   * delivered on its own; `principal`, a principal's later events wait while an earlier one
+   * of that principal is being retried.
+   */
+  webhookOrdering: WebhookOrdering;
   createdAt: string;
   updatedAt: string;
 }

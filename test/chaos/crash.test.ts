@@ -45,6 +45,7 @@ describe('no accepted consent is lost when processes die', () => {
       expect(r.failures).toEqual([]);
       expect(r.tally.lost).toBe(0);
       expect(r.tally.multipleIds).toBe(0);
+      expect(r.tally.changedCopies).toBe(0);
       expect(r.balance.ok).toBe(true);
     }, 300_000);
   }
@@ -59,6 +60,7 @@ describe('no accepted consent is lost when processes die', () => {
     expect(r.relayed).toBeGreaterThan(0);
     expect(r.tally.lost).toBe(0);
     expect(r.tally.multipleIds).toBe(0);
+    expect(r.tally.changedCopies).toBe(0);
     expect(r.balance.ok).toBe(true);
   }, 300_000);
 
@@ -71,6 +73,7 @@ describe('no accepted consent is lost when processes die', () => {
     expect(r.failures).toEqual([]);
     expect(r.tally.lost).toBe(0);
     expect(r.tally.multipleIds).toBe(0);
+    expect(r.tally.changedCopies).toBe(0);
     expect(r.balance.ok).toBe(true);
   }, 300_000);
 });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -257,6 +258,8 @@ export interface Delivery {
   at: number;
   /** The attempt number the dispatcher sent (`x-svc-attempt`). */
   attempt: number;
+  /** The body's SHA-256: every copy of one webhook-id must carry the same body (and sequence). */
+  bodySha: string;
 }
 
 /**
@@ -314,6 +317,7 @@ export class Receiver {
           status,
           at: Date.now(),
           attempt: Number(headers['x-svc-attempt'] ?? 0),
+          bodySha: createHash('sha256').update(body).digest('hex'),
         });
         res.writeHead(status, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
@@ -490,6 +494,8 @@ export interface Tally {
   sameAttemptCopies: number;
   /** Consents whose consent.granted arrived under more than one webhook-id. */
   multipleIds: number;
+  /** Webhooks received again with a body (so a sequence) other than their first receipt's. */
+  changedCopies: number;
   badSignatures: number;
 }
 
@@ -517,7 +523,12 @@ export function tally(accepted: Accepted[], receiver: Receiver): Tally {
   const seen = new Set<string>();
   let copies = 0;
   let sameAttemptCopies = 0;
+  const bodies = new Map<string, string>();
+  let changedCopies = 0;
   for (const d of receiver.deliveries) {
+    const first = bodies.get(d.webhookId);
+    if (first === undefined) bodies.set(d.webhookId, d.bodySha);
+    else if (first !== d.bodySha) changedCopies++;
     if (answered.has(d.webhookId)) {
       copies++;
       if (seen.has(`${d.webhookId}#${d.attempt}`)) sameAttemptCopies++;
@@ -532,6 +543,7 @@ export function tally(accepted: Accepted[], receiver: Receiver): Tally {
     copies,
     sameAttemptCopies,
     multipleIds,
+    changedCopies,
     badSignatures: receiver.badSignatures.length,
   };
 }

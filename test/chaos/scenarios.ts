@@ -275,6 +275,8 @@ async function judge(
   if (final.lost > 0) failures.push(`${final.lost} accepted consents never delivered`);
   if (final.multipleIds > 0) failures.push(`${final.multipleIds} consents under >1 webhook-id`);
   if (final.badSignatures > 0) failures.push(`${final.badSignatures} bad signatures`);
+  if (final.changedCopies > 0)
+    failures.push(`${final.changedCopies} copies with another body than their first receipt`);
   if (unstored > 0) failures.push(`${unstored} accepted consents not readable (GET 404)`);
   if (!balance.ok)
     failures.push(
@@ -456,6 +458,7 @@ export function report(r: ScenarioResult): string {
       `lost ${t.lost}`,
       `copies ${t.copies} (${t.sameAttemptCopies} of the same attempt)`,
       `>1 webhook-id ${t.multipleIds}`,
+      `changed copies ${t.changedCopies}`,
       `ledger ${r.balance.ok ? 'balances' : `does not balance (${r.balance.unbalanced} consents, ${r.balance.unrecorded} deliveries)`}`,
       `unstored ${r.unstored}`,
       `answers ${JSON.stringify(r.load.answers)}`,

@@ -82,8 +82,12 @@ export async function startPipeline(name: string, extra: Record<string, string> 
     return r.body;
   }
 
-  async function createApp(slaTimeScale: number): Promise<PipelineApp> {
+  async function createApp(
+    slaTimeScale: number,
+    settings: Record<string, unknown> = {},
+  ): Promise<PipelineApp> {
     const created = await admin('POST', '/apps', {
+      ...settings,
       name: 'Compliance shop',
       environment: 'sandbox',
       webhookUrl: rcv.url('/hooks'),
@@ -205,6 +209,7 @@ export async function startPipeline(name: string, extra: Record<string, string> 
     rcv,
     clock,
     http,
+    adminToken: token,
     admin,
     createApp,
     bearer,

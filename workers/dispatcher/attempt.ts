@@ -13,6 +13,7 @@ import { webhookHeaders } from '../../shared/webhooks/signer.js';
 import { EndpointHealth } from './health.js';
 import { planSettle } from './settle.js';
 import type { DispatcherMetrics } from './metrics.js';
+import type { PrincipalOrder } from './ordering.js';
 import { inAttemptSpan } from './tracing.js';
 import type { FirstAttemptWriter, FirstWriteResult, WriteMode } from './writer.js';
 
@@ -64,6 +65,8 @@ export class Attempter {
       signal: AbortSignal;
       /** Called with an automatic retry's due entry once recorded (for a precise local timer). */
       onScheduled: (e: DueEntry) => void;
+      /** Per-principal order, for apps that ask for it (ordering.ts). */
+      order: PrincipalOrder;
       random?: () => number;
     },
   ) {
@@ -196,6 +199,11 @@ export class Attempter {
       shards: rt.config.TIMER_SHARDS,
       random: this.o.random ?? Math.random,
     });
+    // An ordered dispatch that stays pending heads its principal's lane (or waits in it)
+    // before its record lands, so no later event of the principal goes while it is retried.
+    const ordered = app?.webhookOrdering === 'principal' && job.trigger !== 'manual';
+    const pending = plan.record.deliveryStatus === 'pending';
+    if (ordered && pending) await this.o.order.place(s);
     const written = job.fresh
       ? await this.writeFirst(plan.record, job.fresh.mode(), plan.endMs)
       : // The attempt was made: its record is not given up on while the store is only slow
@@ -223,6 +231,14 @@ export class Attempter {
       m.retries.inc({ event: s.event });
       this.o.onScheduled(plan.next);
     }
+    // Settled: the principal's next held dispatch goes. A first attempt from the stream that
+    // settled never took a lane. Lost here, the held one's recheck entry moves the lane on.
+    if (ordered && !pending && !job.fresh)
+      await this.o.order
+        .release(s)
+        .catch((err: unknown) =>
+          rt.log.warn({ err, dispatchId: s.dispatchId }, 'principal lane not moved on'),
+        );
     if (!app || !plan.health) return 'recorded';
     try {
       const at = new Date(plan.endMs);

@@ -9,6 +9,8 @@ import { Attempter, DEADLINE_MARGIN_MS, type AttemptJob } from './attempt.js';
 import { CONSUMER, consentEventHandler } from './handler.js';
 import { LANES, Lanes } from './lanes.js';
 import { dispatcherMetrics } from './metrics.js';
+import { PrincipalOrder } from './ordering.js';
+import { getAppCached } from '../../shared/domain/apps.js';
 import { retryShardLeases } from './shard-leases.js';
 import { Sweeper } from './sweeper.js';
 import { FirstAttemptWriter } from './writer.js';
@@ -71,6 +73,13 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     maxFlushes: LIMITS.ledgerFlushes,
     lingerMs: LEDGER_LINGER_MS,
   });
+  const order = new PrincipalOrder({
+    lanes: rt.principalLanes,
+    ledger: rt.ledger,
+    shards: c.TIMER_SHARDS,
+    metrics,
+    onDue: (e) => sw.schedule(e),
+  });
   const attempter = new Attempter(rt, {
     client,
     writer,
@@ -79,6 +88,7 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
     signal: abort.signal,
     // The sweeper is built below; attempts only run after start, when it exists.
     onScheduled: (e) => sw.schedule(e),
+    order,
   });
   const lanes: Lanes<AttemptJob> = new Lanes<AttemptJob>({
     limits: {
@@ -108,11 +118,15 @@ export async function startDispatcher(rt: Runtime): Promise<{ stop(): Promise<vo
       lane === 'first' ? lanes.acceptsFirst(appId) : lanes.acceptsRetry(appId),
     leases,
     onSnooze: () => metrics.deferred.inc({ reason: 'endpoint_busy' }),
+    mayGo: async (s) => {
+      const app = await getAppCached(rt, s.appId, { refreshAhead: true });
+      return app?.webhookOrdering !== 'principal' || (await order.place(s)) !== 'held';
+    },
   });
   const runner = runtimePipeline(rt, {
     name: CONSUMER,
     topics: [rt.topics.consentEvents],
-    handler: consentEventHandler(rt, { lanes, metrics }),
+    handler: consentEventHandler(rt, { lanes, metrics, order }),
     log,
     maxUncommitted: LIMITS.uncommitted,
     // The handler never waits for an endpoint, so every partition can progress at once.

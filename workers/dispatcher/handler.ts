@@ -6,6 +6,7 @@ import {
   dispatchIdFor,
   webhookEndpoint,
   newDispatchState,
+  type DispatchState,
 } from '../../shared/storage/ledger/dispatches.js';
 import { retainUntilFor } from '../../shared/domain/ledger/retention.js';
 import { dueEntry, ensureFamily } from '../../shared/storage/timers/due.js';
@@ -14,6 +15,7 @@ import type { AttemptJob } from './attempt.js';
 import { FRESH_MS, actionFor, isDoubtful, writeModeFor } from './classify.js';
 import type { Lanes } from './lanes.js';
 import type { DispatcherMetrics } from './metrics.js';
+import { HOLD_RECHECK_MS, type PrincipalOrder } from './ordering.js';
 import type { FirstWriteResult, WriteMode } from './writer.js';
 
 /** `recent` keeps what this process recorded for twice the window in which it answers. */
@@ -39,7 +41,7 @@ const endpointOf = (e: ConsentEvent) => webhookEndpoint(e.appId);
  */
 export function consentEventHandler(
   rt: Runtime,
-  d: { lanes: Lanes<AttemptJob>; metrics: DispatcherMetrics },
+  d: { lanes: Lanes<AttemptJob>; metrics: DispatcherMetrics; order: PrincipalOrder },
 ): PipelineHandler {
   /** Dispatches of this process not yet recorded: a re-fetched event joins the running work. */
   const running = new Map<string, Promise<unknown>>();
@@ -123,18 +125,55 @@ export function consentEventHandler(
     return out;
   };
 
+  /**
+   * An app ordered by principal (`webhookOrdering`, ordering.ts) takes a principal's events in
+   * turn: one whose principal has a pending dispatch in its lane is written held behind it.
+   */
   async function dispatch(
     m: PipelineMessage,
     event: ConsentEvent,
     roomy: boolean,
     mode: () => WriteMode,
   ): Promise<void> {
+    const app = await getAppCached(rt, event.appId, { refreshAhead: true });
+    if (app?.webhookOrdering !== 'principal') return deliver(m, event, roomy, mode, false);
+    const target = {
+      appId: event.appId,
+      referenceId: event.data.referenceId,
+      dispatchId: dispatchIdFor(event.id, endpointOf(event)),
+    };
+    return d.order.inTurn(target.appId, target.referenceId, async () => {
+      const lane = await d.order.current(target.appId, target.referenceId);
+      if (!lane || lane.head === target.dispatchId) return deliver(m, event, roomy, mode, true);
+      // Written first, then queued: a held dispatch always exists, and its recheck entry
+      // finds its place again if the queueing is lost.
+      const nowMs = Date.now();
+      const body = JSON.stringify(m.value);
+      const { result } = await write(
+        event,
+        body,
+        nowMs,
+        m.headers.traceparent,
+        nowMs + HOLD_RECHECK_MS,
+      );
+      if ((await d.order.place(target)) !== 'held') await d.order.wake(target.dispatchId);
+      d.metrics.dispatches.inc({ result: result === 'recorded' ? 'created' : 'duplicate' });
+    });
+  }
+
+  async function deliver(
+    m: PipelineMessage,
+    event: ConsentEvent,
+    roomy: boolean,
+    mode: () => WriteMode,
+    ordered: boolean,
+  ): Promise<void> {
     const nowMs = Date.now();
     // The wire body is the event exactly as published (parsing with zod would reorder keys).
     const body = JSON.stringify(m.value);
     const traceparent = m.headers.traceparent;
     const result = event.data.postback
-      ? await durableFirst(event, body, nowMs, traceparent, roomy)
+      ? await durableFirst(event, body, nowMs, traceparent, roomy, ordered)
       : await new Promise<FirstWriteResult>((resolve, reject) => {
           const state = newDispatchState({
             event,
@@ -151,9 +190,25 @@ export function consentEventHandler(
           };
           if (roomy && d.lanes.enqueue(event.appId, 'first', job)) return;
           d.metrics.deferred.inc({ reason: roomy ? 'endpoint_backlog' : 'backlog' });
-          write(event, body, nowMs, traceparent, nowMs).then((r) => resolve(r.result), reject);
+          deferredDueAt(state, nowMs, ordered)
+            .then((dueAtMs) => write(event, body, nowMs, traceparent, dueAtMs))
+            .then((r) => resolve(r.result), reject);
         });
     d.metrics.dispatches.inc({ result: result === 'recorded' ? 'created' : 'duplicate' });
+  }
+
+  /**
+   * When a dispatch written before its first attempt is due. Its event is committed before the
+   * attempt, so when ordered it takes its lane first: a crash before the attempt must not let
+   * the principal's next event overtake it. Held (the lane was taken meanwhile), it waits.
+   */
+  async function deferredDueAt(
+    s: Pick<DispatchState, 'appId' | 'referenceId' | 'dispatchId'>,
+    dueAtMs: number,
+    ordered: boolean,
+  ): Promise<number> {
+    if (!ordered || (await d.order.place(s)) !== 'held') return dueAtMs;
+    return Date.now() + HOLD_RECHECK_MS;
   }
 
   /**
@@ -168,12 +223,19 @@ export function consentEventHandler(
     nowMs: number,
     traceparent: string | undefined,
     roomy: boolean,
+    ordered: boolean,
   ): Promise<FirstWriteResult> {
     // The first SLA check is written with the dispatch: its shard watermarks must exist first.
     await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
     const deadlineMs = nowMs + rt.config.DISPATCH_SAFETY_NET_MS;
-    const { result, state } = await write(event, body, nowMs, traceparent, deadlineMs);
-    if (result === 'duplicate') return result;
+    const target = {
+      appId: event.appId,
+      referenceId: event.data.referenceId,
+      dispatchId: dispatchIdFor(event.id, endpointOf(event)),
+    };
+    const dueAtMs = await deferredDueAt(target, deadlineMs, ordered);
+    const { result, state } = await write(event, body, nowMs, traceparent, dueAtMs);
+    if (result === 'duplicate' || dueAtMs !== deadlineMs) return result;
     const job: AttemptJob = { state, trigger: 'first', deadlineMs };
     if (!roomy) d.metrics.deferred.inc({ reason: 'backlog' });
     else if (!d.lanes.enqueue(event.appId, 'first', job))

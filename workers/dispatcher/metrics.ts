@@ -51,6 +51,11 @@ export function dispatcherMetrics(registry: Registry) {
       'Endpoints disabled, by reason (gone, failing)',
       ['reason'],
     ),
+    ordering: counter(
+      'svc_webhook_ordering_total',
+      "Apps ordered by principal: dispatches held behind a principal's retried one, released when it settled, or sent unordered because the lane was full",
+      ['step'],
+    ),
     dispatches: counter(
       'svc_webhook_dispatches_total',
       'Events seen by the dispatcher, by result (created, duplicate)',

@@ -1,7 +1,9 @@
 import { dueEntry, type DueEntry } from '../../shared/storage/timers/due.js';
 import { BucketWalker } from '../../shared/timers/walker.js';
 import type { Runtime } from '../../shared/runtime.js';
+import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
 import type { AttemptJob } from './attempt.js';
+import { HOLD_RECHECK_MS } from './ordering.js';
 import type { Lane } from './lanes.js';
 import type { ShardLeases } from './shard-leases.js';
 
@@ -70,6 +72,11 @@ export class Sweeper {
       leases?: Pick<ShardLeases, 'validUntil'>;
       /** Called for each entry snoozed (its endpoint was busy in its lane). */
       onSnooze?: () => void;
+      /**
+       * Whether the dispatch may be attempted now by its app's ordering (ordering.ts); when not,
+       * it is held, and its entry moves on to the recheck.
+       */
+      mayGo?: (state: DispatchState) => Promise<boolean>;
     },
   ) {
     this.walker = new BucketWalker(rt, {
@@ -156,6 +163,10 @@ export class Sweeper {
     const leased = this.o.leases !== undefined && trigger !== 'first';
     const leaseEndMs = leased ? this.o.leases!.validUntil(shardOfEntry(e)) : 0;
     if (leased && leaseEndMs === 0) return; // another copy's shard: its holder makes it
+    if (e.kind !== 'manual' && this.o.mayGo && !(await this.o.mayGo(state))) {
+      await this.moveOn(e, Date.now() + HOLD_RECHECK_MS);
+      return;
+    }
     if (!this.o.accepts(e.appId, lane)) return this.snooze(e, state.dueSnoozes ?? 0);
     if (leased) {
       // This copy's shard: no other copy makes its retries while the lease lasts, so the
