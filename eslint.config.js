@@ -11,6 +11,8 @@ export default tseslint.config(
       'test-results/**',
       'coverage/**',
       'dist/**',
+      'clients/*/dist/**',
+      'clients/typescript/src/openapi.gen.ts',
       'eslint.config.js',
     ],
   },

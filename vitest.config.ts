@@ -10,6 +10,8 @@ export default defineConfig({
       'infra/**/*.test.ts',
       'bin/**/*.test.ts',
       'test/**/*.test.ts',
+      'clients/**/*.test.ts',
+      'examples/**/*.test.ts',
     ],
     // The fault suite runs on its own afterwards (vitest.chaos.config.ts).
     exclude: ['test/chaos/**', '**/node_modules/**'],

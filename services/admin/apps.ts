@@ -138,7 +138,7 @@ export function mountAppRoutes(router: Router, rt: Runtime): void {
     responses: {
       201: {
         description: 'Created',
-        schema: apiKeySchema.omit({ revokedAt: true }).extend({ key: z.string() }),
+        schema: apiKeySchema.extend({ key: z.string() }),
       },
       ...errors,
     },

@@ -105,6 +105,11 @@ export const consentsService: ServiceModule = {
         path: '',
         summary: 'Create a user’s consent record, or link an earlier widget capture (consentId)',
         body: createBody,
+        example: {
+          userId: 'user-42',
+          email: 'asha@example.com',
+          consents: { analytics: true, marketing: true },
+        },
         responses: {
           201: {
             description: 'Created; Location names the record (a receipt without consents:read)',
@@ -177,6 +182,7 @@ export const consentsService: ServiceModule = {
         path: '/{userId}',
         summary: 'Change purposes (those not named keep their state) and/or the e-mail',
         body: updateBody,
+        example: { consents: { marketing: false } },
         responses: {
           200: {
             description: 'The record (a receipt without consents:read)',

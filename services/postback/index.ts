@@ -30,8 +30,25 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
         tag: 'Postbacks',
         security: ['secretKey'],
         body: postbackBody,
+        example: {
+          dispatchId: 'dsp_01KB8Z6S0XJ6Y1V5Q2E7N4M3PR',
+          referenceId: 'SVC-REF-7K2M9Q4T',
+          status: 'processed',
+          completedAt: '2026-11-22T10:15:30.123Z',
+          risk: 'none',
+          tags: ['crm'],
+          actions: [{ type: 'unsubscribe', result: 'done' }],
+        },
         responses: {
-          202: { description: 'Accepted; the compliance flag follows', schema: postbackReceipt },
+          202: {
+            description: 'Accepted; the compliance flag follows',
+            schema: postbackReceipt,
+            example: {
+              dispatchId: 'dsp_01KB8Z6S0XJ6Y1V5Q2E7N4M3PR',
+              receivedAt: '2026-11-22T10:15:30.456Z',
+              postbackId: 'pb_01KB8Z6S9C3D4E5F6G7H8J9K0M',
+            },
+          },
           401: { description: 'Missing or wrong secret key' },
           404: { description: 'No such dispatch for this app' },
           409: { description: 'The event of this dispatch needs no postback' },

@@ -250,10 +250,13 @@ export const widgetService: ServiceModule = {
       query: configQuery,
       responses: {
         200: { description: 'Configuration', schema: configResponse },
+        401: { description: 'Missing or unknown site key' },
+        403: { description: 'Origin not on the allowlist' },
         404: {
           description: 'Unknown trigger key, or no notice for the region nor without regions',
         },
         422: { description: 'Malformed trigger key or unknown region code' },
+        429: { description: 'Rate limited' },
       },
     });
     rt.docs.add({
@@ -265,11 +268,13 @@ export const widgetService: ServiceModule = {
       body: captureBody,
       responses: {
         201: { description: 'Captured', schema: captureResponse },
+        401: { description: 'Missing or unknown site key' },
         403: { description: 'Origin not on the allowlist' },
         404: {
           description: 'Unknown trigger key, or no notice for the region nor without regions',
         },
         422: { description: 'Invalid body, unknown region code or unknown purpose' },
+        429: { description: 'Rate limited (per site key and per client address)' },
       },
     });
   },

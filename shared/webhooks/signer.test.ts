@@ -1,5 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import { vectors } from '../../clients/typescript/scripts/vectors.js';
+import recorded from '../../clients/typescript/test/vectors.json' with { type: 'json' };
 import { webhookHeaders } from './signer.js';
 
 const secretKey = 'svc_sk_test_' + 'a1B2c3D4e5'.repeat(4);
@@ -41,5 +43,23 @@ describe('webhook signer', () => {
     expect(() =>
       wh.verify(body, { ...headers, 'webhook-timestamp': String(timestampS + 1) }),
     ).toThrow();
+  });
+
+  it('signs the SDK’s test vectors as they are recorded (clients/typescript/test/vectors.json)', () => {
+    expect(recorded.length).toBeGreaterThan(0);
+    for (const v of recorded)
+      expect(
+        webhookHeaders({
+          dispatchId: v.headers['webhook-id'],
+          eventType: v.headers['x-svc-event'],
+          attempt: Number(v.headers['x-svc-attempt']),
+          timestampS: v.timestampS,
+          body: v.body,
+          secretKey: v.secretKey,
+        }),
+        v.name,
+      ).toEqual(v.headers);
+    // The file is what the script makes now: `npm run sdk:vectors` after a change to the signer.
+    expect(vectors()).toEqual(recorded);
   });
 });

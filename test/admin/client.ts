@@ -1,4 +1,9 @@
-/** A small fetch wrapper for the admin API tests: JSON in, status + JSON + headers out. */
+import { documentedFetch } from '../helpers/openapi-check.js';
+
+/**
+ * A small fetch wrapper for the API tests: JSON in, status + JSON + headers out. Every answer is
+ * checked against the served /openapi.json (test/helpers/openapi-check.ts).
+ */
 export interface Reply {
   status: number;
   // Test assertions read arbitrary response fields; `any` keeps them short.
@@ -14,7 +19,7 @@ export function client(baseUrl: string, defaults: Record<string, string> = {}) {
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<Reply> => {
-    const res = await fetch(`${baseUrl}${path}`, {
+    const res = await documentedFetch(`${baseUrl}${path}`, {
       method,
       headers: {
         ...defaults,

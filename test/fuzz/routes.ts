@@ -30,7 +30,21 @@ interface Operation {
   security?: Record<string, unknown>[];
 }
 
-export function routesOf(doc: { paths?: Record<string, Record<string, Operation>> }): Route[] {
+/** `schema` with every `#/components/schemas/…` reference replaced by what it names. */
+function inlined(schema: unknown, named: Record<string, unknown>): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => inlined(s, named));
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const ref = (schema as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/components/schemas/'))
+    return inlined(named[ref.slice('#/components/schemas/'.length)], named);
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlined(v, named)]));
+}
+
+export function routesOf(doc: {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, unknown> };
+}): Route[] {
+  const named = doc.components?.schemas ?? {};
   const out: Route[] = [];
   for (const [path, ops] of Object.entries(doc.paths ?? {})) {
     for (const [m, op] of Object.entries(ops)) {
@@ -50,7 +64,8 @@ export function routesOf(doc: { paths?: Record<string, Record<string, Operation>
             required: p.required === true,
             schema: p.schema ?? { type: 'string' },
           })),
-        body: op.requestBody?.content?.['application/json']?.schema,
+        body: inlined(op.requestBody?.content?.['application/json']?.schema, named) as
+          Schema | undefined,
         security,
         scope: scopeOf(method, path, security),
       });

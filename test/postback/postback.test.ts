@@ -135,13 +135,26 @@ describe('accepted postbacks', () => {
     const r = await send('GET', '/openapi.json');
     const op = r.body.paths[POSTBACK_PATH].post;
     expect(op.security).toEqual([{ secretKey: [] }]);
-    const schema = op.requestBody.content['application/json'].schema;
+    const named = (ref: { $ref: string }) =>
+      r.body.components.schemas[ref.$ref.replace('#/components/schemas/', '')];
+    const schema = named(op.requestBody.content['application/json'].schema);
     expect(schema.required).toEqual(
       expect.arrayContaining(['dispatchId', 'referenceId', 'status', 'completedAt', 'risk']),
     );
     expect(schema.properties.status.enum).toEqual(['processed', 'deleted', 'failed', 'partial']);
-    expect(Object.keys(op.responses).sort()).toEqual(['202', '401', '404', '409', '422', '429']);
-    expect(op.responses['202'].content['application/json'].schema.required).toEqual(
+    expect(Object.keys(op.responses).sort()).toEqual([
+      '202',
+      '400',
+      '401',
+      '404',
+      '409',
+      '413',
+      '422',
+      '429',
+      '500',
+      '503',
+    ]);
+    expect(named(op.responses['202'].content['application/json'].schema).required).toEqual(
       expect.arrayContaining(['dispatchId', 'receivedAt', 'postbackId']),
     );
   });
