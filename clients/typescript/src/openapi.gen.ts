@@ -1301,6 +1301,11 @@ export interface components {
             slaTimeScale?: number;
             /** @description Erase a principal's data after this many days without activity, e-mailing them 3 days before (7–3650; absent: never) */
             inactivityErasureDays?: number;
+            /**
+             * @description How webhooks are ordered: 'independent' (default), each event on its own; 'principal', a principal's later events wait while an earlier one of that principal is retried
+             * @enum {string}
+             */
+            webhookOrdering?: "independent" | "principal";
             /** @description Days the ledger keeps dispatches, delivery attempts, postbacks and flag changes after their last change (366–3650, default 366) */
             ledgerRetentionDays?: number;
             /** @enum {string} */
@@ -1318,6 +1323,11 @@ export interface components {
             ledgerRetentionDays?: number;
             portalUrlTemplate?: string | null;
             inactivityErasureDays?: number | null;
+            /**
+             * @description How webhooks are ordered: 'independent' (default), each event on its own; 'principal', a principal's later events wait while an earlier one of that principal is retried
+             * @enum {string}
+             */
+            webhookOrdering?: "independent" | "principal";
             environment?: unknown;
         };
         PostAdminAppsByAppIdKeysRequest: {
@@ -1536,6 +1546,8 @@ export interface components {
             goLiveAt?: string | null;
             ledgerRetentionDays?: number;
             inactivityErasureDays?: number;
+            /** @enum {string} */
+            webhookOrdering: "independent" | "principal";
             createdAt: string;
             updatedAt: string;
         };
