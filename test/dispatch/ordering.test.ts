@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createClient, createReceiver } from '../../clients/typescript/src/index.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { startPipeline, type Pipeline, type PipelineApp } from '../compliance/fixture.js';
 
@@ -35,6 +36,14 @@ describe('per-principal ordering', () => {
     const deliveries: Delivery[] = [];
     const userId = 'ordered-user';
     let grantFailures = 0;
+    // The app's receiver is the SDK's: it verifies, drops what is older than what it handled,
+    // and posts the postbacks the events ask for.
+    const applied = new Map<string, ConsentEvent['data']['state']>();
+    const sdk = createReceiver({
+      secretKey: a.secretKey,
+      client: createClient({ baseUrl: f.p.url, secretKey: a.secretKey }),
+      handler: (e) => void applied.set(e.data.userId ?? '', e.data.state),
+    });
     // The grant's first three attempts fail (about 2 s of retries at this scale).
     f.rcv.on('/hooks', (r, res) => {
       const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
@@ -42,9 +51,11 @@ describe('per-principal ordering', () => {
       const failing =
         event.type === 'consent.granted' && event.data.userId === userId && grantFailures < 3;
       if (failing) grantFailures++;
-      const status = failing ? 500 : 200;
-      deliveries.push({ event, webhookId: headers['webhook-id']!, status });
-      res.writeHead(status).end();
+      const answer = failing ? Promise.resolve({ status: 500, body: {} }) : sdk(r.body, headers);
+      void answer.then((ans) => {
+        deliveries.push({ event, webhookId: headers['webhook-id']!, status: ans.status });
+        res.writeHead(ans.status).end(JSON.stringify(ans.body));
+      });
     });
     const http = (method: string, path: string, body?: unknown) =>
       f.http(method, path, body, f.bearer(a));
@@ -116,10 +127,19 @@ describe('per-principal ordering', () => {
     // The ledger: the withdrawal delivered at its first attempt, the grant at its fourth.
     const withdrawn = of(userId).find((d) => d.event.type === 'consent.withdrawn')!;
     const grant = of(userId).find((d) => d.event.type === 'consent.granted')!;
-    const wLedger = await f.ledger(withdrawn.webhookId);
-    const gLedger = await f.ledger(grant.webhookId);
-    expect(wLedger).toMatchObject({ deliveryStatus: 'delivered', attemptCount: 1 });
-    expect(gLedger).toMatchObject({ deliveryStatus: 'delivered', attemptCount: 4 });
+    // (Each record lands just after its answer.)
+    await waitFor(async () => {
+      expect(await f.ledger(withdrawn.webhookId)).toMatchObject({
+        deliveryStatus: 'delivered',
+        attemptCount: 1,
+      });
+      expect(await f.ledger(grant.webhookId)).toMatchObject({
+        deliveryStatus: 'delivered',
+        attemptCount: 4,
+      });
+    });
+    // The SDK posted the withdrawal's postback: its flag is ok.
+    await f.waitForFlags(withdrawn.webhookId, ['ok']);
   }, 90_000);
 
   it('an app answers its ordering, and an unknown one is refused', async () => {

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createClient, createReceiver } from '../../clients/typescript/src/index.js';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
 import { startPipeline, type Pipeline, type PipelineApp } from '../compliance/fixture.js';
 
@@ -35,15 +36,32 @@ describe('event sequence over retries', () => {
   it('a grant retried after a withdrawal carries its own, smaller sequence; the receiver drops it', async () => {
     const wh = new Webhook(Buffer.from(a.secretKey), { format: 'raw' });
     const deliveries: Delivery[] = [];
+    // What the SDK's receiver applies: it drops an event older than one it handled.
+    const sdkApplied: ConsentEvent['data']['state'][] = [];
+    const sdkOutcomes: string[] = [];
+    const sdk = createReceiver({
+      secretKey: a.secretKey,
+      client: createClient({ baseUrl: f.p.url, secretKey: a.secretKey }),
+      handler: (e) => void sdkApplied.push(e.data.state),
+    });
     // The grant fails until the withdrawal has arrived, as when a receiver's 500 meets a
     // withdrawal made during the 5 s before the retry.
     f.rcv.on('/hooks', (r, res) => {
       const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
       const event = wh.verify(r.body, headers) as ConsentEvent;
       const withdrawn = deliveries.some((d) => d.event.type === 'consent.withdrawn');
-      const status = event.type === 'consent.granted' && !withdrawn ? 500 : 200;
-      deliveries.push({ event, body: r.body, webhookId: headers['webhook-id']!, status });
-      res.writeHead(status).end();
+      const failing = event.type === 'consent.granted' && !withdrawn;
+      const answer = failing ? Promise.resolve({ status: 500, body: {} }) : sdk(r.body, headers);
+      void answer.then((ans) => {
+        if ('outcome' in ans.body) sdkOutcomes.push(`${event.type} ${ans.body.outcome}`);
+        deliveries.push({
+          event,
+          body: r.body,
+          webhookId: headers['webhook-id']!,
+          status: ans.status,
+        });
+        res.writeHead(ans.status).end(JSON.stringify(ans.body));
+      });
     });
     const userId = 'sequence-user';
     const http = (method: string, path: string, body?: unknown) =>
@@ -105,6 +123,9 @@ describe('event sequence over retries', () => {
     }
     expect(state).toEqual({ marketing: 'withdrawn' });
     expect(applied.get(transactionId)).toBe(3);
+    // The SDK's receiver did the same: the late grant was dropped, the state is withdrawn.
+    expect(sdkOutcomes).toContain('consent.granted dropped');
+    expect(sdkApplied.at(-1)).toEqual({ marketing: 'withdrawn' });
 
     // The ledger API shows each dispatch's sequence, read from the body it sends.
     const grantLedger = await f.ledger(grants[0]!.webhookId);
