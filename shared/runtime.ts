@@ -19,7 +19,7 @@ import type { ChecklistStore } from './domain/observations.js';
 import type { NoticeStore } from './domain/notices.js';
 import type { dynamoSessionStore } from './storage/console/sessions.js';
 import type { IdempotencyStore } from './http/idempotency.js';
-import type { PrincipalLanes } from './webhooks/ordering.js';
+import type { PrincipalLanes } from './domain/webhook-ordering.js';
 
 export type TopicNames = Record<TopicKey, string>;
 
@@ -57,7 +57,7 @@ export interface Runtime {
   /** The console's sessions (services/console/session.ts declares what it needs of them). */
   consoleSessions: ReturnType<typeof dynamoSessionStore>;
   idempotency: IdempotencyStore;
-  /** Per-principal webhook order (shared/webhooks/ordering.ts), for the dispatcher. */
+  /** Per-principal webhook order (shared/domain/webhook-ordering.ts), for the dispatcher. */
   principalLanes: PrincipalLanes;
   close(): Promise<void>;
 }

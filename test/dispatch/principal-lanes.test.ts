@@ -5,11 +5,11 @@ import {
   MAX_HELD,
   memoryPrincipalLanes,
   type PrincipalLanes,
-} from '../../shared/webhooks/ordering.js';
+} from '../../shared/domain/webhook-ordering.js';
 import { testRuntime } from '../helpers/stack.js';
 
 /**
- * One conformance suite for the principal lanes' port (shared/webhooks/ordering.ts), run on the
+ * One conformance suite for the principal lanes' port (shared/domain/webhook-ordering.ts), run on the
  * in-memory adapter and on the DynamoDB adapter against DynamoDB Local.
  */
 let rt: Runtime;

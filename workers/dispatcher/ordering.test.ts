@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { DispatchState } from '../../shared/storage/ledger/dispatches.js';
 import type { DueEntry } from '../../shared/storage/timers/due.js';
-import { memoryPrincipalLanes } from '../../shared/webhooks/ordering.js';
+import { memoryPrincipalLanes } from '../../shared/domain/webhook-ordering.js';
 import { dispatcherMetrics } from './metrics.js';
 import { PrincipalOrder } from './ordering.js';
 

@@ -6,7 +6,7 @@ import {
   MAX_HELD,
   type PrincipalLane,
   type PrincipalLanes,
-} from '../../shared/webhooks/ordering.js';
+} from '../../shared/domain/webhook-ordering.js';
 import type { DispatcherMetrics } from './metrics.js';
 
 /**
@@ -38,7 +38,7 @@ export interface OrderDeps {
 }
 
 /**
- * Per-principal order for apps with `webhookOrdering: 'principal'` (shared/webhooks/ordering.ts
+ * Per-principal order for apps with `webhookOrdering: 'principal'` (shared/domain/webhook-ordering.ts
  * keeps the lanes): a principal's dispatch goes only while none of that principal's earlier
  * ones is pending in its lane; otherwise it is written held (pending, due only at the recheck)
  * and queued behind it. A first attempt that fails claims the lane before its record lands,

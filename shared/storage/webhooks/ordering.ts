@@ -6,7 +6,11 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { TableNames } from '../../../infra/definitions/tables.js';
-import { MAX_HELD, type PrincipalLane, type PrincipalLanes } from '../../webhooks/ordering.js';
+import {
+  MAX_HELD,
+  type PrincipalLane,
+  type PrincipalLanes,
+} from '../../domain/webhook-ordering.js';
 import { isConditionFailure } from '../dynamo.js';
 
 export interface LaneDeps {
@@ -15,7 +19,7 @@ export interface LaneDeps {
 }
 
 /**
- * Principal lanes (shared/webhooks/ordering.ts) in the timers table, one item a principal with
+ * Principal lanes (shared/domain/webhook-ordering.ts) in the timers table, one item a principal with
  * dispatches waiting or being retried: pk `order#{appId}#{referenceId}`, sk `lane`, with
  * `head`, `held` (a list), `since` and `version`. Every write but `claim` is conditional on the version
  * read; `claim` on there being no lane.
