@@ -188,6 +188,10 @@ export const appSchema = z.object({
   widgetVerifiedAt: z.string().nullable(),
   widgetVerifiedOrigin: z.string().optional(),
   goLiveAt: z.string().nullable().optional(),
+  /** After go-live: the sandbox app's live twin, or the live app's sandbox; who made it live. */
+  liveAppId: z.string().optional(),
+  sandboxAppId: z.string().optional(),
+  goLiveBy: z.string().optional(),
   ledgerRetentionDays: z.number().optional(),
   inactivityErasureDays: z.number().optional(),
   webhookOrdering: z.enum(['independent', 'principal']),

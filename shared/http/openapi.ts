@@ -61,8 +61,8 @@ const problem = {
 
 /**
  * Statuses every operation may answer whatever its handler does (shared/http/server.ts): the
- * JSON parser's 400 and 413 and the validation's 422 where there is a body or a query, 503 at capacity or while a store is down,
- * 500 for a fault.
+ * JSON parser's 400 and 413 and the validation's 422 where there is a body or a query, 429 from
+ * the per-address limits, 503 at capacity or while a store is down, 500 for a fault.
  */
 const BODY_STATUSES = {
   400: 'Malformed JSON (SVC_BAD_JSON)',
@@ -71,6 +71,7 @@ const BODY_STATUSES = {
 };
 const QUERY_STATUSES = { 422: 'Invalid query (SVC_VALIDATION_FAILED)' };
 const COMMON_STATUSES = {
+  429: 'Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After)',
   500: 'Internal error (SVC_INTERNAL)',
   503: 'At capacity, or a backing store is unavailable (SVC_UNAVAILABLE, with Retry-After)',
 };

@@ -1544,6 +1544,9 @@ export interface components {
             widgetVerifiedAt: string | null;
             widgetVerifiedOrigin?: string;
             goLiveAt?: string | null;
+            liveAppId?: string;
+            sandboxAppId?: string;
+            goLiveBy?: string;
             ledgerRetentionDays?: number;
             inactivityErasureDays?: number;
             /** @enum {string} */
@@ -2592,6 +2595,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -2643,6 +2655,15 @@ export interface operations {
             };
             /** @description Unknown app */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2739,6 +2760,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -2797,6 +2827,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -2848,6 +2887,15 @@ export interface operations {
             };
             /** @description Unknown app */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2944,6 +2992,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3003,6 +3060,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3054,6 +3120,15 @@ export interface operations {
             };
             /** @description Unknown app or notice */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3159,6 +3234,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3222,6 +3306,15 @@ export interface operations {
             };
             /** @description Invalid query */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3328,6 +3421,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3379,6 +3481,15 @@ export interface operations {
             };
             /** @description Unknown app */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3485,6 +3596,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3576,6 +3696,15 @@ export interface operations {
             };
             /** @description Invalid body (the webhook URL must be https) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3681,6 +3810,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -3741,6 +3879,15 @@ export interface operations {
             };
             /** @description The app is live: sandbox tools are for sandbox apps only */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3928,6 +4075,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4017,6 +4173,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4069,6 +4234,15 @@ export interface operations {
             };
             /** @description Unknown app or breach */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4175,6 +4349,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4274,6 +4457,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4325,6 +4517,15 @@ export interface operations {
             };
             /** @description Unknown app */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4421,6 +4622,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4488,6 +4698,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -4540,6 +4759,15 @@ export interface operations {
             };
             /** @description Unknown app or dispatch */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4629,6 +4857,15 @@ export interface operations {
             };
             /** @description Invalid body */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7256,6 +7493,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (SVC_INTERNAL) */
             500: {
                 headers: {
@@ -9388,6 +9634,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GetWellKnownSvcKeysJsonResponse"];
+                };
+            };
+            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Internal error (SVC_INTERNAL) */
