@@ -27,6 +27,13 @@ export const CONSUMER = 'dispatcher';
 
 const endpointOf = (e: ConsentEvent) => webhookEndpoint(e.appId);
 
+/** What a principal's lane (ordering.ts) knows of an event's dispatch. */
+const laneTargetOf = (e: ConsentEvent) => ({
+  appId: e.appId,
+  referenceId: e.data.referenceId,
+  dispatchId: dispatchIdFor(e.id, endpointOf(e)),
+});
+
 /**
  * consent-events → one dispatch per event and endpoint. Nothing is written before the first
  * attempt: the event is handed straight to its endpoint's lane, and the dispatch reaches the
@@ -137,11 +144,7 @@ export function consentEventHandler(
   ): Promise<void> {
     const app = await getAppCached(rt, event.appId, { refreshAhead: true });
     if (app?.webhookOrdering !== 'principal') return deliver(m, event, roomy, mode, false);
-    const target = {
-      appId: event.appId,
-      referenceId: event.data.referenceId,
-      dispatchId: dispatchIdFor(event.id, endpointOf(event)),
-    };
+    const target = laneTargetOf(event);
     return d.order.inTurn(target.appId, target.referenceId, async () => {
       const lane = await d.order.current(target.appId, target.referenceId);
       if (!lane || lane.head === target.dispatchId) return deliver(m, event, roomy, mode, true);
@@ -228,12 +231,7 @@ export function consentEventHandler(
     // The first SLA check is written with the dispatch: its shard watermarks must exist first.
     await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
     const deadlineMs = nowMs + rt.config.DISPATCH_SAFETY_NET_MS;
-    const target = {
-      appId: event.appId,
-      referenceId: event.data.referenceId,
-      dispatchId: dispatchIdFor(event.id, endpointOf(event)),
-    };
-    const dueAtMs = await deferredDueAt(target, deadlineMs, ordered);
+    const dueAtMs = await deferredDueAt(laneTargetOf(event), deadlineMs, ordered);
     const { result, state } = await write(event, body, nowMs, traceparent, dueAtMs);
     if (result === 'duplicate' || dueAtMs !== deadlineMs) return result;
     const job: AttemptJob = { state, trigger: 'first', deadlineMs };
