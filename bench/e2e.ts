@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { stackPaths } from '../infra/local/paths.js';
 import { AppProcess, ChaosStack, Receiver, createTenant } from '../test/chaos/harness.js';
 import { itemBytes } from '../shared/storage/billing.js';
@@ -1173,7 +1173,10 @@ async function kafkaFloorOf(
     brokers: [brokers],
     logLevel: logLevel.ERROR,
   });
-  const producer = kafka.producer({ idempotent: true });
+  const producer = kafka.producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    maxInFlightRequests: 1,
+  });
   await producer.connect();
   try {
     const floor = await kafkaFloor({

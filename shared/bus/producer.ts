@@ -1,4 +1,4 @@
-import { CompressionTypes, type Kafka, type Producer as KProducer } from 'kafkajs';
+import { CompressionTypes, Partitioners, type Kafka, type Producer as KProducer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 
 export interface OutMessage {
@@ -39,10 +39,14 @@ export class Producer {
 
   private create(): KProducer {
     return this.kafka.producer({
-      idempotent: true,
+      // kafkajs 2's default partitioner (murmur2 of the key, as Java's), named so it is chosen
+      // rather than defaulted.
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // One request in flight keeps a partition's order across retries. Not kafkajs's
+      // idempotent mode: that needs unbounded retries, and these are bounded so a request fails
+      // (and the outbox relay takes over) instead of hanging while Kafka is down; duplicates
+      // from a retried send are removed by consumer idempotency.
       maxInFlightRequests: 1,
-      // Bounded so a request fails (and the outbox relay takes over) instead of hanging while
-      // Kafka is down; duplicates from a retried send are removed by consumer idempotency.
       retry: { retries: this.opts.retries ?? 5, initialRetryTime: 100, maxRetryTime: 1000 },
       allowAutoTopicCreation: false,
     });
@@ -73,12 +77,10 @@ export class Producer {
   }
 
   /**
-   * After a failed send the idempotent producer's sequence numbers may no longer match the
-   * broker's (a timed-out batch may or may not have been appended). kafkajs never recovers
-   * from OUT_OF_ORDER_SEQUENCE_NUMBER (kafkajs issue 598), and UNKNOWN_PRODUCER_ID or
-   * INVALID_PRODUCER_EPOCH are as fatal, so the producer is replaced by a new one, with a new
-   * producer id, before the next send. What the failed send carried is re-sent by its caller
-   * or the outbox relay; consumers deduplicate by event id.
+   * After a failed send the producer is replaced by a new one (new connections, fresh metadata)
+   * before the next send, so nothing of a failed request (a timed-out batch that may or may not
+   * have been appended, a connection to a broker that stalled) carries over. What the failed
+   * send carried is re-sent by its caller or the outbox relay; consumers deduplicate by event id.
    */
   private async replace(err: unknown): Promise<void> {
     const old = this.producer;
