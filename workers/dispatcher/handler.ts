@@ -194,8 +194,12 @@ export function consentEventHandler(
           if (roomy && d.lanes.enqueue(event.appId, 'first', job)) return;
           d.metrics.deferred.inc({ reason: roomy ? 'endpoint_backlog' : 'backlog' });
           deferredDueAt(state, nowMs, ordered)
-            .then((dueAtMs) => write(event, body, nowMs, traceparent, dueAtMs))
-            .then((r) => resolve(r.result), reject);
+            .then(async (dueAtMs) => {
+              const { result } = await write(event, body, nowMs, traceparent, dueAtMs);
+              if (dueAtMs !== nowMs) await d.order.written(state);
+              return result;
+            })
+            .then(resolve, reject);
         });
     d.metrics.dispatches.inc({ result: result === 'recorded' ? 'created' : 'duplicate' });
   }
@@ -203,7 +207,8 @@ export function consentEventHandler(
   /**
    * When a dispatch written before its first attempt is due. Its event is committed before the
    * attempt, so when ordered it takes its lane first: a crash before the attempt must not let
-   * the principal's next event overtake it. Held (the lane was taken meanwhile), it waits.
+   * the principal's next event overtake it. Held (the lane was taken meanwhile), it waits;
+   * once it is written, `order.written` catches a release that came before its record.
    */
   async function deferredDueAt(
     s: Pick<DispatchState, 'appId' | 'referenceId' | 'dispatchId'>,
@@ -231,8 +236,10 @@ export function consentEventHandler(
     // The first SLA check is written with the dispatch: its shard watermarks must exist first.
     await ensureFamily(rt, 'sla', rt.config.TIMER_SHARDS, nowMs);
     const deadlineMs = nowMs + rt.config.DISPATCH_SAFETY_NET_MS;
-    const dueAtMs = await deferredDueAt(laneTargetOf(event), deadlineMs, ordered);
+    const target = laneTargetOf(event);
+    const dueAtMs = await deferredDueAt(target, deadlineMs, ordered);
     const { result, state } = await write(event, body, nowMs, traceparent, dueAtMs);
+    if (dueAtMs !== deadlineMs) await d.order.written(target);
     if (result === 'duplicate' || dueAtMs !== deadlineMs) return result;
     const job: AttemptJob = { state, trigger: 'first', deadlineMs };
     if (!roomy) d.metrics.deferred.inc({ reason: 'backlog' });

@@ -76,6 +76,28 @@ describe('per-principal order', () => {
     expect(await t.order.place(c!)).toBe('held');
   });
 
+  it('a dispatch held before its record exists goes once written, when the release came first', async () => {
+    const t = setup();
+    const a = t.dispatch('dsp_a');
+    const b = { appId: 'app_o', referenceId: 'REF-1', dispatchId: 'dsp_b' };
+    await t.order.place(a);
+    expect(await t.order.place(b)).toBe('held');
+    // The head settles and is released before b's record is written: the wake finds nothing.
+    t.states.get('dsp_a')!.deliveryStatus = 'delivered';
+    await t.order.release(a);
+    expect(t.woken).toEqual([]);
+    // b's record lands (due at the recheck); the look after the write makes it due now.
+    t.dispatch('dsp_b');
+    await t.order.written(b);
+    expect(t.woken.map((e) => e.dispatchId)).toEqual(['dsp_b']);
+    // Written while still behind a pending head, it stays held.
+    const c = { appId: 'app_o', referenceId: 'REF-1', dispatchId: 'dsp_c' };
+    expect(await t.order.place(c)).toBe('held');
+    t.dispatch('dsp_c');
+    await t.order.written(c);
+    expect(t.woken.map((e) => e.dispatchId)).toEqual(['dsp_b']);
+  });
+
   it('a head found settled by a later look (its release lost) is moved past', async () => {
     const t = setup();
     const a = t.dispatch('dsp_a');

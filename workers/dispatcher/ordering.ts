@@ -127,6 +127,15 @@ export class PrincipalOrder {
     return true;
   }
 
+  /**
+   * After a dispatch held before its record existed has been written: if its lane moved on to
+   * it meanwhile, the release's wake found no record to move, so it is made due now here.
+   */
+  async written(s: Pick<DispatchState, 'appId' | 'referenceId' | 'dispatchId'>): Promise<void> {
+    const lane = await this.current(s.appId, s.referenceId);
+    if (!lane || lane.head === s.dispatchId) await this.wake(s.dispatchId);
+  }
+
   /** Makes a held dispatch due now (its recheck entry moved), if it still waits. */
   async wake(dispatchId: string): Promise<void> {
     const s = await this.d.ledger.getDispatchState(dispatchId);
