@@ -1,10 +1,11 @@
 import type { App } from '../../shared/domain/types.js';
 
 /**
- * The copy-paste snippets of an app's page: the widget's script tag, the dashboard's element
- * and webhook verification with the Standard Webhooks libraries (docs/api.md, The browser
- * widget and dashboard; docs/webhooks.md, Verifying a webhook in your server). The secret key
- * is never in them: each reads it from SVC_SECRET_KEY, used as a raw key.
+ * The copy-paste snippets of an app's page: the widget's script tag, the dashboard's element,
+ * the SDK's receiver and client in Node, and webhook verification with the Standard Webhooks
+ * libraries in Python and Go (docs/api.md, The browser widget and dashboard; docs/webhooks.md,
+ * Verifying a webhook in your server). No credential is in them: each reads it from the
+ * environment (SVC_SECRET_KEY, used as a raw key; SVC_API_KEY).
  */
 
 export interface Snippet {
@@ -28,16 +29,30 @@ export function snippets(app: App, baseUrl: string): Snippet[] {
     },
     {
       id: 'snippet-node',
-      label: 'Verify a webhook in Node (npm standardwebhooks)',
+      label: 'Receive webhooks in Node with the SDK (clients/typescript, @svc-consent/sdk)',
       text: `import express from 'express';
-import { Webhook } from 'standardwebhooks';
+import { expressWebhooks } from '@svc-consent/sdk';
 
-const wh = new Webhook(Buffer.from(process.env.SVC_SECRET_KEY), { format: 'raw' });
 const app = express();
-app.post('/webhooks', express.raw({ type: 'application/json' }), (req, res) => {
-  const event = wh.verify(req.body, req.headers); // throws on a bad signature or an old timestamp
-  res.json({ received: true }); // answer 2xx within 10 s, then do the work
-  queue(event, req.get('x-svc-dispatch-id')); // keep the dispatch id for the postback
+// Verifies the signature on the raw body, drops an event older than the last one handled for
+// its consent, calls your handler, and posts the postback from what it returns.
+app.post('/webhooks', expressWebhooks({
+  secretKey: process.env.SVC_SECRET_KEY!,
+  handler: async (event) => {
+    await apply(event.type, event.data.referenceId, event.data.state); // your app's side
+    return { status: 'processed' }; // or { status: 'failed', remark: '…' }
+  },
+}));`,
+    },
+    {
+      id: 'snippet-client',
+      label: 'Record a consent in Node with the SDK (an API key with consents:write)',
+      text: `import { createClient } from '@svc-consent/sdk';
+
+const svc = createClient({ baseUrl: '${base}', apiKey: process.env.SVC_API_KEY! });
+// Retried on network errors, 429 and 5xx with one Idempotency-Key, so it is applied once.
+const record = await svc.post('/api/v1/consents', {
+  body: { userId: 'user-42', email: 'asha@example.com', consents: { marketing: true } },
 });`,
     },
     {

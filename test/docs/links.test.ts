@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allServices } from '../../bin/modules.js';
 import { appServedBy } from '../../shared/http/server.js';
 import { testProcess } from '../helpers/stack.js';
+import { typeErrors } from '../helpers/typecheck.js';
 import { anchors, codeBlocks, docPages, external, links, read, root, slug } from './markdown.js';
 
 /**
@@ -116,8 +117,16 @@ describe('the README walk-through against the routes the service serves', () => 
 
   const found = curls(readme);
   it('finds the walk-through', () => {
-    expect(found.length).toBeGreaterThanOrEqual(8);
+    expect(found.length).toBeGreaterThanOrEqual(6);
   });
+
+  it("the walk-through's and the SDK README's TypeScript type-checks against the SDK", () => {
+    const blocks = [readme, read('clients/typescript/README.md')].flatMap((md, n) =>
+      codeBlocks(md, 'ts').map((text, i) => ({ name: `readme-${n}-${i}`, text })),
+    );
+    expect(blocks.some((b) => b.text.includes("from '@svc-consent/sdk'"))).toBe(true);
+    expect(typeErrors(blocks)).toEqual([]);
+  }, 60_000);
 
   it.each(found.map((c) => [`${c.method} ${c.path}`, c] as const))('%s is served', (_k, c) => {
     const match = routes.filter((r) => r.method === c.method && r.re.test(c.path));
