@@ -173,7 +173,7 @@ export const ledgerService: ServiceModule = {
 
     r.get('/export', ...read, async (req, res) => {
       const q = parseBody(exportQuery, req.query, 'query');
-      await streamExport(rt, res, { appId: appOf(res).appId, from: q.from, to: q.to });
+      await streamExport(rt, keys.active, res, { appId: appOf(res).appId, from: q.from, to: q.to });
     });
     doc({
       method: 'get',
