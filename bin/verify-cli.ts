@@ -2,13 +2,12 @@ import { parseArgs } from 'node:util';
 
 /**
  * The command line of the offline verifiers (bin/ledger-verify.ts, bin/receipt-verify.ts): one
- * file, `--keys <svc-keys.json or URL>`, `--json`, and the flags `flags` names. Undefined (after
+ * file, `--keys <svc-keys.json or URL>` and `--json`. Undefined (after
  * printing the usage to stderr) when the command line is not that; the caller exits 2.
  */
 export function verifierArgs(
   usage: string,
-  flags: string[] = [],
-): { file: string; keys: string; json: boolean; flags: Set<string> } | undefined {
+): { file: string; keys: string; json: boolean } | undefined {
   let parsed;
   try {
     parsed = parseArgs({
@@ -16,7 +15,6 @@ export function verifierArgs(
       options: {
         keys: { type: 'string' },
         json: { type: 'boolean', default: false },
-        ...Object.fromEntries(flags.map((f) => [f, { type: 'boolean' as const, default: false }])),
       },
     });
   } catch (err) {
@@ -29,7 +27,5 @@ export function verifierArgs(
     process.stderr.write(`${usage}\n`);
     return undefined;
   }
-  const values: Record<string, unknown> = parsed.values;
-  const on = new Set(flags.filter((f) => values[f] === true));
-  return { file, keys, json: parsed.values.json === true, flags: on };
+  return { file, keys, json: parsed.values.json === true };
 }

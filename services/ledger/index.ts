@@ -173,13 +173,13 @@ export const ledgerService: ServiceModule = {
 
     r.get('/export', ...read, async (req, res) => {
       const q = parseBody(exportQuery, req.query, 'query');
-      await streamExport(rt, res, { appId: appOf(res).appId, from: q.from, to: q.to });
+      await streamExport(rt, keys.active, res, { appId: appOf(res).appId, from: q.from, to: q.to });
     });
     doc({
       method: 'get',
       path: '/export',
       summary:
-        'Export a time range (at most 31 days) as NDJSON: the signed checkpoints that seal it ({"type":"checkpoint",…}, with the Merkle leaves of the periods in range), one {"type":"dispatch",…} line per dispatch with its entries, one {"type":"grievance",…} or {"type":"breach",…} line per grievance filed or breach recorded in range, then {"type":"summary","count":n,…}; `npm run ledger:verify` checks it offline against /.well-known/svc-keys.json (scope ledger:read)',
+        'Export a time range (at most 31 days) as NDJSON: the signed checkpoints that seal it ({"type":"checkpoint",…}, with the Merkle leaves of the periods in range), one {"type":"dispatch",…} line per dispatch with its entries, one {"type":"grievance",…} or {"type":"breach",…} line per grievance filed or breach recorded in range, then {"type":"summary",…} signed like the checkpoints (range, line counts, exportedAt, the newest checkpoint); `npm run ledger:verify` checks it offline against /.well-known/svc-keys.json (scope ledger:read)',
       query: exportQuery,
       responses: {
         200: {

@@ -2,8 +2,10 @@ import { once } from 'node:events';
 import type { Response } from 'express';
 import { coerceError } from '../../shared/errors.js';
 import { exportDispatches, type DispatchQuery } from '../../shared/ledger/export.js';
+import { signExportSummary, type ExportSummaryBody } from '../../shared/ledger/export-summary.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Runtime } from '../../shared/runtime.js';
+import type { SigningKey } from '../../shared/signing/keys.js';
 import { exportDuties } from './duties.js';
 import { detailOf } from './view.js';
 
@@ -13,8 +15,9 @@ import { detailOf } from './view.js';
  *   {"type":"checkpoint", ...a signed checkpoint, "leaves":[…] for those in force in range}
  *   {"type":"dispatch", ...one dispatch as GET /dispatches/{id} returns it}
  *   {"type":"grievance", ...} / {"type":"breach", ...}    filed or recorded in range (duties.ts)
- *   {"type":"summary","count":n,"checkpoints":m,"from":"…","to":"…","exportedAt":"…",
- *    "periodMs":…,"lagMs":…}                                always the last line of a full export
+ *   {"type":"summary","v":1,"appId":…,"from":"…","to":"…","count":n,"checkpoints":m,
+ *    "grievances":g,"breaches":b,"exportedAt":"…","lastCheckpoint":{"seq":…,"hash":…}|null,
+ *    "keyId":…,"signature":…}                               always the last line of a full export
  *   {"type":"error","code":"SVC_…","detail":"…"}          last line when reading failed midway
  *
  * Checkpoints come first and are read first: one signed meanwhile can only seal heads newer
@@ -23,7 +26,8 @@ import { detailOf } from './view.js';
  *
  * Why a summary line: the 200 status and headers leave before the data, so a failure or a
  * cut connection halfway cannot change them. An export is complete only if its last line is
- * the summary and `count` equals the dispatch lines read.
+ * the summary and its counts equal the lines read. The summary is signed with the checkpoints'
+ * key (shared/ledger/export-summary.ts), so the file vouches for its own completeness.
  */
 
 /** Writes a chunk, waiting for 'drain' when the socket's buffer is full (back-pressure). */
@@ -75,6 +79,7 @@ export async function writeNdjson(res: Response, s: NdjsonStream): Promise<void>
 
 export async function streamExport(
   rt: Runtime,
+  key: SigningKey,
   res: Response,
   q: DispatchQuery & { from: string; to: string },
 ): Promise<void> {
@@ -87,6 +92,7 @@ export async function streamExport(
   );
   const exportedAt = new Date().toISOString();
   let checkpoints = 0;
+  let lastCheckpoint: ExportSummaryBody['lastCheckpoint'] = null;
   let grievances = 0;
   let breaches = 0;
   try {
@@ -94,6 +100,7 @@ export async function streamExport(
       source: async function* (signal) {
         for (const c of await rt.ledger.checkpointsFor(q.appId, q.from, q.to)) {
           checkpoints++;
+          lastCheckpoint = { seq: c.seq, hash: c.hash };
           yield { type: 'checkpoint', ...c };
         }
         for await (const d of exportDispatches(rt, q, { signal }))
@@ -105,16 +112,17 @@ export async function streamExport(
         }
       },
       summary: (count) => ({
-        type: 'summary',
-        count: count - checkpoints - grievances - breaches,
-        checkpoints,
-        grievances,
-        breaches,
-        from: q.from,
-        to: q.to,
-        exportedAt,
-        periodMs: rt.config.LEDGER_CHECKPOINT_PERIOD_MS,
-        lagMs: rt.config.LEDGER_CHECKPOINT_LAG_MS,
+        ...signExportSummary(key, {
+          appId: q.appId,
+          from: q.from,
+          to: q.to,
+          count: count - checkpoints - grievances - breaches,
+          checkpoints,
+          grievances,
+          breaches,
+          exportedAt,
+          lastCheckpoint,
+        }),
       }),
       log: rt.log.child({ route: 'ledger export', appId: q.appId }),
     });

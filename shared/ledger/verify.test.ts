@@ -250,6 +250,42 @@ describe('LedgerVerifier', () => {
     expect(r2.unsealed.map((u) => u.reason)).toContain('its period is not sealed yet');
   });
 
+  it('fails dispatches and entries still unsealed past the sealing deadline', () => {
+    const h = honest();
+    // c flagged in hour 2 and hour 2 in #4 without it: nothing resealed hour 1 or holds `late`.
+    h.c.flag('ok', T0 + 2 * H + 300_000);
+    const late = new Dispatch(8, T0 + 2 * H + 400_000).attempt(true, T0 + 2 * H + 401_000);
+    const dispatches = [h.a.view, h.b.view, h.c.view, late.view];
+    // Closed for twice the lag and a minute (the sealer's deadline): no longer "not yet".
+    const r = verify(bundle(h, { dispatches, exportedAt: iso(T0 + 3 * H + 600_000) }));
+    expect(r.ok).toBe(false);
+    expect(r.unsealed).toEqual([]);
+    expect(r.failures).toEqual([
+      expect.objectContaining({ dispatchId: h.c.view.dispatchId }),
+      expect.objectContaining({ dispatchId: late.view.dispatchId }),
+    ]);
+    expect(reasons(r)).toMatch(
+      /not sealed: entries chained after checkpoint #2, though written by .* had to be sealed/,
+    );
+    expect(reasons(r)).toMatch(/not sealed: not in checkpoint #4 of its period/);
+    // Right after hour 2 closed, the sealer may still be at work: unsealed, not failed.
+    const early = verify(bundle(h, { dispatches, exportedAt: iso(T0 + 3 * H + 60_000) }));
+    expect(early.ok).toBe(true);
+    expect(early.unsealed).toHaveLength(2);
+  });
+
+  it('fails dispatches with no authentic checkpoint at all', () => {
+    const h = honest();
+    const r = verify(bundle(h, { cps: [] }));
+    expect(r.ok).toBe(false);
+    expect(reasons(r)).toBe('no authentic checkpoint: nothing vouches for the 3 dispatches');
+    const forged = new Chain(ring('22'));
+    forged.seal(T0, [h.a, h.b], T0 + H + 60_000);
+    expect(reasons(verify(bundle(h, { cps: forged.cps })))).toMatch(
+      /no authentic checkpoint: nothing vouches for the 3 dispatches/,
+    );
+  });
+
   it('detects the newest entries deleted, even with the chain and head rewritten to match', () => {
     const h = honest();
     const b = clone(h.b.view);

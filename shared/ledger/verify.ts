@@ -20,8 +20,12 @@ import { leafKey, merkleRoot } from './merkle.js';
  *   attempt count and times) disagree with its entries;
  * - a dispatch whose chain no longer passes through the head its checkpoint sealed (entries
  *   deleted or rewritten), and a sealed dispatch missing from the export altogether.
+ * - a dispatch, or entries of one, not sealed by any checkpoint though written before the
+ *   sealing deadline: periods closed for twice the checkpoints' lag and a minute when read.
  * Entries chained after the newest checkpoint of their period, and dispatches of periods not
- * sealed yet, are reported as unsealed: nothing vouches for them yet.
+ * sealed yet, written since that deadline, are reported as unsealed: nothing vouches for them
+ * yet. The period and lag come from the newest authentic checkpoint; only a verifier that is
+ * the service itself (the ledger API) passes its own for a ledger with no checkpoint yet.
  */
 
 export interface Finding {
@@ -64,17 +68,32 @@ export interface Scope {
 }
 
 type CheckpointLine = Checkpoint & { leaves?: Leaf[] };
+type Pending = UnsealedDispatch & { writtenAt: number };
 
 const short = (h: string) => `${h.slice(0, 12)}…`;
 
 /** Slack given to the sealer beyond twice its lag before checkpoints count as missing. */
 export const SEALER_GRACE_MS = 60_000;
 
+/** The latest time the service stamped on a dispatch or its entries (epoch ms; NaN ignored). */
+function lastWrite(d: DispatchView): number {
+  const times = [
+    d.createdAt,
+    d.dispatchedAt,
+    ...d.attempts.map((a) => a.time),
+    ...d.postbacks.map((p) => p.receivedAt),
+    ...d.flagEntries.map((f) => f.at),
+  ]
+    .map((t) => (typeof t === 'string' ? Date.parse(t) : NaN))
+    .filter((t) => !Number.isNaN(t));
+  return Math.max(0, ...times);
+}
+
 export class LedgerVerifier {
   private readonly given: CheckpointLine[] = [];
   private prepared = false;
   private readonly failures: Finding[] = [];
-  private readonly unsealed: UnsealedDispatch[] = [];
+  private readonly unsealed: Pending[] = [];
   private valid: CheckpointLine[] = [];
   private inForce: CheckpointLine[] = [];
   private readonly leaves = new Map<string, { leaf: Leaf; cp: CheckpointLine }>();
@@ -82,7 +101,6 @@ export class LedgerVerifier {
   private appId: string | null = null;
   private count = 0;
   private sealed = 0;
-  private oldest: string | undefined;
 
   constructor(
     private readonly keys: ReadonlyMap<string, KeyObject>,
@@ -105,7 +123,6 @@ export class LedgerVerifier {
     this.seen.add(id);
     if (this.appId !== null && d.appId !== this.appId)
       this.fail({ dispatchId: id, reason: `belongs to ${String(d.appId)}, not ${this.appId}` });
-    if (this.oldest === undefined || d.createdAt < this.oldest) this.oldest = d.createdAt;
     const chain = checkViewChain(d);
     if (!chain.ok)
       this.fail({ dispatchId: id, at: chain.at, reason: `chain broken: ${chain.reason}` });
@@ -122,6 +139,7 @@ export class LedgerVerifier {
       );
       this.unsealed.push({
         dispatchId: id,
+        writtenAt: lastWrite(d),
         reason: period
           ? `not in checkpoint #${period.seq} of its period (created after it was sealed)`
           : 'its period is not sealed yet',
@@ -147,6 +165,7 @@ export class LedgerVerifier {
     if (after > 0)
       this.unsealed.push({
         dispatchId: id,
+        writtenAt: lastWrite(d),
         entries: after,
         reason: `entries chained after checkpoint #${cp.seq}`,
       });
@@ -166,22 +185,31 @@ export class LedgerVerifier {
       });
     }
     const newest = this.valid.at(-1);
-    const periodMs = newest?.periodMs ?? o.periodMs;
-    const lagMs = newest?.lagMs ?? o.lagMs;
+    const periodMs = newest ? newest.periodMs : o.periodMs;
+    const lagMs = newest ? newest.lagMs : o.lagMs;
+    let unsealed = this.unsealed.map(({ writtenAt: _w, ...u }) => u);
     if (periodMs && lagMs !== undefined) {
       // A period is sealed once closed for lagMs; the sealer gets as long again, and a minute.
-      const due = new Date(
-        periodStartOf(Date.parse(o.exportedAt) - 2 * lagMs - SEALER_GRACE_MS, periodMs),
-      ).toISOString();
+      const dueMs = periodStartOf(Date.parse(o.exportedAt) - 2 * lagMs - SEALER_GRACE_MS, periodMs);
+      const due = new Date(dueMs).toISOString();
+      unsealed = [];
+      for (const { writtenAt, ...u } of this.unsealed) {
+        if (writtenAt >= dueMs) unsealed.push(u);
+        else
+          this.fail({
+            dispatchId: u.dispatchId,
+            reason: `not sealed: ${u.reason}, though written by ${new Date(writtenAt).toISOString()} and everything written before ${due} had to be sealed when this was read`,
+          });
+      }
       if (newest && newest.sealedThrough < due)
         this.fail({
           seq: newest.seq,
           reason: `the newest checkpoint (#${newest.seq}) seals up to ${newest.sealedThrough}, but periods up to ${due} had closed when this was read: checkpoints are missing or the sealer is not running`,
         });
-      if (!newest && this.oldest !== undefined && this.oldest < due)
-        this.fail({
-          reason: `no checkpoint, though dispatches created from ${this.oldest} on should be sealed by ${due}`,
-        });
+    } else if (this.count > 0) {
+      this.fail({
+        reason: `no authentic checkpoint: nothing vouches for the ${this.count} dispatches`,
+      });
     }
     return {
       ok: this.failures.length === 0,
@@ -193,7 +221,7 @@ export class LedgerVerifier {
       sealedThrough: newest?.sealedThrough ?? null,
       sealed: this.sealed,
       failures: this.failures,
-      unsealed: this.unsealed,
+      unsealed,
     };
   }
 

@@ -6,6 +6,7 @@ import { PACKED_ATTR, packDispatch, unpackDispatch } from '../../shared/storage/
 import { RETAIN_ATTR } from '../../shared/domain/ledger/retention.js';
 import { factOf, worstOf, type PostbackFact } from '../../shared/storage/ledger/summary.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { viewEntries, type DispatchView } from '../../shared/ledger/evidence.js';
 
 /**
  * Changes one field of a dispatch's first attempt where it is stored: its own `ATT#001` item,
@@ -189,4 +190,73 @@ export async function dropDispatch(rt: Runtime, dispatchId: string): Promise<voi
     await rt.dynamo.doc.send(
       new DeleteCommand({ TableName: rt.tables.ledger, Key: { pk: i.pk, sk: i.sk } }),
     );
+}
+
+/*
+ * A hostile exporter: edits an export file (NDJSON, services/ledger/stream.ts) before handing
+ * it to an auditor, keeping each dispatch's chain consistent on its own. Only the signed
+ * checkpoints and the signed summary line can give it away.
+ */
+
+type Line = Record<string, unknown>;
+
+export const exportLines = (text: string): Line[] =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Line);
+
+export const exportText = (lines: readonly Line[]) =>
+  `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+
+/** Drops every checkpoint line. */
+export const dropCheckpointLines = (text: string) =>
+  exportText(exportLines(text).filter((l) => l.type !== 'checkpoint'));
+
+/** Drops the summary line (the last line). */
+export const dropSummary = (text: string) => exportText(exportLines(text).slice(0, -1));
+
+/** Sets fields of the summary line (`undefined` removes one), leaving its signature as it was. */
+export function editSummary(text: string, fields: Record<string, unknown>): string {
+  const lines = exportLines(text);
+  const summary = { ...lines.at(-1)!, ...fields };
+  for (const [k, v] of Object.entries(fields)) if (v === undefined) delete summary[k];
+  return exportText([...lines.slice(0, -1), summary]);
+}
+
+/**
+ * Changes the last `kind` entry (postbacks or flagEntries) of a dispatch line, then re-hashes
+ * the dispatch's chain from there (hash and prevHash of each later entry, and headHash), and
+ * moves the head fields a flag decides (complianceFlag, worstFlag, flagHistory) to match.
+ */
+export function rewriteExportedEntry(
+  text: string,
+  dispatchId: string,
+  kind: 'postbacks' | 'flagEntries',
+  change: Record<string, unknown>,
+): string {
+  const lines = exportLines(text);
+  const d = lines.find((l) => l.type === 'dispatch' && l.dispatchId === dispatchId) as
+    (DispatchView & Line) | undefined;
+  if (!d) throw new Error(`no dispatch line ${dispatchId}`);
+  const target = (d[kind] as Line[]).length - 1;
+  if (target < 0) throw new Error(`dispatch ${dispatchId} has no ${kind}`);
+  Object.assign(d[kind][target]!, change);
+  if (kind === 'flagEntries' && typeof change.flag === 'string') {
+    (d.flagHistory as Line[])[target]!.flag = change.flag;
+    d.complianceFlag = change.flag;
+    if ('worstFlag' in d) d.worstFlag = change.flag;
+  }
+  // Walk the old links (each entry's old hash names the next), re-hashing each entry's body.
+  const byPrev = new Map(viewEntries(d).map((e) => [String(e.body.prevHash), e]));
+  let prev = d.entryHash;
+  for (let e = byPrev.get(prev); e; e = byPrev.get(e.hash)) {
+    const [, arr, i] = /^(\w+)\[(\d+)\]$/.exec(e.label)!;
+    const entry = (d[arr as 'attempts'] as Line[])[Number(i)]!;
+    entry.prevHash = prev;
+    entry.hash = chainHash(prev, { ...e.body, prevHash: prev });
+    prev = String(entry.hash);
+  }
+  d.headHash = prev;
+  return exportText(lines);
 }

@@ -14,7 +14,12 @@ import { checkpointWorker } from '../../workers/checkpoints/index.js';
 import { complianceWorker } from '../../workers/compliance/index.js';
 import {
   deleteNewestEntries,
+  dropCheckpointLines,
   dropDispatch,
+  dropSummary,
+  editSummary,
+  exportLines,
+  rewriteExportedEntry,
   rewriteLastFlag,
   setHeadField,
 } from '../helpers/tamper.js';
@@ -312,5 +317,104 @@ describe('ledger checkpoints', { timeout: 90_000 }, () => {
     const r = await cli(file);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/not a complete export/);
+  });
+});
+
+/**
+ * A hostile exporter: the honest app's export edited as a file before it reaches the auditor
+ * (test/helpers/tamper.ts), each chain kept consistent on its own. The signed summary and the
+ * checkpoints must give every edit away.
+ */
+describe('a tampered export file', { timeout: 90_000 }, () => {
+  let honest: string;
+  const withdrawn = () => ids.honest!['consent.withdrawn']!;
+
+  async function tampered(label: string, text: string) {
+    const file = path.join(dir, `${label}.ndjson`);
+    fs.writeFileSync(file, text);
+    const r = await cli(file);
+    expect(r.out).not.toMatch(/verifies against the signed checkpoints/);
+    expect(r.out).toMatch(/NOT OK/);
+    expect(r.code).toBe(1);
+    return r.out;
+  }
+
+  beforeAll(async () => {
+    honest = (await exportTo(apps.honest, 'honest-file')).lines;
+  });
+
+  it('passes untampered, with a signed summary naming the newest checkpoint', async () => {
+    const lines = exportLines(honest);
+    const summary = lines.at(-1)!;
+    const cps = lines.filter((l) => l.type === 'checkpoint');
+    expect(summary).toMatchObject({
+      type: 'summary',
+      appId: apps.honest.appId,
+      count: 3,
+      checkpoints: cps.length,
+      lastCheckpoint: { seq: cps.at(-1)!.seq, hash: cps.at(-1)!.hash },
+      signature: expect.any(String),
+    });
+    expect(summary).not.toHaveProperty('periodMs');
+    const r = await cli(path.join(dir, 'honest-file.ndjson'));
+    expect(r.out).toMatch(/3 fully sealed/);
+    expect(r.out).toMatch(/OK: the export verifies against the signed checkpoints/);
+    expect(r.code).toBe(0);
+  });
+
+  it('fails with the checkpoint lines deleted', async () => {
+    const out = await tampered('no-checkpoints', dropCheckpointLines(honest));
+    expect(out).toMatch(/the signed summary counts \d+ checkpoint lines but the export holds 0/);
+    expect(out).toMatch(/names checkpoint #\d+ as the newest, but the export's newest is none/);
+    expect(out).toMatch(/no authentic checkpoint: nothing vouches for the 3 dispatches/);
+  });
+
+  it("fails with a dispatch's postback rewritten and its chain recomputed", async () => {
+    const text = rewriteExportedEntry(honest, withdrawn(), 'postbacks', { risk: 'low' });
+    expect(text).not.toBe(honest);
+    const out = await tampered('postback', text);
+    expect(out).not.toMatch(/chain broken/);
+    expect(out).toMatch(
+      new RegExp(
+        `dispatch ${withdrawn()}: entries sealed in checkpoint #\\d+ are missing or altered`,
+      ),
+    );
+  });
+
+  it("fails with a dispatch's flag rewritten and its chain recomputed, checkpoints gone too", async () => {
+    const text = rewriteExportedEntry(honest, withdrawn(), 'flagEntries', { flag: 'ok' });
+    const alone = await tampered('flag', text);
+    expect(alone).not.toMatch(/chain broken|but its entries say/);
+    expect(alone).toMatch(new RegExp(`dispatch ${withdrawn()}: entries sealed in checkpoint`));
+    // The whole attack: no checkpoint left to contradict the new chain, the summary adjusted.
+    const both = await tampered(
+      'flag-no-checkpoints',
+      editSummary(dropCheckpointLines(text), { checkpoints: 0, lastCheckpoint: null }),
+    );
+    expect(both).toMatch(/the summary line was altered: its signature does not verify/);
+  });
+
+  it('fails with exportedAt moved before the oldest entry', async () => {
+    const oldest = exportLines(honest)
+      .filter((l) => l.type === 'dispatch')
+      .map((l) => String(l.createdAt))
+      .sort()[0]!;
+    const before = new Date(Date.parse(oldest) - 60_000).toISOString();
+    const out = await tampered('exported-at', editSummary(honest, { exportedAt: before }));
+    expect(out).toMatch(/the summary line was altered: its signature does not verify/);
+  });
+
+  it('fails with the summary edited or its signature removed', async () => {
+    const count = await tampered('count', editSummary(honest, { count: 2 }));
+    expect(count).toMatch(/the summary line was altered: its signature does not verify/);
+    const unsigned = await tampered('unsigned', editSummary(honest, { signature: undefined }));
+    expect(unsigned).toMatch(/the summary line is not signed/);
+    const extra = await tampered('period', editSummary(honest, { periodMs: 1 }));
+    expect(extra).toMatch(/the summary line holds unsigned fields: periodMs/);
+  });
+
+  it('fails with the summary removed', async () => {
+    const out = await tampered('no-summary', dropSummary(honest));
+    expect(out).toMatch(/not a complete export: it does not end with its summary line/);
   });
 });

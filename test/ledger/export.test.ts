@@ -48,18 +48,21 @@ describe('GET /api/v1/ledger/export', () => {
     expect(r.headers.get('content-disposition')).toMatch(/^attachment; filename="ledger-app_/);
     const got = lines(r.text);
     expect(got).toHaveLength(13);
-    // No checkpoint worker runs here: no checkpoint lines, and the summary says so.
+    // No checkpoint worker runs here: no checkpoint lines, and the signed summary says so.
     expect(got.at(-1)).toEqual({
       type: 'summary',
+      v: 1,
+      appId: a.appId,
+      from,
+      to,
       count: 12,
       checkpoints: 0,
       grievances: 0,
       breaches: 0,
-      from,
-      to,
       exportedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-      periodMs: 3_600_000,
-      lagMs: 300_000,
+      lastCheckpoint: null,
+      keyId: expect.any(String),
+      signature: expect.any(String),
     });
     const dispatches = got.slice(0, -1);
     expect(dispatches.map((l) => l.dispatchId)).toEqual(all.map((d) => d.dispatchId));
