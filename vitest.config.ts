@@ -16,6 +16,7 @@ export default defineConfig({
     // The fault suite runs on its own afterwards (vitest.chaos.config.ts).
     exclude: ['test/chaos/**', '**/node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/helpers/documented-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Test files share one broker and one DynamoDB Local; two workers match the 2-core target.

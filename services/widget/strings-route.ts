@@ -55,6 +55,7 @@ export function mountBrowserStrings(r: Router, rt: Runtime): void {
     tag: 'Widget',
     responses: {
       200: { description: 'The strings and the writing direction', schema: browserStringsResponse },
+      304: { description: 'Not modified: `If-None-Match` names the current ETag' },
       404: { description: 'Not one of the 23 language codes' },
     },
   });

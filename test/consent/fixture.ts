@@ -4,7 +4,6 @@ import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
-import { documentedFetch } from '../helpers/openapi-check.js';
 import {
   captureConsent,
   consentEventSchema,
@@ -92,7 +91,7 @@ export async function startConsentProcess(
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     } else if (o.raw !== undefined) headers['content-type'] ??= 'application/json';
-    const r = await documentedFetch(`${p.url}${path}`, { method, headers, body });
+    const r = await fetch(`${p.url}${path}`, { method, headers, body });
     const text = await r.text();
     let parsed: unknown = text;
     try {

@@ -79,7 +79,7 @@ const checkers = new Map<string, Promise<(r: ObservedResponse) => string[]>>();
 export function servedChecker(baseUrl: string) {
   let c = checkers.get(baseUrl);
   if (!c) {
-    c = fetch(`${baseUrl}/openapi.json`).then(async (res) => {
+    c = unchecked(`${baseUrl}/openapi.json`).then(async (res) => {
       if (!res.ok) throw new Error(`${baseUrl}/openapi.json answered ${res.status}`);
       return responseChecker((await res.json()) as OpenApiDoc);
     });
@@ -88,17 +88,34 @@ export function servedChecker(baseUrl: string) {
   return c;
 }
 
+/** The origins of the service processes the tests started: their answers are checked. */
+const documented = new Set<string>();
+
+/** Marks a started process's answers as checked against its /openapi.json. */
+export function documentOrigin(url: string): void {
+  documented.add(new URL(url).origin);
+}
+
+const unchecked = globalThis.fetch;
+
 /**
- * `fetch` for integration tests: the same answer, after checking it against the served document;
- * a response that does not match throws, so the test fails where the document drifted.
+ * `fetch` for integration tests (test/helpers/documented-setup.ts makes it the global one):
+ * the same answer, after checking an answer of a process the tests started against the
+ * document it serves; one that does not match throws, so the test fails where the document
+ * drifted. Other origins (receivers, Prometheus) are fetched as they are.
  */
-export async function documentedFetch(url: string, init: RequestInit = {}): Promise<Response> {
-  const res = await fetch(url, init);
+export async function documentedFetch(
+  input: string | URL | Request,
+  init: RequestInit = {},
+): Promise<Response> {
+  const res = await unchecked(input, init);
+  const url = new URL(input instanceof Request ? input.url : input);
+  if (!documented.has(url.origin)) return res;
   const text = await res.clone().text();
-  const { origin, pathname, search } = new URL(url);
-  const errors = (await servedChecker(origin))({
-    method: init.method ?? 'GET',
-    path: `${pathname}${search}`,
+  const method = init.method ?? (input instanceof Request ? input.method : 'GET');
+  const errors = (await servedChecker(url.origin))({
+    method,
+    path: `${url.pathname}${url.search}`,
     status: res.status,
     contentType: res.headers.get('content-type'),
     text,

@@ -6,6 +6,7 @@ import { applyDefinitions, createRuntime } from '../../bin/compose.js';
 import type { Runtime } from '../../shared/runtime.js';
 import { startProcess, type RunningProcess } from '../../bin/process.js';
 import type { ServiceModule, WorkerModule } from '../../shared/module.js';
+import { documentOrigin } from './openapi-check.js';
 import { splitTuning } from './tuning.js';
 
 /**
@@ -75,5 +76,7 @@ export async function testProcess(
   extra: Record<string, string> = {},
 ): Promise<RunningProcess> {
   const config = testConfig(name, extra);
-  return startProcess({ name, services, workers, config, log: testLogger(config) });
+  const p = await startProcess({ name, services, workers, config, log: testLogger(config) });
+  documentOrigin(p.url);
+  return p;
 }

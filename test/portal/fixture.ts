@@ -12,6 +12,7 @@ import { startProcess } from '../../bin/process.js';
 import type { ServiceModule, WorkerModule } from '../../shared/module.js';
 import { collectTopic } from '../helpers/kafka.js';
 import { testConfig, testLogger } from '../helpers/stack.js';
+import { documentOrigin } from '../helpers/openapi-check.js';
 
 /**
  * A real process with the admin, record, public and portal APIs (plus any workers), on a port
@@ -69,6 +70,7 @@ export async function startPortalStack(
     config,
     log: testLogger(config),
   });
+  documentOrigin(p.url);
   const events = await collectTopic(p.rt.kafka, p.rt.topics.consentEvents);
 
   async function json(

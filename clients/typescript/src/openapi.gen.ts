@@ -7484,6 +7484,13 @@ export interface operations {
                     "application/json": components["schemas"]["GetWidgetStringsByLangResponse"];
                 };
             };
+            /** @description Not modified: `If-None-Match` names the current ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not one of the 23 language codes */
             404: {
                 headers: {
