@@ -9,6 +9,7 @@ import type { TableNames } from '../../../infra/definitions/tables.js';
 import type { TestEventObservation } from '../../domain/checklist.js';
 import {
   INBOX_SLOTS,
+  INBOX_UNSIGNED_SLOTS,
   type ChecklistRecords,
   type ChecklistStore,
   type InboxDelivery,
@@ -23,9 +24,11 @@ import { queryAll } from '../query.js';
  *   the last test event of each kind (`CHECKLIST#OBS#signed`, `CHECKLIST#OBS#bad_signature`),
  *   attestations (`CHECKLIST#ATTEST#{itemId}#{ulid}`, one immutable item per attestation) and
  *   the go-live claim (`CHECKLIST#GOLIVE`, put only if absent, so an app goes live once);
- * - the webhook inbox: the last `INBOX_SLOTS` deliveries, a ring under pk `APP#{appId}#INBOX`
- *   (sk `SLOT#{nnn}`), the next sequence number in sk `SEQ`. A delivery takes the next number
- *   and overwrites the slot it maps to, so an inbox never holds more than `INBOX_SLOTS` items.
+ * - the webhook inbox, under pk `APP#{appId}#INBOX`: the last `INBOX_SLOTS` signed deliveries
+ *   (sk `SLOT#{nnn}`, by sequence number) and the last `INBOX_UNSIGNED_SLOTS` unsigned ones
+ *   (sk `SLOT#U{nn}`, by their own count `useq`); the next sequence number in sk `SEQ`. A
+ *   delivery takes the next number(s) and overwrites the slot it maps to, so an inbox never
+ *   holds more than `INBOX_SLOTS + INBOX_UNSIGNED_SLOTS` items.
  */
 export interface StoreDeps {
   dynamo: { doc: DynamoDBDocumentClient };
@@ -39,6 +42,8 @@ const observationSk = (kind: TestEventKind) => `${PREFIX}OBS#${kind}`;
 const appPk = (appId: string) => `APP#${appId}`;
 const inboxPk = (appId: string) => `APP#${appId}#INBOX`;
 const slotSk = (seq: number) => `SLOT#${String(seq % INBOX_SLOTS).padStart(3, '0')}`;
+const unsignedSlotSk = (useq: number) =>
+  `SLOT#U${String(useq % INBOX_UNSIGNED_SLOTS).padStart(2, '0')}`;
 
 function toTestEventObservation(
   item: Record<string, unknown> | undefined,
@@ -156,17 +161,19 @@ export function dynamoChecklistStore(deps: StoreDeps): ChecklistStore {
         new UpdateCommand({
           TableName,
           Key: { pk: inboxPk(appId), sk: 'SEQ' },
-          UpdateExpression: 'ADD #seq :one',
-          ExpressionAttributeNames: { '#seq': 'seq' },
+          UpdateExpression: d.signatureValid ? 'ADD #seq :one' : 'ADD #seq :one, #useq :one',
+          ExpressionAttributeNames: {
+            '#seq': 'seq',
+            ...(d.signatureValid ? {} : { '#useq': 'useq' }),
+          },
           ExpressionAttributeValues: { ':one': 1 },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
       const seq = Number(counter.Attributes?.seq);
+      const sk = d.signatureValid ? slotSk(seq) : unsignedSlotSk(Number(counter.Attributes?.useq));
       const delivery: InboxDelivery = { seq, ...d };
-      await doc.send(
-        new PutCommand({ TableName, Item: { pk: inboxPk(appId), sk: slotSk(seq), ...delivery } }),
-      );
+      await doc.send(new PutCommand({ TableName, Item: { pk: inboxPk(appId), sk, ...delivery } }));
       return delivery;
     },
 
