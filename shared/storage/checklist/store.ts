@@ -45,6 +45,27 @@ const slotSk = (seq: number) => `SLOT#${String(seq % INBOX_SLOTS).padStart(3, '0
 const unsignedSlotSk = (useq: number) =>
   `SLOT#U${String(useq % INBOX_UNSIGNED_SLOTS).padStart(2, '0')}`;
 
+/** Takes the next sequence number (and, for an unsigned delivery, its own count): its slot. */
+async function nextInboxSlot(
+  doc: DynamoDBDocumentClient,
+  TableName: string,
+  appId: string,
+  signed: boolean,
+): Promise<{ seq: number; sk: string }> {
+  const counter = await doc.send(
+    new UpdateCommand({
+      TableName,
+      Key: { pk: inboxPk(appId), sk: 'SEQ' },
+      UpdateExpression: signed ? 'ADD #seq :one' : 'ADD #seq :one, #useq :one',
+      ExpressionAttributeNames: { '#seq': 'seq', ...(signed ? {} : { '#useq': 'useq' }) },
+      ExpressionAttributeValues: { ':one': 1 },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  const seq = Number(counter.Attributes?.seq);
+  return { seq, sk: signed ? slotSk(seq) : unsignedSlotSk(Number(counter.Attributes?.useq)) };
+}
+
 function toTestEventObservation(
   item: Record<string, unknown> | undefined,
 ): TestEventObservation | undefined {
@@ -157,21 +178,7 @@ export function dynamoChecklistStore(deps: StoreDeps): ChecklistStore {
     },
 
     async putInboxDelivery(appId, d) {
-      const counter = await doc.send(
-        new UpdateCommand({
-          TableName,
-          Key: { pk: inboxPk(appId), sk: 'SEQ' },
-          UpdateExpression: d.signatureValid ? 'ADD #seq :one' : 'ADD #seq :one, #useq :one',
-          ExpressionAttributeNames: {
-            '#seq': 'seq',
-            ...(d.signatureValid ? {} : { '#useq': 'useq' }),
-          },
-          ExpressionAttributeValues: { ':one': 1 },
-          ReturnValues: 'UPDATED_NEW',
-        }),
-      );
-      const seq = Number(counter.Attributes?.seq);
-      const sk = d.signatureValid ? slotSk(seq) : unsignedSlotSk(Number(counter.Attributes?.useq));
+      const { seq, sk } = await nextInboxSlot(doc, TableName, appId, d.signatureValid);
       const delivery: InboxDelivery = { seq, ...d };
       await doc.send(new PutCommand({ TableName, Item: { pk: inboxPk(appId), sk, ...delivery } }));
       return delivery;
