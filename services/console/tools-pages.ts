@@ -303,7 +303,7 @@ function prettyBody(body: string): string {
  * Characters of a body the page shows: webhook bodies are far smaller, and anyone may post to
  * an inbox, so a hundred bodies of 64 KiB do not make the page megabytes long.
  */
-export const BODY_SHOWN = 16_384;
+export const BODY_SHOWN = 4_096;
 
 function shownBody(body: string): string {
   const text = prettyBody(body);
