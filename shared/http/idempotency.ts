@@ -133,7 +133,8 @@ function bodyText(body: unknown): string | undefined {
 
 /**
  * Who holds a record: the API key by id, the principal of a principal token (by keyed hash, so
- * the table holds no referenceId), the operator, the app's server (secret key), else the
+ * the table holds no referenceId), the operator, the app's server (secret key), the public site
+ * key (a capture; `credentials` decides what a replay from another address gets), else the
  * client address. A write-only key cannot replay what a read-write key was answered, nor one
  * principal another's.
  */
@@ -143,6 +144,7 @@ function callerOf(rt: IdempotencyDeps, req: Request, res: Response): string {
   if (l.principal) return `pt:${keyedHash(rt.config, 'idempotency', l.principal.referenceId)}`;
   if (l.admin) return 'admin';
   if (l.via === 'secretKey') return 'sk';
+  if (l.via === 'siteKey') return 'site';
   return `ip:${keyedHash(rt.config, 'ip', req.ip ?? '')}`;
 }
 
