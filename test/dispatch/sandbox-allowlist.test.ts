@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
+import { consoleService } from '../../services/console/index.js';
 import { ledgerService } from '../../services/ledger/index.js';
 import { getApp } from '../../shared/domain/apps.js';
 import { dispatchIdFor } from '../../shared/storage/ledger/dispatches.js';
 import type { RunningProcess } from '../../bin/process.js';
 import { dispatcherWorker } from '../../workers/dispatcher/index.js';
 import { client, sandboxApp as sandboxBody } from '../admin/client.js';
+import { consoleClient, csrfOf } from '../console/client.js';
 import { testProcess } from '../helpers/stack.js';
 import { consentEvent, publish, startReceiver, type Receiver } from './helpers.js';
 
@@ -24,7 +26,7 @@ let listed: RunningProcess;
 let loopback: RunningProcess;
 
 async function start(name: string, extra: Record<string, string>) {
-  return testProcess(name, [adminService, ledgerService], [dispatcherWorker], {
+  return testProcess(name, [adminService, ledgerService, consoleService], [dispatcherWorker], {
     SVC_ADMIN_TOKEN: token,
     WEBHOOK_TIMEOUT_MS: '1000',
     ...extra,
@@ -72,15 +74,49 @@ async function dispatchOf(p: RunningProcess, appId: string) {
 }
 
 describe('sandbox apps and WEBHOOK_ALLOWLIST', () => {
-  it('a sandbox app cannot reach an allowlisted private address: test event and dispatch refused', async () => {
-    const { admin, appId, ledger } = await setUp(listed);
+  it('a console key cannot point a sandbox app at an allowlisted private address and read it', async () => {
+    const admin = client(`${listed.url}/api/v1/admin`, { authorization: `Bearer ${token}` });
+    const made = await admin('POST', '/apps', sandboxBody());
+    expect(made.status).toBe(201);
+    const appId = made.body.app.appId as string;
+    const key = await admin('POST', `/apps/${appId}/api-keys`, {
+      name: 'console and reader',
+      scopes: ['console', 'ledger:read'],
+    });
+    expect(key.status).toBe(201);
+    const ledger = client(`${listed.url}/api/v1/ledger`, {
+      authorization: `Bearer ${key.body.key as string}`,
+    });
     const before = rcv.at('/internal').length;
-    const sent = await admin('POST', `/apps/${appId}/sandbox/test-events`, {
+
+    // The console key sets the webhook URL to the internal address and sends a test event.
+    const c = consoleClient(listed.url);
+    expect((await c.post('/console/sign-in', { credential: key.body.key as string })).status).toBe(
+      303,
+    );
+    const page = await c.get(`/console/apps/${appId}/sandbox`);
+    expect(page.status).toBe(200);
+    const _csrf = csrfOf(page.text);
+    const set = await c.post(`/console/apps/${appId}/sandbox/webhook-url`, {
+      webhookUrl: rcv.url('/internal'),
+      _csrf,
+    });
+    expect(set.status).toBe(303);
+    const sent = await c.post(`/console/apps/${appId}/sandbox/test-events`, {
+      type: 'consent.granted',
+      variant: 'signed',
+      _csrf,
+    });
+    expect(sent.status).toBe(303);
+    const shown = await c.get(`/console/apps/${appId}/sandbox`);
+    expect(shown.text).not.toContain(INTERNAL);
+    expect(rcv.at('/internal')).toHaveLength(before);
+    // The admin API's test event, the same tool: refused before any connection.
+    const viaAdmin = await admin('POST', `/apps/${appId}/sandbox/test-events`, {
       type: 'consent.granted',
     });
-    expect(sent.status).toBe(200);
-    expect(sent.body).toMatchObject({ ok: false, status: null });
-    expect(sent.body.error).toMatch(/loopback address refused/);
+    expect(viaAdmin.body).toMatchObject({ ok: false, status: null });
+    expect(viaAdmin.body.error).toMatch(/loopback address refused/);
 
     const id = await dispatchOf(listed, appId);
     const d = await vi.waitFor(
