@@ -120,6 +120,7 @@ export async function startProcess<S extends OwnedStack = never>(
       maxInFlight: config.HTTP_MAX_IN_FLIGHT,
       lagShedMs: config.HTTP_LAG_SHED_MS,
       metricsToken: config.METRICS_TOKEN,
+      publicBaseUrl: config.PUBLIC_BASE_URL,
     });
     for (const s of o.services) await s.mount(app, rt);
     if (o.services.length > 0) mountDocs(app, rt.docs);

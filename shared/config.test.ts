@@ -150,6 +150,7 @@ describe('NODE_ENV=production', () => {
     SVC_ADMIN_TOKEN: randomBytes(32).toString('base64url'),
     SVC_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     PUBLIC_BASE_URL: 'https://consent.example.com',
+    METRICS_TOKEN: randomBytes(24).toString('base64url'),
   };
   const problem = (env: Record<string, string | undefined>) => {
     try {
@@ -229,6 +230,7 @@ describe('NODE_ENV=production', () => {
     ['IPv6 loopback in the allowlist', { WEBHOOK_ALLOWLIST: '::1/128' }, /WEBHOOK_ALLOWLIST/],
     ['everything in the allowlist', { WEBHOOK_ALLOWLIST: '0.0.0.0/0' }, /WEBHOOK_ALLOWLIST/],
     ['a bad allowlist', { WEBHOOK_ALLOWLIST: 'ten' }, /WEBHOOK_ALLOWLIST/],
+    ['no metrics token (a public /metrics)', { METRICS_TOKEN: undefined }, /METRICS_TOKEN/],
     [
       'a plain-http public URL',
       { PUBLIC_BASE_URL: 'http://consent.example.com' },
@@ -242,7 +244,13 @@ describe('NODE_ENV=production', () => {
 
   it('names every problem at once', () => {
     const m = problem({ NODE_ENV: 'production' });
-    for (const key of ['KAFKA_BROKERS', 'SVC_ADMIN_TOKEN', 'SVC_ENCRYPTION_KEY', 'PUBLIC_BASE_URL'])
+    for (const key of [
+      'KAFKA_BROKERS',
+      'SVC_ADMIN_TOKEN',
+      'SVC_ENCRYPTION_KEY',
+      'METRICS_TOKEN',
+      'PUBLIC_BASE_URL',
+    ])
       expect(m).toContain(key);
   });
 });

@@ -159,6 +159,10 @@ export function productionProblems(c: BaseConfig): string[] {
   } catch (err) {
     problems.push(`WEBHOOK_ALLOWLIST: ${(err as Error).message}`);
   }
+  if (c.METRICS_TOKEN === undefined)
+    problems.push(
+      'METRICS_TOKEN must be set: /metrics is public without it (e.g. openssl rand -base64 32)',
+    );
   if (new URL(c.PUBLIC_BASE_URL).protocol !== 'https:')
     problems.push(
       'PUBLIC_BASE_URL must be the https:// origin the service is reached at (postbacks carry the secret key to it)',

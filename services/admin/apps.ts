@@ -44,7 +44,7 @@ const errors = {
 
 export function mountAppRoutes(router: Router, rt: Runtime): void {
   const admin = requireAdmin(rt);
-  const write = [admin, rateLimit(rt), idempotency(rt)];
+  const write = [admin, rateLimit(rt), idempotency(rt, 'admin')];
   const doc = (d: Omit<Parameters<Runtime['docs']['add']>[0], 'tag' | 'security'>) =>
     rt.docs.add({ ...d, path: `${ADMIN_PREFIX}${d.path}`, tag: 'admin', security: ['admin'] });
 

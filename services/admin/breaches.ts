@@ -47,7 +47,7 @@ function toolsOf(rt: Runtime) {
   const admin = requireAdmin(rt);
   return {
     admin,
-    write: [admin, rateLimit(rt), idempotency(rt)],
+    write: [admin, rateLimit(rt), idempotency(rt, 'admin')],
     doc: (d: Omit<Parameters<Runtime['docs']['add']>[0], 'tag' | 'security'>) =>
       rt.docs.add({ ...d, path: `${ADMIN_PREFIX}${d.path}`, tag: 'admin', security: ['admin'] }),
   };

@@ -1,4 +1,4 @@
-import express, { type Express, type Request, type Router } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import { z } from 'zod';
 import { POSTBACK_RISKS, POSTBACK_STATUSES } from '../../shared/domain/compliance/flags.js';
 import { postbackReceipt } from '../../shared/domain/compliance/postback.js';
@@ -9,6 +9,7 @@ import {
   INBOX_HEADERS,
   INBOX_MAX_BODY_BYTES,
   INBOX_SLOTS,
+  INBOX_UNSIGNED_SLOTS,
   listInbox,
   storeInboxDelivery,
 } from '../../shared/domain/observations.js';
@@ -22,7 +23,7 @@ import {
 import { AppError } from '../../shared/errors.js';
 import { requireAdmin } from '../../shared/http/auth.js';
 import { idempotency } from '../../shared/http/idempotency.js';
-import { rateLimit } from '../../shared/http/ratelimit.js';
+import { BucketMap, clientAddress, rateLimit } from '../../shared/http/ratelimit.js';
 import { rawBodyOf } from '../../shared/http/raw-body.js';
 import { parseBody } from '../../shared/http/validate.js';
 import type { Runtime } from '../../shared/runtime.js';
@@ -100,11 +101,37 @@ function receivedBody(req: Request): Buffer {
   return rawBodyOf(req) ?? Buffer.alloc(0);
 }
 
+/**
+ * The inbox takes unauthenticated writes, so it has budgets of its own, far below the API's
+ * (fixed, per process): per client address, and per app whoever sends.
+ */
+export const INBOX_LIMITS = {
+  perAddress: { rps: 5, burst: 20 },
+  perApp: { rps: 10, burst: 40 },
+} as const;
+
+function limitInbox(): RequestHandler {
+  const byAddress = new BucketMap(INBOX_LIMITS.perAddress.rps, INBOX_LIMITS.perAddress.burst);
+  const byApp = new BucketMap(INBOX_LIMITS.perApp.rps, INBOX_LIMITS.perApp.burst, 10_000);
+  return (req, _res, next) => {
+    const now = Date.now();
+    const wait =
+      byAddress.take(clientAddress(req), now) || byApp.take(String(req.params.appId), now);
+    if (wait === 0) return next();
+    next(
+      new AppError('SVC_RATE_LIMITED', 'Rate limit exceeded for the sandbox inbox', {
+        retryAfterS: Math.max(1, Math.ceil(wait / 1000)),
+      }),
+    );
+  };
+}
+
 /** The inbox route (outside the admin prefix: the dispatcher posts to it like to any endpoint). */
 export function mountInbox(app: Express, rt: Runtime): void {
   const notFound = () => new AppError('SVC_NOT_FOUND', 'No inbox for this app');
   app.post(
     `${INBOX_PATH}/:appId`,
+    limitInbox(),
     rateLimit(rt),
     // JSON bodies were read by the shared parser (raw bytes kept); any other type is read here.
     express.raw({ type: () => true, limit: INBOX_MAX_BODY_BYTES }),
@@ -166,13 +193,14 @@ export function mountInbox(app: Express, rt: Runtime): void {
       401: { description: 'Kept, but its signature does not verify with the app’s secret key' },
       404: { description: 'Unknown app, or a live app' },
       413: { description: `Body over ${INBOX_MAX_BODY_BYTES} bytes` },
+      429: { description: 'Over the inbox’s budget for this address or app' },
     },
   });
 }
 
 export function mountSandboxRoutes(router: Router, rt: Runtime): void {
   const admin = requireAdmin(rt);
-  const write = [admin, rateLimit(rt), idempotency(rt)];
+  const write = [admin, rateLimit(rt), idempotency(rt, 'admin')];
   const doc = (d: Omit<Parameters<Runtime['docs']['add']>[0], 'tag' | 'security'>) =>
     rt.docs.add({ ...d, path: `${ADMIN_PREFIX}${d.path}`, tag: 'admin', security: ['admin'] });
 
@@ -206,7 +234,7 @@ export function mountSandboxRoutes(router: Router, rt: Runtime): void {
   doc({
     method: 'get',
     path: '/apps/{appId}/sandbox/inbox',
-    summary: `The deliveries the app’s sandbox inbox received, newest first (the last ${INBOX_SLOTS})`,
+    summary: `The deliveries the app’s sandbox inbox received, newest first (the last ${INBOX_SLOTS} that verify and ${INBOX_UNSIGNED_SLOTS} that do not)`,
     responses: {
       200: { description: 'Deliveries', schema: z.object({ items: z.array(inboxItem) }) },
       ...errors,

@@ -73,7 +73,7 @@ function pathId(raw: unknown): string {
 export function mountGrievanceRoutes(app: Express, rt: Runtime): void {
   const r = Router();
   const read = [requireApiKey(rt, 'consents:read'), rateLimit(rt)];
-  const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt)];
+  const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt, 'consents')];
   const doc = (d: Omit<RouteDoc, 'tag' | 'security'>, scope: ApiKeyScope) =>
     rt.docs.add({
       ...d,

@@ -84,7 +84,7 @@ export const consentsService: ServiceModule = {
     const r = Router();
     // Rate limit before idempotency, so a 429 is never stored as the key's answer.
     const read = [requireApiKey(rt, 'consents:read'), rateLimit(rt)];
-    const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt)];
+    const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt, 'consents')];
     const doc = (d: Omit<RouteDoc, 'tag' | 'security'>, scope: ApiKeyScope) =>
       rt.docs.add({
         ...d,

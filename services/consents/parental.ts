@@ -22,7 +22,7 @@ const PATH = '/api/v1/consents/transactions';
 export function mountParentalRoutes(app: Express, rt: Runtime): void {
   const r = Router();
   // Rate limit before idempotency, so a 429 is never stored as the key's answer.
-  const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt)];
+  const write = [requireApiKey(rt, 'consents:write'), rateLimit(rt), idempotency(rt, 'consents')];
   r.post('/:consentId/parental-verification', ...write, async (req, res) => {
     const body = parseBody(parentalVerificationBody, req.body);
     const id = typeof req.params.consentId === 'string' ? req.params.consentId : '';

@@ -97,7 +97,7 @@ export const consoleService: ServiceModule = {
     r.post('/sign-in', signIn(rt));
     r.post('/sign-out', session, requireCsrf(rt), async (req, res) => {
       await deleteSession(rt, sessionOf(res).id);
-      clearSessionCookie(req, res);
+      clearSessionCookie(res);
       redirect(res, `${CONSOLE_PATH}/sign-in`);
     });
 

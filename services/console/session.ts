@@ -11,7 +11,8 @@ import type { Runtime } from '../../shared/runtime.js';
 
 /**
  * Console sessions (docs/security.md, Console sessions). The browser holds only a random
- * session id, in an HttpOnly, SameSite=Strict cookie scoped to /console (Secure over https).
+ * session id, in an HttpOnly, SameSite=Strict, Secure `__Host-` cookie on `/` (no sibling
+ * subdomain can set or shadow it; browsers keep a Secure cookie over https and on loopback).
  * The server keeps the session in its store (`SessionStore`, by a hash of the id, so a copy of
  * the store holds no usable id) until the session's end, and every read checks the time
  * itself. Sign-out deletes it. A session lasts at most SESSION_TTL_MS and also ends
@@ -20,7 +21,7 @@ import type { Runtime } from '../../shared/runtime.js';
  * key, its revocation or the loss of the `console` scope (checked on every request).
  */
 
-export const COOKIE = 'svc_console';
+export const COOKIE = '__Host-svc_console';
 export const CONSOLE_PATH = '/console';
 /** A session's whole life, from sign-in: a working day. */
 export const SESSION_TTL_MS = 8 * 3_600_000;
@@ -130,23 +131,24 @@ export function sessionIdOf(req: Request): string | undefined {
   return undefined;
 }
 
-function cookie(req: Request, value: string, maxAgeS: number): string {
+/** `__Host-` requires Secure, `Path=/` and no Domain, so the cookie is Secure however reached. */
+function cookie(value: string, maxAgeS: number): string {
   return [
     `${COOKIE}=${value}`,
-    `Path=${CONSOLE_PATH}`,
+    'Path=/',
     `Max-Age=${maxAgeS}`,
     'HttpOnly',
     'SameSite=Strict',
-    ...(req.secure ? ['Secure'] : []),
+    'Secure',
   ].join('; ');
 }
 
-export function setSessionCookie(req: Request, res: Response, s: Session): void {
-  res.append('Set-Cookie', cookie(req, s.id, Math.floor((s.expiresAtMs - Date.now()) / 1000)));
+export function setSessionCookie(res: Response, s: Session): void {
+  res.append('Set-Cookie', cookie(s.id, Math.floor((s.expiresAtMs - Date.now()) / 1000)));
 }
 
-export function clearSessionCookie(req: Request, res: Response): void {
-  res.append('Set-Cookie', cookie(req, '', 0));
+export function clearSessionCookie(res: Response): void {
+  res.append('Set-Cookie', cookie('', 0));
 }
 
 /** What handlers after `requireSession` find on `res.locals.consoleSession`. */
@@ -166,7 +168,7 @@ export function requireSession(rt: Runtime): RequestHandler {
     const id = sessionIdOf(req);
     const s = id === undefined ? undefined : await readSession(rt, id);
     if (!s) {
-      if (id !== undefined) clearSessionCookie(req, res);
+      if (id !== undefined) clearSessionCookie(res);
       if (req.method === 'GET') return res.redirect(303, `${CONSOLE_PATH}/sign-in`);
       return next(new AppError('SVC_UNAUTHORIZED', 'Sign in to the console'));
     }
@@ -244,7 +246,7 @@ export function signIn(rt: Runtime): RequestHandler {
     const previous = sessionIdOf(req);
     if (previous !== undefined) await deleteSession(rt, previous);
     const s = await createSession(rt, who);
-    setSessionCookie(req, res, s);
+    setSessionCookie(res, s);
     rt.log.info(
       s.kind === 'admin'
         ? { console: 'admin' }

@@ -9,7 +9,11 @@ import {
   type TestEventObservation,
 } from '../../shared/domain/checklist.js';
 import { EVENT_TYPES } from '../../shared/domain/consent/events.js';
-import { INBOX_SLOTS, type InboxDelivery } from '../../shared/domain/observations.js';
+import {
+  INBOX_SLOTS,
+  INBOX_UNSIGNED_SLOTS,
+  type InboxDelivery,
+} from '../../shared/domain/observations.js';
 import type { App } from '../../shared/domain/types.js';
 import type { FieldError } from '../../shared/errors.js';
 import type { Dispatch } from '../../shared/storage/ledger/dispatches.js';
@@ -299,7 +303,7 @@ function prettyBody(body: string): string {
  * Characters of a body the page shows: webhook bodies are far smaller, and anyone may post to
  * an inbox, so a hundred bodies of 64 KiB do not make the page megabytes long.
  */
-export const BODY_SHOWN = 16_384;
+export const BODY_SHOWN = 4_096;
 
 function shownBody(body: string): string {
   const text = prettyBody(body);
@@ -332,7 +336,7 @@ function inboxSection(app: App, v: SandboxView): string {
   return `<section aria-labelledby="h-inbox" id="inbox">
 <h2 id="h-inbox">Webhook inbox</h2>
 ${copyBlock('inbox-url', 'This app’s inbox URL', v.inboxUrl)}
-<p>Every delivery to it is kept (the newest ${INBOX_SLOTS}), newest first, with its headers, its body and whether its signature verifies with this app’s current secret key; one that does not is answered 401. <a href="${esc(`${appPath(app.appId)}/sandbox#inbox`)}">Reload</a></p>
+<p>Every delivery to it is kept (the newest ${INBOX_SLOTS} that verify and ${INBOX_UNSIGNED_SLOTS} that do not), newest first, with its headers, its body and whether its signature verifies with this app’s current secret key; one that does not is answered 401. <a href="${esc(`${appPath(app.appId)}/sandbox#inbox`)}">Reload</a></p>
 ${
   v.inbox.length
     ? `<ul class="inbox" id="inbox-list">${v.inbox.map((d, i) => deliveryHtml(d, i === 0)).join('\n')}</ul>`

@@ -79,7 +79,7 @@ export const portalService: ServiceModule = {
     const r = Router();
     const auth = requirePortalToken(rt);
     const read = [auth, rateLimit(rt)];
-    const write = [auth, rateLimit(rt), idempotency(rt)];
+    const write = [auth, rateLimit(rt), idempotency(rt, 'portal')];
     const doc = (d: Omit<RouteDoc, 'tag'>) =>
       rt.docs.add({ ...d, path: `${PORTAL_PATH}${d.path}`, tag: 'Hosted portal' });
 

@@ -64,7 +64,7 @@ export function createPostbackService(o: { now?: () => Date } = {}): ServiceModu
         POSTBACK_PATH,
         requireSecretKey(rt),
         rateLimit(rt),
-        idempotency(rt),
+        idempotency(rt, 'postback'),
         async (req, res) => {
           const app = appOf(res);
           const body = parseBody(postbackBody, req.body);

@@ -97,7 +97,7 @@ export const publicApiService: ServiceModule = {
     const r = Router();
     const auth = requireSecretOrBrowser(rt);
     const read = [auth, rateLimit(rt)];
-    const write = [auth, rateLimit(rt), idempotency(rt)];
+    const write = [auth, rateLimit(rt), idempotency(rt, 'public')];
     const doc = (d: Omit<RouteDoc, 'tag' | 'security'>) =>
       rt.docs.add({
         ...d,

@@ -177,7 +177,7 @@ export const widgetService: ServiceModule = {
     const captureLimit = rateLimit(rt, { perClientIp: true });
     // The stored answer keeps no principal token: a replay is minted a fresh one, and only
     // for the client address that made the capture (anyone may send the same body and key).
-    const captureIdempotency = idempotency(rt, {
+    const captureIdempotency = idempotency(rt, 'widget', {
       credentials: {
         fields: ['principalToken'],
         reissue: async (answer, { res, sameClient }) => {

@@ -42,7 +42,10 @@ export interface ChecklistStore {
   completeGoLive(appId: string, g: { by: string; at: string; liveAppId: string }): Promise<void>;
   /** Gives an incomplete claim back (refused once it names a live twin). */
   releaseGoLive(appId: string): Promise<void>;
-  /** Stores one delivery in the app's ring of `INBOX_SLOTS`, under the next sequence number. */
+  /**
+   * Stores one delivery under the next sequence number, in the app's ring of `INBOX_SLOTS`
+   * signed deliveries or of `INBOX_UNSIGNED_SLOTS` unsigned ones (the oldest overwritten).
+   */
   putInboxDelivery(appId: string, d: Omit<InboxDelivery, 'seq'>): Promise<InboxDelivery>;
   /** The inbox's deliveries, in no order. */
   inbox(appId: string): Promise<InboxDelivery[]>;
@@ -75,10 +78,15 @@ export async function testEventsOf(
 // The webhook inbox
 // ---------------------------------------------------------------------------------------------
 
-/** Deliveries an app's inbox keeps (the newest). */
+/** Deliveries whose signature verifies that an app's inbox keeps (the newest). */
 export const INBOX_SLOTS = 100;
+/**
+ * Deliveries that do not verify that an app's inbox keeps (the newest, in a ring of their own):
+ * anyone can post them, so they never push signed deliveries out.
+ */
+export const INBOX_UNSIGNED_SLOTS = 10;
 /** Largest body the inbox stores; webhook bodies are far smaller. */
-export const INBOX_MAX_BODY_BYTES = 64 * 1024;
+export const INBOX_MAX_BODY_BYTES = 16 * 1024;
 /** Headers kept of each delivery (others, such as proxies' additions, are dropped). */
 export const INBOX_HEADERS = [
   'content-type',
@@ -110,7 +118,11 @@ export function storeInboxDelivery(
   return rt.checklist.putInboxDelivery(appId, d);
 }
 
-/** The inbox, newest first (at most INBOX_SLOTS, `limit` if smaller). */
-export async function listInbox(rt: ChecklistDeps, appId: string, limit = INBOX_SLOTS) {
+/** The inbox, newest first (at most INBOX_SLOTS + INBOX_UNSIGNED_SLOTS, `limit` if smaller). */
+export async function listInbox(
+  rt: ChecklistDeps,
+  appId: string,
+  limit = INBOX_SLOTS + INBOX_UNSIGNED_SLOTS,
+) {
   return (await rt.checklist.inbox(appId)).sort((a, b) => b.seq - a.seq).slice(0, limit);
 }

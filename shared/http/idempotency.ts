@@ -131,6 +131,23 @@ function bodyText(body: unknown): string | undefined {
   }
 }
 
+/**
+ * Who holds a record: the API key by id, the principal of a principal token (by keyed hash, so
+ * the table holds no referenceId), the operator, the app's server (secret key), the public site
+ * key (a capture; `credentials` decides what a replay from another address gets), else the
+ * client address. A write-only key cannot replay what a read-write key was answered, nor one
+ * principal another's.
+ */
+function callerOf(rt: IdempotencyDeps, req: Request, res: Response): string {
+  const l = locals(res);
+  if (l.apiKey) return `ak:${l.apiKey.id}`;
+  if (l.principal) return `pt:${keyedHash(rt.config, 'idempotency', l.principal.referenceId)}`;
+  if (l.admin) return 'admin';
+  if (l.via === 'secretKey') return 'sk';
+  if (l.via === 'siteKey') return 'site';
+  return `ip:${keyedHash(rt.config, 'ip', req.ip ?? '')}`;
+}
+
 const tooDeep = () =>
   new AppError('SVC_VALIDATION_FAILED', 'The body is not valid', {
     errors: [{ path: '/', message: 'nests too deeply' }],
@@ -142,11 +159,16 @@ const tooDeep = () =>
  * (`Idempotent-Replayed: true`), without applying the request again. A secret key or API key in the answer is stored
  * masked (`maskSecrets`), so a replay shows it masked: a secret is shown once, and only to the
  * first answer. A principal token is never stored either: see `IdempotencyOptions.credentials`.
- * Keys are scoped per app (or the admin); a repeat with a different method, path or body is 422,
+ * Keys are scoped per app, surface and caller (`callerOf`): another caller's key, even in the same
+ * app, is a new key to this one. A repeat with a different method, path or body is 422,
  * one while the first is still running is 409. A 5xx is not stored, so the client can retry with
  * the same key. Goes after authentication.
  */
-export function idempotency(rt: IdempotencyDeps, o: IdempotencyOptions = {}): RequestHandler {
+export function idempotency(
+  rt: IdempotencyDeps,
+  surface: string,
+  o: IdempotencyOptions = {},
+): RequestHandler {
   const store = rt.idempotency;
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
@@ -164,8 +186,7 @@ export function idempotency(rt: IdempotencyDeps, o: IdempotencyOptions = {}): Re
       );
     }
     const l = locals(res);
-    const scope = l.app?.appId ?? (l.admin ? 'admin' : `ip:${req.ip ?? ''}`);
-    const pk = `${scope}#${key}`;
+    const pk = `${l.app?.appId ?? '-'}#${surface}#${callerOf(rt, req, res)}#${key}`;
     const body = bodyText(req.body);
     if (body === undefined) return next(tooDeep());
     const client = o.credentials ? keyedHash(rt.config, 'ip', req.ip ?? '') : undefined;

@@ -37,7 +37,12 @@ export interface HttpAppOptions {
   lagShedMs?: number;
   /** When set, /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string | undefined;
+  /** The origin clients reach (PUBLIC_BASE_URL); when https, every answer carries HSTS. */
+  publicBaseUrl?: string;
 }
+
+/** A year, with subdomains: a browser that once reached the service over https keeps to it. */
+export const HSTS = 'max-age=31536000; includeSubDomains';
 
 /** Paths that stream for as long as they need and so are not held to the deadline. */
 const undeadlined = new Set(['/api/v1/ledger/export']);
@@ -339,6 +344,11 @@ export function createHttpApp(o: HttpAppOptions): Express {
   );
   app.disable('x-powered-by');
   app.set('trust proxy', o.trustProxy ?? 'loopback');
+  if (o.publicBaseUrl !== undefined && new URL(o.publicBaseUrl).protocol === 'https:')
+    app.use((_req, res, next) => {
+      res.setHeader('Strict-Transport-Security', HSTS);
+      next();
+    });
   app.use(traceRequests());
   app.use(httpMetrics(o.registry));
   app.use('/api', deadline(o.deadlineMs ?? 1_800));

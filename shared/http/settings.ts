@@ -63,7 +63,7 @@ export const httpSettings = {
   /** Failed authentications per client address, per process, past which 429 (burst: shared/tuning.ts). */
   RATE_LIMIT_AUTH_FAILURE_RPS: z.coerce.number().positive().default(1),
   SVC_ADMIN_TOKEN: z.string().min(16).optional(),
-  /** When set, `/metrics` requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  /** When set, `/metrics` requires `Authorization: Bearer <METRICS_TOKEN>`; production requires it. */
   METRICS_TOKEN: z.string().min(16).optional(),
   /** Standard OpenTelemetry variables: traces go to this OTLP/HTTP endpoint when set. */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),

@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { checkUrl, guardedLookup, SSRF_CODE, type DestinationPolicy } from './guard.js';
 import type { ErrorClass } from '../domain/ledger/delivery.js';
+import { classifyIp, parseIp, type AddressCategory } from '../net/ip.js';
 
 /** The ledger keeps at most this much of a response body. */
 export const EXCERPT_BYTES = 4096;
@@ -24,6 +25,8 @@ export interface AttemptResult {
   errorClass?: ErrorClass;
   errorMessage?: string;
   responseExcerpt: string;
+  /** The category of the address that answered (`global` for a public one); absent without one. */
+  peer?: AddressCategory;
   retryAfter?: string;
   /** True when no connection was attempted (refused or invalid destination). */
   refused?: boolean;
@@ -129,6 +132,7 @@ export class WebhookClient {
         o.signal?.removeEventListener('abort', onAbort);
         resolve({ startedAtMs, durationMs: elapsed(), responseExcerpt: excerptOf(chunks), ...r });
       };
+      let peer: AddressCategory | undefined;
       const fromResponse = (r: IncomingMessage) => {
         const status = r.statusCode ?? 0;
         const retryAfter = r.headers['retry-after'];
@@ -136,6 +140,7 @@ export class WebhookClient {
         return {
           ok,
           statusCode: status,
+          ...(peer ? { peer } : {}),
           ...(ok
             ? {}
             : { errorClass: (status >= 300 && status < 400 ? 'redirect' : 'http') as ErrorClass }),
@@ -173,6 +178,8 @@ export class WebhookClient {
       req.on('error', fail);
       req.on('response', (r) => {
         res = r;
+        const ip = parseIp(r.socket?.remoteAddress ?? '');
+        peer = ip ? classifyIp(ip) : 'reserved';
         r.on('data', (c: Buffer) => {
           if (size < EXCERPT_BYTES) chunks.push(c);
           size += c.length;

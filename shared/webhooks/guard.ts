@@ -21,11 +21,16 @@ export interface GuardConfig {
   allowLoopbackSandbox: boolean;
 }
 
+/**
+ * A sandbox app reaches global addresses only, plus loopback when WEBHOOK_ALLOW_LOOPBACK_SANDBOX:
+ * WEBHOOK_ALLOWLIST is for live apps, so whoever can set a sandbox app's URL (a console key)
+ * cannot reach the operator's private networks.
+ */
 export function policyFor(env: Environment, g: GuardConfig): DestinationPolicy {
   const sandbox = env === 'sandbox';
   return {
     name: sandbox ? 'sandbox' : 'live',
-    allowlist: g.allowlist,
+    allowlist: sandbox ? [] : g.allowlist,
     allowLoopback: sandbox && g.allowLoopbackSandbox,
     requireHttps: !sandbox,
   };

@@ -1,7 +1,12 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ConsentEvent } from '../../shared/domain/consent/events.js';
-import { INBOX_MAX_BODY_BYTES, INBOX_SLOTS } from '../../shared/domain/observations.js';
+import {
+  INBOX_MAX_BODY_BYTES,
+  INBOX_SLOTS,
+  INBOX_UNSIGNED_SLOTS,
+} from '../../shared/domain/observations.js';
+import { INBOX_LIMITS } from '../../services/admin/sandbox.js';
 import { startPipeline, type Pipeline, type PipelineApp } from '../compliance/fixture.js';
 import type { Reply } from './client.js';
 
@@ -192,18 +197,33 @@ describe('the webhook inbox', () => {
     expect(anon.status).toBe(401);
   });
 
-  it(`keeps the newest ${INBOX_SLOTS} deliveries`, async () => {
+  it(`keeps the newest ${INBOX_UNSIGNED_SLOTS} unsigned deliveries, never pushing signed ones out`, async () => {
     const other = await f.createApp(60);
     const url = `${f.p.url}/sandbox/inbox/${other.appId}`;
-    for (let i = 0; i < INBOX_SLOTS + 5; i++) {
-      const r = await fetch(url, { method: 'POST', body: String(i) });
+    expect((await admin('PATCH', `/apps/${other.appId}`, { webhookUrl: url })).status).toBe(200);
+    const signed = await admin('POST', `/apps/${other.appId}/sandbox/test-events`, {
+      type: 'consent.granted',
+    });
+    expect(signed.body).toMatchObject({ status: 200, signatureValid: true });
+    for (let i = 0; i < INBOX_UNSIGNED_SLOTS + 5; i++) {
+      // Each from an address of its own (a proxy on loopback names it), so only the app's
+      // budget is spent.
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'x-forwarded-for': `198.51.100.${i + 1}` },
+        body: String(i),
+      });
       // Unsigned: kept, and refused as a verifying receiver refuses it.
       expect(r.status).toBe(401);
     }
     const items = await inbox(other.appId);
-    expect(items).toHaveLength(INBOX_SLOTS);
-    expect(items[0]!.body).toBe(String(INBOX_SLOTS + 4));
-    expect(items.at(-1)!.body).toBe('5');
+    const unsigned = items.filter((x) => !x.signatureValid);
+    expect(unsigned).toHaveLength(INBOX_UNSIGNED_SLOTS);
+    expect(unsigned[0]!.body).toBe(String(INBOX_UNSIGNED_SLOTS + 4));
+    expect(unsigned.at(-1)!.body).toBe('5');
+    expect(items.filter((x) => x.signatureValid).map((x) => x.headers['webhook-id'])).toEqual([
+      signed.body.webhookId,
+    ]);
     // Bounded in the store, not only in the listing.
     const stored = await f.rt.dynamo.doc.send(
       new QueryCommand({
@@ -214,7 +234,46 @@ describe('the webhook inbox', () => {
         ConsistentRead: true,
       }),
     );
-    expect(stored.Count).toBe(INBOX_SLOTS);
+    expect(stored.Count).toBe(INBOX_UNSIGNED_SLOTS + 1);
+    expect(INBOX_SLOTS).toBe(100);
+  });
+
+  it('refuses a body over 16 KiB, and holds each address and each app to budgets of their own (429)', async () => {
+    const other = await f.createApp(60);
+    const url = `${f.p.url}/sandbox/inbox/${other.appId}`;
+    const post = (from: string, body = '{}') =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
+        body,
+      });
+    expect(INBOX_MAX_BODY_BYTES).toBe(16 * 1024);
+    const big = await post('198.51.100.200', JSON.stringify({ pad: 'x'.repeat(17 * 1024) }));
+    expect(big.status).toBe(413);
+
+    // One address, all at once (a busy machine may take seconds to read them all, so five bursts'
+    // worth): beyond its burst, 429 with Retry-After (the API allows 1,000/s).
+    const one = await Promise.all(
+      Array.from({ length: INBOX_LIMITS.perAddress.burst * 5 }, () => post('203.0.113.77')),
+    );
+    const refused = one.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused[0]!.json()) as { code: string }).code).toBe('SVC_RATE_LIMITED');
+
+    // Many addresses, one app, all at once: the app's budget runs out too.
+    const many = await Promise.all(
+      Array.from({ length: INBOX_LIMITS.perApp.burst * 4 }, (_, i) => post(`192.0.2.${i + 1}`)),
+    );
+    expect(many.map((r) => r.status)).toContain(429);
+    // Another app is not held to this one's budget.
+    const third = await f.createApp(60);
+    const fresh = await fetch(`${f.p.url}/sandbox/inbox/${third.appId}`, {
+      method: 'POST',
+      headers: { 'x-forwarded-for': '192.0.2.250' },
+      body: 'x',
+    });
+    expect(fresh.status).toBe(401);
   });
 });
 

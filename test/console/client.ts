@@ -39,7 +39,7 @@ export function consoleClient(baseUrl: string, o: { from?: string } = {}) {
     const headers: Record<string, string> = {
       accept: 'text/html',
       ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-      ...(jar ? { cookie: `svc_console=${jar}` } : {}),
+      ...(jar ? { cookie: `__Host-svc_console=${jar}` } : {}),
       ...opts.headers,
     };
     return new Promise((resolve, reject) => {
@@ -58,7 +58,7 @@ export function consoleClient(baseUrl: string, o: { from?: string } = {}) {
           res.on('end', () => {
             const setCookie = res.headers['set-cookie'] ?? [];
             for (const c of setCookie) {
-              const m = /^svc_console=([^;]*)/.exec(c);
+              const m = /^__Host-svc_console=([^;]*)/.exec(c);
               if (m) cookie = m[1] === '' ? undefined : m[1];
             }
             resolve({

@@ -81,18 +81,23 @@ describe('console sign-in', () => {
     expect(js.text).toContain('data-copy');
   });
 
-  it('opens a session for the admin token: HttpOnly, SameSite=Strict, /console, Secure over https', async () => {
+  it('opens a session for the admin token: a __Host- cookie, HttpOnly, SameSite=Strict, Secure', async () => {
     const c = consoleClient(p.url);
     const r = await c.post('/console/sign-in', { credential: token });
     expect(r.status).toBe(303);
     expect(r.location).toBe('/console/');
     const [cookie] = r.setCookie;
-    expect(cookie).toMatch(/^svc_console=[A-Za-z0-9_-]{43}; /);
-    expect(cookie).toContain('Path=/console');
+    // Secure even over plain http (a TLS proxy off loopback leaves req.secure false), on
+    // Path=/ with no Domain: what `__Host-` requires, so no sibling subdomain can plant one.
+    expect(cookie).toMatch(/^__Host-svc_console=[A-Za-z0-9_-]{43}; /);
+    expect(cookie).toContain('; Path=/;');
+    expect(cookie).not.toContain('Domain');
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).toContain('; Secure');
     expect(cookie).toMatch(/Max-Age=(28[0-7]\d\d|28800)\b/);
-    expect(cookie).not.toContain('Secure');
+    // PUBLIC_BASE_URL is http here: no HSTS.
+    expect(r.headers['strict-transport-security']).toBeUndefined();
     const list = await c.get('/console/');
     expect(list.status).toBe(200);
     expect(list.text).toContain(`/console/apps/${shop.appId}`);
@@ -104,14 +109,6 @@ describe('console sign-in', () => {
     expect(c.session).not.toBe(first);
     expect(await readSession(p.rt, first)).toBeUndefined();
     expect((await c.get('/console/')).status).toBe(200);
-
-    // Behind a proxy on loopback that says the client came over https: Secure.
-    const tls = await consoleClient(p.url).post(
-      '/console/sign-in',
-      { credential: token },
-      { headers: { 'x-forwarded-proto': 'https' } },
-    );
-    expect(tls.setCookie[0]).toContain('; Secure');
 
     // The store holds a hash of the id, never the id itself.
     const items = await p.rt.dynamo.doc.send(
@@ -143,6 +140,27 @@ describe('console sign-in', () => {
     expect(json.status).toBe(401);
     expect(json.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(JSON.parse(json.text)).toMatchObject({ status: 401, code: 'SVC_UNAUTHORIZED' });
+  });
+
+  it('sends HSTS on every answer when PUBLIC_BASE_URL is https, reached over plain http', async () => {
+    const tls = await testProcess('console-hsts', [consoleService], [], {
+      SVC_ADMIN_TOKEN: token,
+      PUBLIC_BASE_URL: 'https://consent.example.test',
+    });
+    try {
+      const c = consoleClient(tls.url);
+      const page = await c.get('/console/sign-in');
+      expect(page.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+      const health = await c.get('/healthz');
+      expect(health.headers['strict-transport-security']).toBe(
+        'max-age=31536000; includeSubDomains',
+      );
+      const r = await c.post('/console/sign-in', { credential: token });
+      expect(r.status).toBe(303);
+      expect(r.setCookie[0]).toMatch(/^__Host-svc_console=[A-Za-z0-9_-]{43}; Path=\/; .*; Secure$/);
+    } finally {
+      await tls.close();
+    }
   });
 
   it('limits failed sign-ins per address like every failed authentication: 429, even for the right token', async () => {
@@ -460,7 +478,7 @@ describe('console sessions', () => {
     const r = await c.post('/console/sign-out', { _csrf: csrfOf(page.text) });
     expect(r.status).toBe(303);
     expect(r.location).toBe('/console/sign-in');
-    expect(r.setCookie[0]).toMatch(/^svc_console=; .*Max-Age=0/);
+    expect(r.setCookie[0]).toMatch(/^__Host-svc_console=; Path=\/; Max-Age=0;.*Secure/);
     expect(await readSession(p.rt, id)).toBeUndefined();
     const again = await c.get('/console/', { cookie: id });
     expect(again.status).toBe(303);

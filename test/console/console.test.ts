@@ -116,8 +116,8 @@ describe('the console in Chromium', () => {
     await page.getByLabel('Admin token or API key').fill(world.p.rt.config.SVC_ADMIN_TOKEN!);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Apps', level: 1 }).waitFor();
-    const cookie = (await context.cookies()).find((c) => c.name === 'svc_console');
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
+    const cookie = (await context.cookies()).find((c) => c.name === '__Host-svc_console');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', secure: true });
     // The cookie is out of the script's reach.
     expect(await page.evaluate(() => document.cookie)).toBe('');
     await expect.poll(() => page.getByRole('link', { name: 'Shop & Co' }).count()).toBe(1);
@@ -346,14 +346,14 @@ describe('the console in Chromium', () => {
   });
 
   it('signs out: the session is deleted and its cookie no longer works', async () => {
-    const id = (await context.cookies()).find((c) => c.name === 'svc_console')!.value;
+    const id = (await context.cookies()).find((c) => c.name === '__Host-svc_console')!.value;
     await page.goto(consoleUrl('/'));
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    expect((await context.cookies()).find((c) => c.name === 'svc_console')).toBeUndefined();
+    expect((await context.cookies()).find((c) => c.name === '__Host-svc_console')).toBeUndefined();
     expect(await readSession(world.p.rt, id)).toBeUndefined();
     const replay = await fetch(consoleUrl('/'), {
-      headers: { cookie: `svc_console=${id}` },
+      headers: { cookie: `__Host-svc_console=${id}` },
       redirect: 'manual',
     });
     expect(replay.status).toBe(303);

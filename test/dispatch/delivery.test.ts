@@ -73,7 +73,8 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
         trigger: 'first',
         statusCode: 200,
         outcome: 'delivered',
-        responseExcerpt: '{"ok":true}',
+        // A loopback receiver's reply is never kept (only a public one's).
+        responseExcerpt: '',
         destination: f.rcv.url('/signed'),
       }),
     ]);
@@ -114,7 +115,7 @@ describe('webhook delivery (real Kafka, DynamoDB Local, loopback receiver)', () 
       [1, 500, 'http', 'failed', 'first'],
       [2, 200, undefined, 'delivered', 'retry'],
     ]);
-    expect(d.attempts[0]!.responseExcerpt).toBe('boom');
+    expect(d.attempts[0]!.responseExcerpt).toBe('');
     expect(await verifyDispatchChain(f.p.rt, dispatchId)).toEqual({ ok: true, entries: 3 });
   });
 

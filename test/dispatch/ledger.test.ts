@@ -157,9 +157,10 @@ describe('dispatch ledger queries', () => {
 
   it('returns a dispatch with its attempts, hash-chained, and detects tampering', async () => {
     const d = (await getDispatch(f.p.rt, ids[0]!))!;
+    // The receiver is on loopback: its replies are not kept.
     expect(d.attempts.map((a) => [a.attempt, a.statusCode, a.responseExcerpt])).toEqual([
-      [1, 503, 'not yet'],
-      [2, 200, 'done'],
+      [1, 503, ''],
+      [2, 200, ''],
     ]);
     expect(d.attempts[0]!.prevHash).toBe(d.entryHash);
     expect(d.attempts[1]!.prevHash).toBe(d.attempts[0]!.hash);

@@ -19,12 +19,12 @@ const counterService: ServiceModule = {
       if (appId) locals(res).app = { appId } as App;
       next();
     });
-    app.post('/t/count', rateLimit(rt), idempotency(rt), (req, res) => {
+    app.post('/t/count', rateLimit(rt), idempotency(rt, 'test'), (req, res) => {
       counter += 1;
       res.status(201).setHeader('Location', `/t/count/${counter}`);
       res.json({ counter, echo: req.body as unknown });
     });
-    app.post('/t/fail', idempotency(rt), (req, _res, next) => {
+    app.post('/t/fail', idempotency(rt, 'test'), (req, _res, next) => {
       counter += 1;
       next(req.get('x-fail') === '500' ? new Error('boom') : new AppError('SVC_CONFLICT', 'nope'));
     });

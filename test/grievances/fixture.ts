@@ -41,8 +41,12 @@ export async function startDutyStack(name: string) {
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await r.text();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
-    return { status: r.status, body: (text ? JSON.parse(text) : undefined) as any };
+    return {
+      status: r.status,
+      headers: Object.fromEntries(r.headers) as Record<string, string | undefined>,
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
+      body: (text ? JSON.parse(text) : undefined) as any,
+    };
   }
 
   return {

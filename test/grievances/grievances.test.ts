@@ -139,6 +139,73 @@ describe('filing a grievance', () => {
   });
 });
 
+describe('Idempotency-Key per caller', () => {
+  it('principal B replaying principal A’s key files its own grievance, never gets A’s', async () => {
+    const ann = await s.createPrincipal(shop, 'ann-idem@example.test');
+    const bob = await s.createPrincipal(shop, 'bob-idem@example.test');
+    const key = { 'idempotency-key': `idem-${ann.referenceId}` };
+    const body = { subject: 'Same words', description: 'Typed by whoever holds the key.' };
+    const a = await call(
+      'POST',
+      '/api/public/consents/my-grievances',
+      {
+        ...(await browserAuth(shop, ann.referenceId)),
+        ...key,
+      },
+      body,
+    );
+    expect(a.status).toBe(201);
+    const b = await call(
+      'POST',
+      '/api/public/consents/my-grievances',
+      {
+        ...(await browserAuth(shop, bob.referenceId)),
+        ...key,
+      },
+      body,
+    );
+    expect(b.status).toBe(201);
+    expect(b.headers['idempotent-replayed']).toBeUndefined();
+    expect(b.body.grievanceId).not.toBe(a.body.grievanceId);
+    expect(b.body.referenceId).toBe(bob.referenceId);
+    // A's own repeat is still a replay of A's answer.
+    const again = await call(
+      'POST',
+      '/api/public/consents/my-grievances',
+      {
+        ...(await browserAuth(shop, ann.referenceId)),
+        ...key,
+      },
+      body,
+    );
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.grievanceId).toBe(a.body.grievanceId);
+  });
+
+  it('a write-only key cannot replay a read-write key’s record', async () => {
+    const eve = await s.createPrincipal(shop, 'eve-idem@example.test');
+    const made = await s.admin('POST', `/apps/${shop.app.appId}/api-keys`, {
+      name: 'write only (idempotency)',
+      scopes: ['consents:write'],
+    });
+    const writer = { authorization: `Bearer ${made.key as string}` };
+    const key = { 'idempotency-key': `idem-${eve.referenceId}` };
+    const body = {
+      referenceId: eve.referenceId,
+      subject: 'Private to readers',
+      description: 'Only a key that may read sees this text.',
+    };
+    const full = await call('POST', '/api/v1/grievances', { ...apiKey(shop), ...key }, body);
+    expect(full.status).toBe(201);
+    expect(full.body.subject).toBe('Private to readers');
+    const replay = await call('POST', '/api/v1/grievances', { ...writer, ...key }, body);
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBeUndefined();
+    expect(replay.body.grievanceId).not.toBe(full.body.grievanceId);
+    expect(JSON.stringify(replay.body)).not.toContain('Private to readers');
+  });
+});
+
 describe('answering', () => {
   it('a write-only key files and answers with a receipt, never the text a principal wrote', async () => {
     const dave = await s.createPrincipal(shop, 'dave@example.test');

@@ -35,6 +35,12 @@ export function destinationOf(url: string): string {
 }
 
 /**
+ * Only a public receiver's reply is kept: an allowlisted private or a loopback one would let
+ * whoever sets the URL read internal services through the ledger API.
+ */
+const keptExcerpt = (r: AttemptResult) => (r.peer === 'global' ? r.responseExcerpt : '');
+
+/**
  * The decisions that follow an attempt, as a pure function of the dispatch, the app as read
  * at send time, and the attempt's result: the retry step (shared/webhooks/schedule.ts), the
  * ledger entry, what the metrics observe and how the endpoint's health moves.
@@ -72,7 +78,7 @@ export function planSettle(
       ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
       ...(result.errorClass ? { errorClass: result.errorClass } : {}),
       ...(result.errorMessage ? { errorMessage: result.errorMessage.slice(0, 500) } : {}),
-      responseExcerpt: result.responseExcerpt,
+      responseExcerpt: keptExcerpt(result),
       outcome: result.ok ? 'delivered' : 'failed',
     },
     deliveryStatus: step.deliveryStatus,

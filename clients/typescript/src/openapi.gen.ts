@@ -199,7 +199,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The deliveries the app’s sandbox inbox received, newest first (the last 100) */
+        /** The deliveries the app’s sandbox inbox received, newest first (the last 100 that verify and 10 that do not) */
         get: operations["getAdminAppsByAppIdSandboxInbox"];
         put?: never;
         post?: never;
@@ -4689,7 +4689,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 65536 bytes */
+            /** @description Body over 16384 bytes */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4698,7 +4698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            /** @description Over the inbox’s budget for this address or app */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -9,6 +9,7 @@ import type { TableNames } from '../../../infra/definitions/tables.js';
 import type { TestEventObservation } from '../../domain/checklist.js';
 import {
   INBOX_SLOTS,
+  INBOX_UNSIGNED_SLOTS,
   type ChecklistRecords,
   type ChecklistStore,
   type InboxDelivery,
@@ -23,9 +24,11 @@ import { queryAll } from '../query.js';
  *   the last test event of each kind (`CHECKLIST#OBS#signed`, `CHECKLIST#OBS#bad_signature`),
  *   attestations (`CHECKLIST#ATTEST#{itemId}#{ulid}`, one immutable item per attestation) and
  *   the go-live claim (`CHECKLIST#GOLIVE`, put only if absent, so an app goes live once);
- * - the webhook inbox: the last `INBOX_SLOTS` deliveries, a ring under pk `APP#{appId}#INBOX`
- *   (sk `SLOT#{nnn}`), the next sequence number in sk `SEQ`. A delivery takes the next number
- *   and overwrites the slot it maps to, so an inbox never holds more than `INBOX_SLOTS` items.
+ * - the webhook inbox, under pk `APP#{appId}#INBOX`: the last `INBOX_SLOTS` signed deliveries
+ *   (sk `SLOT#{nnn}`, by sequence number) and the last `INBOX_UNSIGNED_SLOTS` unsigned ones
+ *   (sk `SLOT#U{nn}`, by their own count `useq`); the next sequence number in sk `SEQ`. A
+ *   delivery takes the next number(s) and overwrites the slot it maps to, so an inbox never
+ *   holds more than `INBOX_SLOTS + INBOX_UNSIGNED_SLOTS` items.
  */
 export interface StoreDeps {
   dynamo: { doc: DynamoDBDocumentClient };
@@ -39,6 +42,29 @@ const observationSk = (kind: TestEventKind) => `${PREFIX}OBS#${kind}`;
 const appPk = (appId: string) => `APP#${appId}`;
 const inboxPk = (appId: string) => `APP#${appId}#INBOX`;
 const slotSk = (seq: number) => `SLOT#${String(seq % INBOX_SLOTS).padStart(3, '0')}`;
+const unsignedSlotSk = (useq: number) =>
+  `SLOT#U${String(useq % INBOX_UNSIGNED_SLOTS).padStart(2, '0')}`;
+
+/** Takes the next sequence number (and, for an unsigned delivery, its own count): its slot. */
+async function nextInboxSlot(
+  doc: DynamoDBDocumentClient,
+  TableName: string,
+  appId: string,
+  signed: boolean,
+): Promise<{ seq: number; sk: string }> {
+  const counter = await doc.send(
+    new UpdateCommand({
+      TableName,
+      Key: { pk: inboxPk(appId), sk: 'SEQ' },
+      UpdateExpression: signed ? 'ADD #seq :one' : 'ADD #seq :one, #useq :one',
+      ExpressionAttributeNames: { '#seq': 'seq', ...(signed ? {} : { '#useq': 'useq' }) },
+      ExpressionAttributeValues: { ':one': 1 },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  const seq = Number(counter.Attributes?.seq);
+  return { seq, sk: signed ? slotSk(seq) : unsignedSlotSk(Number(counter.Attributes?.useq)) };
+}
 
 function toTestEventObservation(
   item: Record<string, unknown> | undefined,
@@ -152,21 +178,9 @@ export function dynamoChecklistStore(deps: StoreDeps): ChecklistStore {
     },
 
     async putInboxDelivery(appId, d) {
-      const counter = await doc.send(
-        new UpdateCommand({
-          TableName,
-          Key: { pk: inboxPk(appId), sk: 'SEQ' },
-          UpdateExpression: 'ADD #seq :one',
-          ExpressionAttributeNames: { '#seq': 'seq' },
-          ExpressionAttributeValues: { ':one': 1 },
-          ReturnValues: 'UPDATED_NEW',
-        }),
-      );
-      const seq = Number(counter.Attributes?.seq);
+      const { seq, sk } = await nextInboxSlot(doc, TableName, appId, d.signatureValid);
       const delivery: InboxDelivery = { seq, ...d };
-      await doc.send(
-        new PutCommand({ TableName, Item: { pk: inboxPk(appId), sk: slotSk(seq), ...delivery } }),
-      );
+      await doc.send(new PutCommand({ TableName, Item: { pk: inboxPk(appId), sk, ...delivery } }));
       return delivery;
     },
 
