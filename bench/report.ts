@@ -317,6 +317,25 @@ const benchTables: Record<string, (x: unknown, b: unknown) => string> = {
         ]),
       ),
     ].join('\n'),
+  ordering: (x, b) =>
+    table(
+      ['app', 'other principals delivered', 'p50 / p99 ms', 'withdrawals before their grant'],
+      [
+        [
+          '`principal`',
+          n(num(x, 'ordered', 'delivered')),
+          `${n(num(x, 'ordered', 'p50Ms'))} / ${n(num(x, 'ordered', 'p99Ms'))}`,
+          `${n(num(x, 'ordered', 'withdrawalsBeforeTheirGrant'))} (held ${n(num(x, 'ordered', 'held'))})`,
+        ],
+        [
+          'baseline: `independent`',
+          n(num(b, 'independent', 'delivered')),
+          `${n(num(b, 'independent', 'p50Ms'))} / ${n(num(b, 'independent', 'p99Ms'))}`,
+          n(num(b, 'independent', 'withdrawalsBeforeTheirGrant')),
+        ],
+        ['p99 ratio', '', n(num(x, 'p99Ratio'), 2), ''],
+      ],
+    ),
   refusal: (x, b) =>
     table(
       ['503 answered by', 'server CPU µs a request'],

@@ -21,6 +21,7 @@ const benches: Record<string, () => Promise<BenchOutcome>> = {
   timers: async () => (await import('./timers.js')).run(),
   store: async () => (await import('./store.js')).run(),
   refusal: async () => (await import('./refusal.js')).run(),
+  ordering: async () => (await import('./ordering.js')).run(),
 };
 
 export const benchNames = Object.keys(benches);
