@@ -255,14 +255,11 @@ async function rawBaseline(url: string, n: number, concurrency: number) {
   return n / ((Date.now() - t0) / 1000);
 }
 
-/**
- * Issue 4's dispatch benchmark: signed, ledgered deliveries per second vs. a plain Node
- * client's loopback POST rate; end-to-end latency at a fixed event rate; and the effect of
- * one hanging endpoint among 20 on the others.
- */
-export async function run(): Promise<BenchOutcome> {
-  const stack = await benchStack();
-  const recv = await receiver('/hang');
+/** A process running the dispatcher alone on the bench's stack, delivering to loopback. */
+export function startBenchDispatcher(
+  stack: { kafkaBrokers: string; dynamoEndpoint: string },
+  name: string,
+): Promise<RunningProcess> {
   const config = loadConfig(
     {
       // Other settings may be given in the environment.
@@ -277,14 +274,25 @@ export async function run(): Promise<BenchOutcome> {
     },
     { DISPATCH_SAFETY_NET_MS: 10_000 },
   );
-  const startedAt = Date.now();
-  const p = await startProcess({
-    name: 'bench-dispatch',
+  return startProcess({
+    name,
     services: [],
     workers: [dispatcherWorker],
     config,
     log: createLogger({ level: 'silent' }),
   });
+}
+
+/**
+ * Issue 4's dispatch benchmark: signed, ledgered deliveries per second vs. a plain Node
+ * client's loopback POST rate; end-to-end latency at a fixed event rate; and the effect of
+ * one hanging endpoint among 20 on the others.
+ */
+export async function run(): Promise<BenchOutcome> {
+  const stack = await benchStack();
+  const recv = await receiver('/hang');
+  const startedAt = Date.now();
+  const p = await startBenchDispatcher(stack, 'bench-dispatch');
   try {
     const mk = async (path: string) =>
       (

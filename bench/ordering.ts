@@ -1,14 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
-import { startProcess, type RunningProcess } from '../bin/process.js';
+import type { RunningProcess } from '../bin/process.js';
 import { createApp } from '../shared/domain/apps.js';
 import type { ConsentEvent, EventType } from '../shared/domain/consent/events.js';
 import { newEventId, newReferenceId } from '../shared/domain/ids.js';
 import type { App, WebhookOrdering } from '../shared/domain/types.js';
-import { dispatcherWorker } from '../workers/dispatcher/index.js';
+import { startBenchDispatcher } from './dispatch.js';
 import { benchStack, percentile } from './lib.js';
 import type { BenchOutcome } from './record.js';
 
@@ -122,26 +120,8 @@ const summary = (lat: number[]) => {
 export async function run(): Promise<BenchOutcome> {
   const stack = await benchStack();
   const recv = await receiver();
-  const config = loadConfig(
-    {
-      ...process.env,
-      LOG_LEVEL: 'silent',
-      KAFKA_BROKERS: stack.kafkaBrokers,
-      DYNAMODB_ENDPOINT: stack.dynamoEndpoint,
-      PORT: '0',
-      WEBHOOK_TIMEOUT_MS: '2000',
-      WEBHOOK_ALLOW_LOOPBACK_SANDBOX: 'true',
-    },
-    { DISPATCH_SAFETY_NET_MS: 10_000 },
-  );
   const startedAt = Date.now();
-  const p = await startProcess({
-    name: 'bench-ordering',
-    services: [],
-    workers: [dispatcherWorker],
-    config,
-    log: createLogger({ level: 'silent' }),
-  });
+  const p = await startBenchDispatcher(stack, 'bench-ordering');
   try {
     const mk = async (ordering: WebhookOrdering) =>
       (
