@@ -25,8 +25,8 @@ import {
 /**
  * Accessibility measured with axe-core (WCAG 2.1 A and AA; serious and critical violations
  * fail, test/browser/axe.ts) in real Chromium against the real stack: the consent dialog in
- * English and in Urdu (right to left), the dialog at 200 % zoom, the dashboard, the hosted
- * portal and every view the console renders. One world, one sandbox app with data (notices,
+ * English and in Urdu (right to left), the dialog at 200 % zoom, the dashboard and the hosted
+ * portal in both languages, and every view the console renders. One world, one sandbox app with data (notices,
  * an API key, a consent and its webhook dispatch delivered to the app's sandbox inbox), one
  * browser. Keyboard-only use of the dialog is covered by widget.test.ts.
  */
@@ -234,17 +234,19 @@ describe('the dashboard', () => {
 });
 
 describe('the hosted portal', () => {
-  it('has no serious or critical violation with the principal’s consents', async () => {
-    const a = (await getApp(world.p.rt, app.appId))!;
-    const { token } = issuePrincipalToken(world.p.rt.config, a, referenceId, {
-      kind: 'portal',
-      ttlMs: 600_000,
+  for (const lang of ['en', 'ur'] as const)
+    it(`has no serious or critical violation with the principal’s consents (${lang})`, async () => {
+      const a = (await getApp(world.p.rt, app.appId))!;
+      const { token } = issuePrincipalToken(world.p.rt.config, a, referenceId, {
+        kind: 'portal',
+        ttlMs: 600_000,
+      });
+      await page.goto(`${world.p.url}/portal/${referenceId}?lang=${lang}#token=${token}`);
+      await page.locator('button.receipt').first().waitFor();
+      expect(await page.locator('html').getAttribute('dir')).toBe(lang === 'en' ? 'ltr' : 'rtl');
+      expect(await page.locator('td.state').count()).toBeGreaterThan(0);
+      await expectAccessible(page, { label: `portal (${lang})` });
     });
-    await page.goto(`${world.p.url}/portal/${referenceId}#token=${token}`);
-    await page.getByRole('button', { name: /^Download the signed receipt of / }).waitFor();
-    await page.locator('td.state').first().waitFor();
-    await expectAccessible(page, { label: 'portal' });
-  });
 });
 
 /**
