@@ -144,7 +144,6 @@ export const en = {
       'This link is incomplete. Open the “Manage consent” link from your e-mail exactly as it was sent.',
     requestFailed: 'The request failed ({status})',
     networkFailed: 'The request failed',
-    receipt: 'Download receipt',
     receiptFor: 'Download the signed receipt of {title}',
     receiptSaved: 'The signed receipt was downloaded.',
   },

@@ -279,15 +279,11 @@ function start(main: HTMLElement, list: HTMLElement, status: HTMLElement): void 
         el('tbody', {}, rows),
       ]),
     );
+    // The visible text is the whole name (WCAG 2.5.3, label in name): it says whose receipt.
     const download = el(
       'button',
-      {
-        type: 'button',
-        class: 'receipt',
-        'data-receipt': t.transactionId,
-        'aria-label': tr('receiptFor', { title }),
-      },
-      [tr('receipt')],
+      { type: 'button', class: 'receipt', 'data-receipt': t.transactionId },
+      [tr('receiptFor', { title })],
     ) as HTMLButtonElement;
     download.addEventListener('click', () => void saveReceipt(download, t));
     const ops = transactionOps(t);

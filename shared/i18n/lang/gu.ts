@@ -132,7 +132,6 @@ export const gu: Catalogue = {
     incomplete: 'આ લિંક અધૂરી છે. તમારા ઇમેઇલની “સંમતિ સંચાલિત કરો” લિંક જેમ મોકલવામાં આવી હતી તેમ જ ખોલો.',
     requestFailed: 'વિનંતી નિષ્ફળ ગઈ ({status})',
     networkFailed: 'વિનંતી નિષ્ફળ ગઈ',
-    receipt: 'રસીદ ડાઉનલોડ કરો',
     receiptFor: '{title} ની સહી કરેલી રસીદ ડાઉનલોડ કરો',
     receiptSaved: 'સહી કરેલી રસીદ ડાઉનલોડ થઈ.',
   },

@@ -132,7 +132,6 @@ export const hi: Catalogue = {
     incomplete: 'यह लिंक अधूरा है। अपने ई-मेल का “सहमति प्रबंधित करें” लिंक ठीक वैसे ही खोलें जैसा वह भेजा गया था।',
     requestFailed: 'अनुरोध विफल रहा ({status})',
     networkFailed: 'अनुरोध विफल रहा',
-    receipt: 'रसीद डाउनलोड करें',
     receiptFor: '{title} की हस्ताक्षरित रसीद डाउनलोड करें',
     receiptSaved: 'हस्ताक्षरित रसीद डाउनलोड हो गई।',
   },

@@ -131,7 +131,6 @@ export const kok: Catalogue = {
     incomplete: 'ही लिंक अपुरी आसा. तुमच्या ई-मेलांतली “संमती सांबाळात” लिंक जशी धाडिल्ली तशीच उगडात.',
     requestFailed: 'विनंती अपेशी जाली ({status})',
     networkFailed: 'विनंती अपेशी जाली',
-    receipt: 'पावती डाउनलोड करात',
     receiptFor: '{title} ची सय केल्ली पावती डाउनलोड करात',
     receiptSaved: 'सय केल्ली पावती डाउनलोड जाली.',
   },

@@ -132,7 +132,6 @@ export const mai: Catalogue = {
     incomplete: 'ई लिंक अधूरा अछि। अपन ई-मेलक “सहमति प्रबन्धित करू” लिंक ठीक ओहिना खोलू जेना ओ पठाओल गेल छल।',
     requestFailed: 'अनुरोध विफल भेल ({status})',
     networkFailed: 'अनुरोध विफल भेल',
-    receipt: 'रसीद डाउनलोड करू',
     receiptFor: '{title} क हस्ताक्षरित रसीद डाउनलोड करू',
     receiptSaved: 'हस्ताक्षरित रसीद डाउनलोड भ गेल।',
   },

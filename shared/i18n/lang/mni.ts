@@ -135,7 +135,6 @@ export const mni: Catalogue = {
     incomplete: 'ꯂꯤꯡꯛ ꯑꯁꯤ ꯃꯄꯨꯡ ꯐꯥꯗꯦ꯫ ꯅꯍꯥꯛꯀꯤ ꯏ-ꯃꯦꯂꯒꯤ “ꯑꯌꯥꯕ ꯁꯦꯝ ꯁꯥꯕꯤꯌꯨ” ꯂꯤꯡꯛ ꯑꯗꯨ ꯊꯥꯔꯀꯄꯒꯨꯝꯅꯥ ꯍꯥꯡꯗꯣꯀꯄꯤꯌꯨ꯫',
     requestFailed: 'ꯍꯥꯏꯖꯕ ꯑꯗꯨ ꯃꯥꯏ ꯄꯥꯛꯈꯤꯗꯦ ({status})',
     networkFailed: 'ꯍꯥꯏꯖꯕ ꯑꯗꯨ ꯃꯥꯏ ꯄꯥꯛꯈꯤꯗꯦ',
-    receipt: 'ꯔꯁꯤꯗ ꯗꯥꯎꯅꯂꯣꯗ ꯇꯧꯕꯤꯌꯨ',
     receiptFor: '{title} ꯒꯤ ꯁꯥꯏꯟ ꯇꯧꯔꯕ ꯔꯁꯤꯗ ꯗꯥꯎꯅꯂꯣꯗ ꯇꯧꯕꯤꯌꯨ',
     receiptSaved: 'ꯁꯥꯏꯟ ꯇꯧꯔꯕ ꯔꯁꯤꯗ ꯗꯥꯎꯅꯂꯣꯗ ꯇꯧꯔꯦ꯫',
   },
