@@ -681,6 +681,7 @@
       warn,
       strings,
       url: scriptUrl,
+      api,
       lang: prefLang,
       config: (lang) => config(CK, lang),
       /** Captures `names` (from the banner), or opens the notice's dialog without them. */

@@ -117,6 +117,7 @@
       const err = h('p', { class: 'e', role: 'alert' });
       const act = (a, el) => {
         if (busy) return;
+        prev = w.SvcConsent.state(k.pid);
         if (a === 'choose') return k.decide(el, decided);
         const names = c.purposes.filter((p) => a === 'accept' || p.required).map((p) => p.name);
         busy = true;
@@ -168,9 +169,20 @@
       d.body.prepend(host);
       if (focus) box.querySelector('button').focus();
     };
+    /* A new decision replaces the stored one: that consent is withdrawn while the widget holds
+       its principal token (the capture's, 24 h). */
+    let prev = null;
     const decided = (purposes, consentId) => {
       hide();
       apply(purposes, consentId, 'decision');
+      if (prev && prev.token && prev.consentId !== consentId)
+        k.api(
+          'POST',
+          `/api/public/consents/my-transactions/${encodeURIComponent(prev.consentId)}/revoke`,
+          JSON.stringify({ referenceId: prev.referenceId }),
+          null,
+          prev.token,
+        ).catch((e) => k.warn(`the earlier decision could not be withdrawn: ${e.message}`));
     };
     const open = () => (d.body ? show(true) : d.addEventListener('DOMContentLoaded', open));
 

@@ -216,6 +216,15 @@ describe('decisions', () => {
     const revoked = await decision(2);
     expect(revoked.purposes).toEqual(['essential']);
     expect(revoked.consentId).not.toBe(d.consentId);
+    // The decision it replaces is withdrawn (with the principal token of its capture).
+    await poll(async () => (await ui.world.transaction(ui.app, d.consentId)).status).toBe(
+      'revoked',
+    );
+    expect(await states(revoked.consentId)).toEqual({
+      essential: 'granted',
+      marketing: 'denied',
+      analytics: 'denied',
+    });
     // What already ran stays run; an analytics script added now stays inert.
     await ui.page.click('#later');
     expect(await inertLater()).toBe(1);
