@@ -183,6 +183,16 @@ describe('decisions', () => {
     expect(await changes()).toMatchObject([{ purposes: ['essential'], source: 'stored' }]);
     expect(await banner().count()).toBe(0);
     expect(await ran()).toEqual(['block']);
+
+    // Once the decision has expired, it is not live: the banner is back.
+    await ui.page.evaluate((name) => {
+      const s = JSON.parse(localStorage.getItem(name)!);
+      localStorage.setItem(name, JSON.stringify({ ...s, expiresAt: '2000-01-01T00:00:00.000Z' }));
+    }, `svc_${ui.app.siteKey}_site_cookies`);
+    await reload();
+    await banner().waitFor();
+    expect(await changes()).toEqual([]);
+    expect(await ran()).toEqual(['block']);
   });
 
   it('"Choose" opens the notice dialog: analytics only; revoked, it stays inert next load', async () => {
