@@ -568,7 +568,7 @@
   let dash = null;
   const mounted = new WeakMap();
   // Pages enforcing Trusted Types get the script URL through a policy named "svc-consent".
-  let tt = null; // the policy, created once (a second one of the same name is refused)
+  let tt = null; // created once: a second policy of that name is refused
   const scriptUrl = (u) =>
     safe(
       () =>
@@ -668,10 +668,8 @@
     isGated: (el) => !!el && bound.has(el) && !state(bound.get(el)),
   };
 
-  /* Cookie banner mode (docs/api.md, Cookie banner): data-cookie-notice names the trigger key of
-     the site's cookie notice. svc-cookies.v1.js, loaded at once, runs the page's gated scripts
-     for the purposes of the live decision, or shows the banner while there is none. A decision
-     is a capture like any other; its granted purposes are kept with its state (`purposes`). */
+  /* Cookie banner (docs/cookie-banner.md): svc-cookies.v1.js runs the gated scripts of the
+     stored decision or shows the banner; a decision keeps its `purposes` in the state. */
   const CK = attr(me, 'data-cookie-notice');
   if (CK && PID.test(CK)) {
     const k = {
@@ -684,7 +682,6 @@
       api,
       lang: prefLang,
       config: (lang) => config(CK, lang),
-      /** Captures `names` (from the banner), or opens the notice's dialog without them. */
       decide: (el, done, cfg, act, names) => {
         const go = { el, pid: CK, lang: cfg ? cfg.language : prefLang(), cfg };
         go.done = (r) => {
@@ -705,7 +702,7 @@
       () => warn('the cookie banner script could not be loaded'),
     );
     w.SvcConsent.openCookieSettings = () => void mod.then((c) => c && c.open());
-  } else if (CK) warn(`data-cookie-notice="${CK}" is not a trigger key`);
+  }
 
   if (w.requestIdleCallback) w.requestIdleCallback(sweep);
   else setTimeout(sweep, 1);
