@@ -82,7 +82,9 @@ describe('first visit', () => {
   it('shows the banner and runs no gated script until consent; the keyboard reaches it', async () => {
     await resetPage(ui.page, url);
     await banner().waitFor();
-    expect(await banner().getAttribute('aria-label')).toBe('We need your consent (site_cookies)');
+    // A landmark named by the notice's title.
+    const region = ui.page.getByRole('region', { name: 'We need your consent (site_cookies)' });
+    expect(await region.count()).toBe(1);
     expect(await ran()).toEqual(['block']);
     expect(await ui.page.getAttribute('#ad', 'src')).toBeNull();
     expect(await changes()).toEqual([]);
