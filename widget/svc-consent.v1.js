@@ -317,6 +317,7 @@
         },
       }),
     );
+    if (go.done) return go.done(r); // a cookie banner decision: no click to replay
     // The visitor's own action now proceeds: the same click, let through.
     if (el.isConnected) {
       const t = go.target && go.target.nodeType === 1 && el.contains(go.target) ? go.target : el;
@@ -567,10 +568,15 @@
   let dash = null;
   const mounted = new WeakMap();
   // Pages enforcing Trusted Types get the script URL through a policy named "svc-consent".
+  let tt = null; // created once: a second policy of that name is refused
   const scriptUrl = (u) =>
     safe(
       () =>
-        w.trustedTypes.createPolicy('svc-consent', { createScriptURL: String }).createScriptURL(u),
+        (tt =
+          tt ||
+          w.trustedTypes.createPolicy('svc-consent', { createScriptURL: String })).createScriptURL(
+          u,
+        ),
       u,
     );
   const dashboard = (el) => {
@@ -661,6 +667,43 @@
     forget: (pid, consentId) => forget(slot(pid), consentId),
     isGated: (el) => !!el && bound.has(el) && !state(bound.get(el)),
   };
+
+  /* Cookie banner (docs/cookie-banner.md): svc-cookies.v1.js runs the gated scripts of the
+     stored decision or shows the banner; a decision keeps its `purposes` in the state. */
+  const CK = attr(me, 'data-cookie-notice');
+  if (CK && PID.test(CK)) {
+    const k = {
+      pid: CK,
+      h,
+      dir,
+      warn,
+      strings,
+      url: scriptUrl,
+      api,
+      lang: prefLang,
+      config: (lang) => config(CK, lang),
+      decide: (el, done, cfg, act, names) => {
+        const go = { el, pid: CK, lang: cfg ? cfg.language : prefLang(), cfg };
+        go.done = (r) => {
+          const purposes = r.parentalVerification ? [] : JSON.parse(go.body).purposes;
+          save(slot(CK), Object.assign(peek(slot(CK)), { purposes }));
+          done(purposes, r.consentId);
+        };
+        if (!names) return dialog(go);
+        return capture(go, 'granular', names).then((r) => finish(go, r, act));
+      },
+    };
+    const mod = new Promise((ok, ko) => {
+      const s = h('script', { async: true, onload: () => ok(w.SvcCookies), onerror: ko });
+      s.src = scriptUrl(`${BASE}/svc-cookies.v1.js`);
+      (d.head || d.documentElement).append(s);
+    }).then(
+      (C) => C.start(k),
+      () => warn('the cookie banner script could not be loaded'),
+    );
+    w.SvcConsent.openCookieSettings = () => void mod.then((c) => c && c.open());
+  }
+
   if (w.requestIdleCallback) w.requestIdleCallback(sweep);
   else setTimeout(sweep, 1);
 })(window, document);

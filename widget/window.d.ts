@@ -9,9 +9,13 @@ interface Window {
     /** The script tag's data-region (e.g. IN-MH), or null. */
     region: string | null;
     forget(processId: string, transactionId?: string): void;
+    /** The live stored decision; `purposes` where it came from the cookie banner. */
+    state(processId: string): { consentId: string; purposes?: string[] } | null;
     [member: string]: unknown;
   };
   SvcDashboard?: { version: string; mount(el: Element, o: object): unknown };
+  /** The cookie banner module, started by the widget: returns { open() }. */
+  SvcCookies?: { version: string; start(k: object): { open(): void } };
   trustedTypes?: {
     createPolicy(
       name: string,

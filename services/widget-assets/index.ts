@@ -7,13 +7,18 @@ import { acceptsGzip, notModified } from './http.js';
 
 /**
  * Serves the browser scripts (docs/api.md, The browser widget and dashboard) at
- * `{widget_url}/svc-consent.v1.js` and `{widget_url}/svc-dashboard.v1.js`, exactly as written in
+ * `{widget_url}/svc-consent.v1.js`, `/svc-dashboard.v1.js` and `/svc-cookies.v1.js` (the cookie
+ * banner, loaded on demand), exactly as written in
  * `widget/` (no build step), with a strong ETag, gzip when accepted, and
  * `Access-Control-Allow-Origin: *` so any page may load them (also with `crossorigin` / Subresource
  * Integrity).
  */
 
-export const WIDGET_FILES = ['svc-consent.v1.js', 'svc-dashboard.v1.js'] as const;
+export const WIDGET_FILES = [
+  'svc-consent.v1.js',
+  'svc-dashboard.v1.js',
+  'svc-cookies.v1.js',
+] as const;
 export type WidgetFile = (typeof WIDGET_FILES)[number];
 
 /**

@@ -147,7 +147,7 @@ describe('the UI string catalogue', () => {
   });
 
   it('keeps the widget script free of translations: they are fetched per language', () => {
-    for (const file of ['svc-consent.v1.js', 'svc-dashboard.v1.js']) {
+    for (const file of ['svc-consent.v1.js', 'svc-dashboard.v1.js', 'svc-cookies.v1.js']) {
       const js = fs.readFileSync(new URL(`../../widget/${file}`, import.meta.url), 'utf8');
       // No letter of any Indian script or of Perso-Arabic: only English ships in the file.
       // eslint-disable-next-line no-misleading-character-class -- whole scripts' code-point ranges

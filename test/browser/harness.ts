@@ -180,7 +180,7 @@ export async function startPageServer(widgetUrl: string): Promise<PageServer> {
           .replaceAll('{{SITE_KEY}}', key)
           .replaceAll('{{REF}}', ref)
           .replaceAll('{{TOKEN}}', token);
-        if (path.basename(file) === 'csp.html')
+        if (/^(.+-)?csp\.html$/.test(path.basename(file)))
           headers['content-security-policy'] = strictCsp(widgetOrigin);
       }
       res.writeHead(200, headers);
