@@ -22,11 +22,11 @@ export const CACHE_ROOT = path.join(
 /** What installing and building writes into an example: never part of its key. */
 const GENERATED = new Set(['node_modules', 'dist', '.next', '.nuxt', '.output', '.angular']);
 
-/** The example's own files, relative to it, sorted. */
+/** The example's files that go into its build (not its README), relative to it, sorted. */
 export async function sourceFiles(dir: string): Promise<string[]> {
   const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true });
   return entries
-    .filter((e) => e.isFile())
+    .filter((e) => e.isFile() && !e.name.endsWith('.md'))
     .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
     .filter((f) => !GENERATED.has(f.split(path.sep)[0]!))
     .sort();
