@@ -92,6 +92,9 @@ export function describeFrameworkExample(x: FrameworkExample) {
       { timeout: 60_000, interval: 200 },
     );
     page = await world.browser.newPage();
+    // A hydration mismatch shows as one of these in the production builds: React's as an
+    // uncaught "Minified React error #418", Vue's (Nuxt) as the console error "Hydration
+    // completed but contains mismatches.".
     page.on('pageerror', (e) => pageErrors.push(e));
     page.on('console', (m) => {
       // The browser's own favicon request is no part of the app.
