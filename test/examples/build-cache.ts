@@ -24,12 +24,19 @@ const GENERATED = new Set(['node_modules', 'dist', '.next', '.nuxt', '.output', 
 
 /** The example's files that go into its build (not its README), relative to it, sorted. */
 export async function sourceFiles(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((e) => e.isFile() && !e.name.endsWith('.md'))
-    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
-    .filter((f) => !GENERATED.has(f.split(path.sep)[0]!))
-    .sort();
+  const files: string[] = [];
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    if (e.isFile() && !e.name.endsWith('.md')) files.push(e.name);
+    else if (e.isDirectory() && !GENERATED.has(e.name)) {
+      const inner = await fs.readdir(path.join(dir, e.name), {
+        recursive: true,
+        withFileTypes: true,
+      });
+      for (const f of inner)
+        if (f.isFile()) files.push(path.relative(dir, path.join(f.parentPath, f.name)));
+    }
+  }
+  return files.sort();
 }
 
 /** The cache key: every source file's path and content, and the Node version that builds it. */
