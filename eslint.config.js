@@ -12,6 +12,8 @@ export default tseslint.config(
       'coverage/**',
       'dist/**',
       'clients/*/dist/**',
+      // The framework examples: packages of their own, on their frameworks' toolchains.
+      'examples/{vue,angular,next,nuxt}/**',
       'clients/typescript/src/openapi.gen.ts',
       'eslint.config.js',
     ],

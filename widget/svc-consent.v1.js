@@ -1,5 +1,5 @@
 // @ts-check
-/*! svc-consent.v1.js: the consent widget (docs/api.md, The browser widget and dashboard).
+/*! svc-consent.v1.js: the consent widget (docs/widget.md).
  * ES2019, no dependencies, no build step.
  * <script async src="{widget_url}/svc-consent.v1.js" data-site-key="APP_…"></script>
  * Optional: data-lang, data-region (e.g. IN-MH), data-portal-url (may hold {referenceId}),

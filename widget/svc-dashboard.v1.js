@@ -1,6 +1,6 @@
 // @ts-check
-/*! svc-dashboard.v1.js: the embeddable consent dashboard (docs/api.md, The browser widget and
- * dashboard). ES2019, no dependencies.
+/*! svc-dashboard.v1.js: the embeddable consent dashboard (docs/widget.md).
+ * ES2019, no dependencies.
  * Loaded on demand by svc-consent.v1.js for
  *   <div id="consent-detail-root" data-reference-id="SVC-REF-…" data-token="svc_pt_…">,
  * or used directly:

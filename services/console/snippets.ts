@@ -3,7 +3,7 @@ import type { App } from '../../shared/domain/types.js';
 /**
  * The copy-paste snippets of an app's page: the widget's script tag, the dashboard's element,
  * the SDK's receiver and client in Node, and webhook verification with the Standard Webhooks
- * libraries in Python and Go (docs/api.md, The browser widget and dashboard; docs/webhooks.md,
+ * libraries in Python and Go (docs/widget.md; docs/webhooks.md,
  * Verifying a webhook in your server). No credential is in them: each reads it from the
  * environment (SVC_SECRET_KEY, used as a raw key; SVC_API_KEY).
  */

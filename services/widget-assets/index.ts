@@ -6,7 +6,7 @@ import type { ServiceModule } from '../../shared/module.js';
 import { acceptsGzip, notModified } from './http.js';
 
 /**
- * Serves the browser scripts (docs/api.md, The browser widget and dashboard) at
+ * Serves the browser scripts (docs/widget.md) at
  * `{widget_url}/svc-consent.v1.js`, `/svc-dashboard.v1.js` and `/svc-cookies.v1.js` (the cookie
  * banner, loaded on demand), exactly as written in
  * `widget/` (no build step), with a strong ETag, gzip when accepted, and

@@ -26,7 +26,7 @@ import {
 } from './harness.js';
 
 /**
- * The dashboard (docs/api.md, The browser widget and dashboard, step 5): the `div` on the app's
+ * The dashboard (docs/widget.md, step 5): the `div` on the app's
  * page, mounted on demand by the widget script, managing the principal's consent through the public
  * API from the allowlisted origin with the principal token the app's server minted (`data-token`);
  * a revocation there reaches Kafka and makes the notice's trigger gate again.

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { dialogOf, pageLog, poll, useBrowserPage, widgetReady } from './harness.js';
 
 /**
- * The widget (docs/api.md, The browser widget and dashboard) in a React 18 single-page app (UMD
+ * The widget (docs/widget.md) in a React 18 single-page app (UMD
  * build served locally, no CDN).
  */
 

@@ -14,7 +14,7 @@ import {
 } from './harness.js';
 
 /**
- * The widget (docs/api.md, The browser widget and dashboard) on a plain HTML page, in real
+ * The widget (docs/widget.md) on a plain HTML page, in real
  * Chromium against the real service.
  */
 

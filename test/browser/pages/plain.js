@@ -11,7 +11,7 @@
   document.getElementById('f-signup').addEventListener('submit', (e) => {
     e.preventDefault();
     // Read inside the submit handler, not at render time: the hidden input exists only after the
-    // capture (docs/api.md, The browser widget and dashboard, step 4).
+    // capture (docs/widget.md, step 4).
     const id = new FormData(e.target).get('svc-transaction-id');
     log.submits.push({ form: 'signup', consentId: id });
   });

@@ -7,7 +7,7 @@
   document.addEventListener('svc:consent:captured', (ev) => log.events.push(ev.detail));
 
   // Read in the submit handler, never at render time: the hidden input exists only after the
-  // capture (docs/api.md, The browser widget and dashboard, step 4).
+  // capture (docs/widget.md, step 4).
   const consentIdOf = (form) => new FormData(form).get('svc-transaction-id');
 
   function Signup() {
