@@ -1,11 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { captureConsent } from '../../shared/domain/consent/index.js';
-import {
-  decisionStatus,
-  mintStatusToken,
-  openStatusToken,
-} from '../../shared/domain/consent/decision-status.js';
+import { mintStatusToken } from '../../shared/domain/consent/decision-status.js';
 import { loadPrincipal } from '../../shared/storage/consents/repository.js';
 import { markWidgetVerified } from '../../shared/domain/apps.js';
 import { keyedHash } from '../../shared/domain/crypto.js';
@@ -22,6 +18,7 @@ import { parseBody } from '../../shared/http/validate.js';
 import { MAX_TTL_MS, issuePrincipalToken } from '../../shared/principal/index.js';
 import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { mountDecisionStatus } from './status-route.js';
 import { mountBrowserStrings } from './strings-route.js';
 import { languageNames, uiStrings } from './strings.js';
 
@@ -108,21 +105,6 @@ export const captureResponse = z.object({
    */
   parentalVerification: z.literal('pending').optional(),
 });
-
-export const statusResponse = z.union([
-  z.object({ live: z.literal(true) }),
-  z.object({
-    live: z.literal(false),
-    /** Withdrawn (any purpose revoked), erased, or past its validity window. */
-    reason: z.enum(['withdrawn', 'erased', 'expired']),
-  }),
-]);
-
-/**
- * Every status answer is revalidated (never served from a cache unasked), so a change reaches
- * the widget at the next check; the ETag keeps an unchanged answer to a 304.
- */
-export const STATUS_CACHE_CONTROL = 'private, no-cache';
 
 /**
  * The notice text in `lang`, falling back to English, then to the notice's default language.
@@ -266,22 +248,7 @@ export const widgetService: ServiceModule = {
         });
     });
 
-    // Whether a decision the widget stored still stands (docs/api.md, How a change made
-    // elsewhere reaches the widget): one read of its transaction, nothing about the principal.
-    r.get('/status/:token', requireSiteKey(rt), rateLimit(rt), async (req, res) => {
-      const a = appOf(res);
-      const id = openStatusToken(rt.config, a.appId, String(req.params.token));
-      const status = id && (await decisionStatus(rt.consents, a.appId, id, Date.now()));
-      if (!status) throw new AppError('SVC_NOT_FOUND', 'No decision for this status token');
-      const etag = `"${status.live ? 'live' : status.reason}"`;
-      res.vary('X-Site-Key').set({ 'Cache-Control': STATUS_CACHE_CONTROL, ETag: etag });
-      const seen = (req.get('if-none-match') ?? '').split(',').map((t) => t.trim());
-      if (seen.some((t) => t === '*' || t.replace(/^W\//, '') === etag)) {
-        res.status(304).end();
-        return;
-      }
-      res.json(status);
-    });
+    mountDecisionStatus(r, rt);
     app.use('/api/v1/widget', r);
 
     rt.docs.add({
@@ -319,22 +286,6 @@ export const widgetService: ServiceModule = {
         },
         422: { description: 'Invalid body, unknown region code or unknown purpose' },
         429: { description: 'Rate limited (per site key and per client address)' },
-      },
-    });
-    rt.docs.add({
-      method: 'get',
-      path: '/api/v1/widget/status/{token}',
-      summary:
-        'Whether the decision a widget capture made still stands (its status token; revalidated on every call, ETag)',
-      tag: 'Widget',
-      security: ['siteKey'],
-      responses: {
-        200: { description: 'Live, or withdrawn, erased or expired', schema: statusResponse },
-        304: { description: 'Not modified: `If-None-Match` names the current ETag' },
-        401: { description: 'Missing or unknown site key' },
-        403: { description: 'Origin not on the allowlist' },
-        404: { description: 'Not a status token of this app, or no such decision' },
-        429: { description: 'Rate limited' },
       },
     });
   },

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminService } from '../../services/admin/index.js';
 import { consentsService } from '../../services/consents/index.js';
 import { publicApiService } from '../../services/public-api/index.js';
-import { STATUS_CACHE_CONTROL, widgetService } from '../../services/widget/index.js';
+import { STATUS_CACHE_CONTROL } from '../../services/widget/status-route.js';
+import { widgetService } from '../../services/widget/index.js';
 import {
   decisionStatus,
   mintStatusToken,
