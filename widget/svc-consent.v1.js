@@ -627,9 +627,9 @@
   };
 
   /* At each load and every 5 minutes: drop expired state, and ask whether each stored decision
-     still stands (docs/api.md, How a change made elsewhere reaches the widget). Withdrawn,
-     erased or expired anywhere, or unknown (404): dropped, its triggers gate again. A check that
-     fails otherwise keeps the decision until the next one. */
+     still stands (docs/widget-status.md). Withdrawn, erased or expired anywhere, or unknown
+     (404): dropped, its triggers gate again. A check that fails otherwise keeps the decision
+     until the next one. */
   const sweep = () => {
     for (const k of storedPids()) {
       const s = read(k);

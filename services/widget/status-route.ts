@@ -8,9 +8,9 @@ import { rateLimit } from '../../shared/http/ratelimit.js';
 import type { Runtime } from '../../shared/runtime.js';
 
 /**
- * `GET /api/v1/widget/status/{token}` (docs/api.md, How a change made elsewhere reaches the
- * widget): whether the decision a widget capture made still stands, asked with the capture's
- * status token and the app's site key: one read of its transaction, nothing about the principal.
+ * `GET /api/v1/widget/status/{token}` (docs/widget-status.md): whether the decision a widget
+ * capture made still stands, asked with the capture's status token and the app's site key: one
+ * read of its transaction, nothing about the principal.
  */
 
 export const statusResponse = z.union([

@@ -12,9 +12,9 @@ import {
 } from './harness.js';
 
 /**
- * A decision withdrawn on the server gates its trigger again (docs/api.md, How a change made
- * elsewhere reaches the widget): at the next page load, and on a page left open within the
- * 5-minute interval, driven by Playwright's clock. Real Chromium, real service.
+ * A decision withdrawn on the server gates its trigger again (docs/widget-status.md): at the
+ * next page load, and on a page left open within the 5-minute interval, driven by Playwright's
+ * clock. Real Chromium, real service.
  */
 
 const ui = useBrowserPage('regate', ['newsletter_signup']);

@@ -16,9 +16,9 @@ import { noticeBody } from '../consent/fixture.js';
 import { testProcess } from '../helpers/stack.js';
 
 /**
- * `GET /api/v1/widget/status/{token}` (docs/api.md, How a change made elsewhere reaches the
- * widget): the status token a capture returns says whether its decision still stands, after a
- * change through the record API, the public API, erasure or expiry; nothing else.
+ * `GET /api/v1/widget/status/{token}` (docs/widget-status.md): the status token a capture
+ * returns says whether its decision still stands, after a change through the record API, the
+ * public API, erasure or expiry; nothing else.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- assertions read response fields

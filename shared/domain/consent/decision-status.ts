@@ -4,9 +4,8 @@ import type { ConsentStore } from './store.js';
 import { deriveStatus } from './states.js';
 
 /**
- * Status tokens (docs/api.md, How a change made elsewhere reaches the widget): what a widget
- * capture hands the browser so it can later ask whether its decision still stands without a
- * principal token. `svc_st_` + base64url(iv ‖ tag ‖ AES-256-GCM(transaction id)) under a key
+ * Status tokens (docs/widget-status.md): what a widget capture hands the browser so it can
+ * later ask whether its decision still stands without a principal token. `svc_st_` + base64url(iv ‖ tag ‖ AES-256-GCM(transaction id)) under a key
  * derived from the encryption key for this use alone, the app id as associated data: opaque
  * (the transaction id, which names its principal, is not readable in it), unforgeable, and
  * valid only for the app it was minted for. Opened under every key of the keyring, so a key
