@@ -88,9 +88,9 @@ export const captureResponse = z.object({
   expiresAt: z.string(),
   /**
    * A principal token (svc_pt_…, 24 h) for the principal this capture created: the widget
-   * keeps it to check its stored consent and to open the dashboard for that person. A replay
-   * (same Idempotency-Key) gets a fresh one only from the client address that made the
-   * capture, while the principal is not erased; otherwise the field is absent.
+   * keeps it to open the dashboard for that person. A replay (same Idempotency-Key) gets a
+   * fresh one only from the client address that made the capture, while the principal is not
+   * erased; otherwise the field is absent.
    */
   principalToken: z.string().optional(),
   /**
