@@ -43,6 +43,7 @@
   const bound = new WeakMap(); // the click gates: element -> processId
   const warned = new WeakSet();
   const pending = {}; // processId -> dialog or capture under way
+  const checks = {}; // slot -> status check under way (a Promise)
   const mem = {}; // state when neither localStorage nor cookies work
   const cfgs = {}; // `${processId}|${lang}` -> Promise<config>
   let ui = null; // { host, root } of the Shadow DOM
@@ -184,11 +185,12 @@
       .filter((k) => k.indexOf(NS) === 0)
       .map((k) => k.slice(NS.length));
   const state = (pid) => read(slot(pid));
-  /** The principal token this widget got for `ref` from a capture, if it still holds one. */
+  /** The principal token this widget got for `ref` from a capture, while it lasts (24 h). */
   const tokenFor = (ref) => {
     for (const pid of storedPids().concat(Object.keys(mem).map((k) => k.slice(NS.length)))) {
       const s = read(pid);
-      if (s && s.token && s.referenceId === ref) return s.token;
+      if (s && s.token && s.referenceId === ref && Date.parse(s.capturedAt) > Date.now() - 864e5)
+        return s.token;
     }
     return null;
   };
@@ -232,7 +234,8 @@
     if (!el) return;
     const pid = bound.get(el);
     const s = state(pid);
-    if (s && !pending[pid]) return attach(el, pid, s.consentId); // consented: let it through
+    const wait = s && checks[slot(pid)];
+    if (s && !pending[pid] && !wait) return attach(el, pid, s.consentId); // consented: through
     e.preventDefault();
     e.stopImmediatePropagation();
     if (pending[pid]) return;
@@ -243,6 +246,17 @@
     ))
       init[k] = e[k];
     const go = { el, pid, target: e.composedPath()[0], init, lang: prefLang() };
+    if (!wait) return ask(go);
+    // A status check is under way: the click waits for it, 2 s at most, then the gate holds.
+    void Promise.race([wait, new Promise((ok) => setTimeout(ok, 2e3, 1))]).then((late) => {
+      if (late || !state(pid)) return ask(go);
+      delete pending[pid];
+      replay(go);
+    });
+  };
+  /** The dialog, or the silent capture. */
+  const ask = (go) => {
+    const { el, pid } = go;
     if (!isSilent(el)) return dialog(go);
     capture(go, 'silent', []).then(
       (r) => finish(go, r, 'accept'),
@@ -295,6 +309,7 @@
       decision,
       capturedAt: new Date().toISOString(),
       token: r.principalToken || undefined,
+      st: r.statusToken,
     });
     delete pending[pid];
     if (ui) ui.root.querySelectorAll('.t').forEach((t) => t.remove());
@@ -318,11 +333,14 @@
       }),
     );
     if (go.done) return go.done(r); // a cookie banner decision: no click to replay
-    // The visitor's own action now proceeds: the same click, let through.
-    if (el.isConnected) {
-      const t = go.target && go.target.nodeType === 1 && el.contains(go.target) ? go.target : el;
-      t.dispatchEvent(new MouseEvent('click', go.init));
-    }
+    replay(go);
+  };
+  /** The visitor's own action now proceeds: the same click, let through. */
+  const replay = ({ el, target, init }) => {
+    if (el.isConnected)
+      (target && target.nodeType === 1 && el.contains(target) ? target : el).dispatchEvent(
+        new MouseEvent('click', init),
+      );
   };
 
   /* UI: one Shadow DOM host; styles in a constructed stylesheet (allowed by a strict CSP). */
@@ -614,28 +632,22 @@
     );
   };
 
-  /* Idle: drop expired state; re-check stored consents hourly (revoked in the portal?), for as
-     long as the capture's principal token lasts (24 h); a refused token is dropped. */
+  /* At each load and every 5 minutes: drop expired state, and ask whether each stored decision
+     still stands (docs/widget-status.md). Withdrawn, erased or expired anywhere, or unknown
+     (404): dropped, its triggers gate again. A check that fails otherwise keeps the decision
+     until the next one. */
   const sweep = () => {
-    for (const pid of storedPids()) {
-      const s = read(pid);
-      if (!s || !s.token || s.checkedAt > Date.now() - 36e5) continue;
-      api(
-        'GET',
-        `/api/public/consents/my-transactions/${encodeURIComponent(s.consentId)}?referenceId=${encodeURIComponent(s.referenceId)}`,
-        null,
-        null,
-        s.token,
-      ).then(
-        (tx) =>
-          /^(active|pending)$/.test(tx.status)
-            ? save(pid, { ...s, checkedAt: Date.now() })
-            : forget(pid, s.consentId),
-        (e) =>
-          e.status === 404
-            ? forget(pid, s.consentId)
-            : e.status === 401 && save(pid, { ...s, token: undefined }),
-      );
+    for (const k of storedPids()) {
+      const s = read(k);
+      if (!s || !s.st || checks[k]) continue;
+      checks[k] = api('GET', `/api/v1/widget/status/${s.st}`)
+        .then(
+          (r) => r.live || forget(k, s.consentId),
+          (e) => e.status === 404 && forget(k, s.consentId),
+        )
+        .then(() => {
+          delete checks[k];
+        });
     }
   };
 
@@ -667,6 +679,8 @@
     forget: (pid, consentId) => forget(slot(pid), consentId),
     isGated: (el) => !!el && bound.has(el) && !state(bound.get(el)),
   };
+  sweep();
+  w.setInterval(sweep, 3e5);
 
   /* Cookie banner (docs/cookie-banner.md): svc-cookies.v1.js runs the gated scripts of the
      stored decision or shows the banner; a decision keeps its `purposes` in the state. */
@@ -682,6 +696,8 @@
       api,
       lang: prefLang,
       config: (lang) => config(CK, lang),
+      // The stored decision once this load's status check has settled (it settles on errors too).
+      stored: () => Promise.resolve(checks[slot(CK)]).then(() => state(CK)),
       decide: (el, done, cfg, act, names) => {
         const go = { el, pid: CK, lang: cfg ? cfg.language : prefLang(), cfg };
         go.done = (r) => {
@@ -703,7 +719,4 @@
     );
     w.SvcConsent.openCookieSettings = () => void mod.then((c) => c && c.open());
   }
-
-  if (w.requestIdleCallback) w.requestIdleCallback(sweep);
-  else setTimeout(sweep, 1);
 })(window, document);

@@ -199,12 +199,13 @@
       true,
     );
 
-    const s = w.SvcConsent.state(k.pid);
-    if (s && s.purposes) apply(s.purposes, s.consentId, 'stored');
-    else {
-      if (d.body) show();
+    // Nothing runs on a decision withdrawn elsewhere: the stored one counts once this load's
+    // status check has said it still stands (docs/widget-status.md).
+    void k.stored().then((s) => {
+      if (s && s.purposes) apply(s.purposes, s.consentId, 'stored');
+      else if (d.body) show();
       else d.addEventListener('DOMContentLoaded', () => show());
-    }
+    });
     return { open };
   };
 

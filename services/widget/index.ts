@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { captureConsent } from '../../shared/domain/consent/index.js';
+import { mintStatusToken } from '../../shared/domain/consent/decision-status.js';
 import { loadPrincipal } from '../../shared/storage/consents/repository.js';
 import { markWidgetVerified } from '../../shared/domain/apps.js';
 import { keyedHash } from '../../shared/domain/crypto.js';
@@ -17,6 +18,7 @@ import { parseBody } from '../../shared/http/validate.js';
 import { MAX_TTL_MS, issuePrincipalToken } from '../../shared/principal/index.js';
 import type { ServiceModule } from '../../shared/module.js';
 import type { Runtime } from '../../shared/runtime.js';
+import { mountDecisionStatus } from './status-route.js';
 import { mountBrowserStrings } from './strings-route.js';
 import { languageNames, uiStrings } from './strings.js';
 
@@ -86,11 +88,17 @@ export const captureResponse = z.object({
   expiresAt: z.string(),
   /**
    * A principal token (svc_pt_…, 24 h) for the principal this capture created: the widget
-   * keeps it to check its stored consent and to open the dashboard for that person. A replay
-   * (same Idempotency-Key) gets a fresh one only from the client address that made the
-   * capture, while the principal is not erased; otherwise the field is absent.
+   * keeps it to open the dashboard for that person. A replay (same Idempotency-Key) gets a
+   * fresh one only from the client address that made the capture, while the principal is not
+   * erased; otherwise the field is absent.
    */
   principalToken: z.string().optional(),
+  /**
+   * An opaque token (svc_st_…) naming this decision for `GET /api/v1/widget/status/{token}`:
+   * whether it still stands, readable without a principal token. It reveals nothing about the
+   * principal and works only with this app's site key.
+   */
+  statusToken: z.string(),
   /**
    * `pending` under a notice that requires verifiable parental consent: nothing is granted
    * until the app confirms the parent's verification.
@@ -160,7 +168,7 @@ export const widgetService: ServiceModule = {
   name: 'widget',
   mount(app, rt) {
     const r = Router();
-    r.options(['/config/:processId', '/capture'], corsPreflight(rt));
+    r.options(['/config/:processId', '/capture', '/status/:token'], corsPreflight(rt));
     mountBrowserStrings(r, rt);
 
     r.get('/config/:processId', requireSiteKey(rt), rateLimit(rt), async (req, res) => {
@@ -235,9 +243,12 @@ export const widgetService: ServiceModule = {
           referenceId: result.referenceId,
           expiresAt: result.expiresAt,
           principalToken: token,
+          statusToken: mintStatusToken(rt.config, a.appId, result.transactionId),
           ...(result.parentalVerification ? { parentalVerification: 'pending' } : {}),
         });
     });
+
+    mountDecisionStatus(r, rt);
     app.use('/api/v1/widget', r);
 
     rt.docs.add({

@@ -242,7 +242,7 @@ export function needsReseal(config: KeyConfig, box: string): boolean {
 const derivedMemo = new WeakMap<Buffer, Map<string, Buffer>>();
 
 /** A sub-key per purpose (HKDF-SHA256), so one use of the master key never helps attack another. */
-function derivedKey(master: Buffer, purpose: string): Buffer {
+export function derivedKey(master: Buffer, purpose: string): Buffer {
   let byPurpose = derivedMemo.get(master);
   if (!byPurpose) derivedMemo.set(master, (byPurpose = new Map<string, Buffer>()));
   let k = byPurpose.get(purpose);

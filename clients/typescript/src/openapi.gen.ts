@@ -759,6 +759,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/widget/status/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the decision a widget capture made still stands (its status token; revalidated on every call, ETag) */
+        get: operations["getWidgetStatusByToken"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/widget/config/{processId}": {
         parameters: {
             query?: never;
@@ -1967,6 +1984,15 @@ export interface components {
                 [key: string]: string;
             };
         };
+        GetWidgetStatusByTokenResponse: {
+            /** @constant */
+            live: true;
+        } | {
+            /** @constant */
+            live: false;
+            /** @enum {string} */
+            reason: "withdrawn" | "erased" | "expired";
+        };
         GetWidgetConfigByProcessIdResponse: {
             processId: string;
             region: string | null;
@@ -2000,6 +2026,7 @@ export interface components {
             referenceId: string;
             expiresAt: string;
             principalToken?: string;
+            statusToken: string;
             /** @constant */
             parentalVerification?: "pending";
         };
@@ -7501,6 +7528,89 @@ export interface operations {
                 };
             };
             /** @description Too many requests, or too many failed authentications from this address (SVC_RATE_LIMITED, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (SVC_INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description At capacity, or a backing store is unavailable (SVC_UNAVAILABLE, with Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWidgetStatusByToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Live, or withdrawn, erased or expired */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWidgetStatusByTokenResponse"];
+                };
+            };
+            /** @description Not modified: `If-None-Match` names the current ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or unknown site key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Origin not on the allowlist */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not a status token of this app, or no such decision */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited */
             429: {
                 headers: {
                     [name: string]: unknown;
