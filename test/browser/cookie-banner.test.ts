@@ -270,6 +270,27 @@ describe('decisions', () => {
     await poll(async () => (await ran()).filter((r) => r === 'analytics-later').length).toBe(2);
     expect(await inertLater()).toBe(0);
   });
+
+  it('a decision withdrawn on the server runs nothing on the next load: the banner is back', async () => {
+    await resetPage(ui.page, url);
+    await act('accept').click();
+    const d = await decision(1);
+    await poll(async () => (await ran()).includes('analytics-inline')).toBe(true);
+    // The app's server revokes the whole decision (public API, secret key).
+    const tx: Json = await ui.world.transaction(ui.app, d.consentId);
+    const r = await ui.world.call(
+      'POST',
+      `/api/public/consents/my-transactions/${d.consentId}/revoke`,
+      { headers: { 'x-secret-key': ui.app.secretKey }, body: { referenceId: tx.referenceId } },
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+
+    await reload();
+    await banner().waitFor();
+    expect(await changes()).toEqual([]);
+    expect(await ran()).toEqual(['block']);
+    expect(await ui.page.getAttribute('#ad', 'src')).toBeNull();
+  });
 });
 
 describe('layout, language and policy', () => {
