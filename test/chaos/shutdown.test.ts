@@ -10,13 +10,13 @@ import { readPid } from '../../infra/local/stack.js';
 import { createTenant, Receiver, type Tenant } from './harness.js';
 
 /**
- * `npm start` stopped at every instant of its start-up: its entry (`bin/start.ts`) run as a
- * user runs it, on the embedded stack in a SVC_HOME of this file's own (the project's jars
- * linked in), sent SIGTERM right after spawn, while Kafka and DynamoDB Local start, at the
- * first answer of /readyz, and once ready just after a consent was accepted. Each time it
- * must exit 0 leaving no process and no pid file behind; the accepted consent's webhook must
- * arrive after a restart at the latest. Then SIGKILL: the JVMs must stop by themselves. And
- * `npm run infra:up`'s stack must outlive its command.
+ * `npm start` stopped at every instant of its start-up: run as a user runs it (npm, then tsx,
+ * then the service), on the embedded stack in a SVC_HOME of this file's own (the project's
+ * jars linked in), SIGTERM sent to npm right after spawn, while Kafka and DynamoDB Local
+ * start, at the first answer of /readyz, and once ready just after a consent was accepted.
+ * Each time it must exit 0 leaving no process and no pid file behind; the accepted consent's
+ * webhook must arrive after a restart at the latest. Then SIGKILL of the service process: the
+ * JVMs must stop by themselves. And `npm run infra:up`'s stack must outlive its command.
  */
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-shutdown-'));
@@ -77,15 +77,11 @@ class Start {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor() {
-    this.child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(projectRoot, 'bin', 'start.ts')],
-      {
-        cwd: projectRoot,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    this.child = spawn('npm', ['start'], {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(this.child);
     const take = (c: Buffer) => {
       this.out += c.toString();
@@ -97,6 +93,18 @@ class Start {
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => resolve({ code, signal })),
     );
+    // Its processes (sh, tsx, the service, the JVMs), noted while it runs, checked at the end.
+    const note = setInterval(() => {
+      for (const pid of descendants(this.child.pid!)) this.tree.add(pid);
+    }, 100);
+    void this.exited.then(() => clearInterval(note));
+  }
+
+  readonly tree = new Set<number>();
+
+  /** The service process: the JVMs' parent. */
+  get service(): number {
+    return parentOf(this.jvms[0]!);
   }
 
   /** The JVM pids this start printed. */
@@ -125,6 +133,32 @@ class Start {
   }
 }
 
+function parentOf(pid: number): number {
+  // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, not ")".
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The processes below `root`, at this moment. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      const ppid = parentOf(Number(d));
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  const out: number[] = [];
+  for (let queue = [root]; queue.length > 0;) {
+    const next = children.get(queue.pop()!) ?? [];
+    out.push(...next);
+    queue.push(...next);
+  }
+  return out;
+}
+
 /** Processes whose command line names this file's SVC_HOME (the JVMs and their watchers). */
 function processesOfHome(): string[] {
   const found: string[] = [];
@@ -142,6 +176,7 @@ function processesOfHome(): string[] {
 /** Nothing of `s` left: the process, the JVMs it printed, any process of the home, pid files. */
 function expectNothingLeft(s: Start): void {
   expect(isAlive(s.child.pid!)).toBe(false);
+  expect([...s.tree].filter(isAlive)).toEqual([]);
   expect(s.jvms.filter(isAlive)).toEqual([]);
   expect(processesOfHome()).toEqual([]);
   expect(readPid(paths.run, 'kafka')).toBeUndefined();
@@ -165,7 +200,7 @@ describe('npm start stopped at any instant of its start-up', () => {
   it('right after spawn: nothing left', async () => {
     const s = new Start();
     const r = await s.term();
-    // Before the entry's first line runs (Node and tsx loading), Node's default ends it.
+    // Before the entry's first line runs (npm, tsx, Node loading), the default action ends it.
     expect(r.code === 0 || r.signal === 'SIGTERM', JSON.stringify(r)).toBe(true);
     expectNothingLeft(s);
   });
@@ -233,7 +268,9 @@ describe('npm start stopped at any instant of its start-up', () => {
     const jvms = s.jvms;
     expect(jvms.length).toBe(2);
     expect(jvms.every(isAlive)).toBe(true);
-    s.child.kill('SIGKILL');
+    // The service process, not npm (npm would leave it running: nothing forwards a SIGKILL).
+    const service = s.service;
+    process.kill(service, 'SIGKILL');
     await s.exited;
     const t0 = Date.now();
     while ((jvms.some(isAlive) || processesOfHome().length > 0) && Date.now() - t0 < 30_000)
