@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot, stackPaths } from '../../infra/local/paths.js';
-import { freePort, isAlive } from '../../infra/local/proc.js';
+import { freePort } from '../../infra/local/proc.js';
 import { readPid } from '../../infra/local/stack.js';
 import { createTenant, Receiver, type Tenant } from './harness.js';
 
@@ -159,6 +159,30 @@ function descendants(root: number): number[] {
   return out;
 }
 
+/**
+ * Whether `pid` runs: a zombie does not (an ended watcher whose parent, the JVM, never reaps
+ * it waits as one until init does).
+ */
+function running(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** A process as `ps` would show it: pid, state, parent, command line. */
+function ps(pid: number): string {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    return `${pid} ${stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)} ppid ${parentOf(pid)} ${cmd.slice(0, 120)}`;
+  } catch {
+    return `${pid} (gone)`;
+  }
+}
+
 /** Processes whose command line names this file's SVC_HOME (the JVMs and their watchers). */
 function processesOfHome(): string[] {
   const found: string[] = [];
@@ -175,9 +199,9 @@ function processesOfHome(): string[] {
 
 /** Nothing of `s` left: the process, the JVMs it printed, any process of the home, pid files. */
 function expectNothingLeft(s: Start): void {
-  expect(isAlive(s.child.pid!)).toBe(false);
-  expect([...s.tree].filter(isAlive)).toEqual([]);
-  expect(s.jvms.filter(isAlive)).toEqual([]);
+  expect(running(s.child.pid!)).toBe(false);
+  expect([...s.tree].filter(running).map(ps)).toEqual([]);
+  expect(s.jvms.filter(running)).toEqual([]);
   expect(processesOfHome()).toEqual([]);
   expect(readPid(paths.run, 'kafka')).toBeUndefined();
   expect(readPid(paths.run, 'dynamodb')).toBeUndefined();
@@ -267,16 +291,16 @@ describe('npm start stopped at any instant of its start-up', () => {
     );
     const jvms = s.jvms;
     expect(jvms.length).toBe(2);
-    expect(jvms.every(isAlive)).toBe(true);
+    expect(jvms.every(running)).toBe(true);
     // The service process, not npm (npm would leave it running: nothing forwards a SIGKILL).
     const service = s.service;
     process.kill(service, 'SIGKILL');
     await s.exited;
     const t0 = Date.now();
-    while ((jvms.some(isAlive) || processesOfHome().length > 0) && Date.now() - t0 < 30_000)
+    while ((jvms.some(running) || processesOfHome().length > 0) && Date.now() - t0 < 30_000)
       await delay(200);
     log(`SIGKILL: JVMs gone ${Date.now() - t0} ms after their parent`);
-    expect(jvms.filter(isAlive)).toEqual([]);
+    expect(jvms.filter(running)).toEqual([]);
     expect(processesOfHome()).toEqual([]);
   }, 300_000);
 
@@ -298,9 +322,9 @@ describe('npm start stopped at any instant of its start-up', () => {
     await delay(3_000);
     const pids = [readPid(paths.run, 'kafka')?.pid, readPid(paths.run, 'dynamodb')?.pid];
     for (const pid of pids) if (pid) jvmPids.add(pid);
-    expect(pids.every((p) => p !== undefined && isAlive(p))).toBe(true);
+    expect(pids.every((p) => p !== undefined && running(p))).toBe(true);
     const down = cli('down');
     expect(down.status, down.stdout + down.stderr).toBe(0);
-    expect(pids.filter((p) => isAlive(p!))).toEqual([]);
+    expect(pids.filter((p) => running(p!))).toEqual([]);
   }, 300_000);
 });
