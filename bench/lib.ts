@@ -68,9 +68,8 @@ export function fmt(r: RunResult): string {
 
 /** The benchmark's own throw-away stack, like the tests'. */
 export async function benchStack(): Promise<StackHandle> {
+  // A benchmark that dies half-way leaves no JVM behind: they stop with this process.
   const s = await upStack({ mode: 'ephemeral', log: (m) => console.error(`[stack] ${m}`) });
-  // A benchmark that dies half-way must not leave its JVMs behind.
-  process.on('exit', () => s.killSync());
   console.log(`Kafka ${s.kafka.version}, DynamoDB Local ${s.dynamodb.version}`);
   return s;
 }

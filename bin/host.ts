@@ -13,7 +13,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { applyDefinitions, createRuntime } from './compose.js';
 import type { ServiceModule, WorkerModule } from '../shared/module.js';
 import type { Runtime } from '../shared/runtime.js';
-import { installShutdown, makeCloser, type ShutdownStep } from '../shared/shutdown.js';
+import { installShutdown, Lifecycle } from '../shared/shutdown.js';
 import { startTelemetry } from '../shared/telemetry.js';
 import { withRetries } from '../shared/backoff.js';
 
@@ -32,11 +32,12 @@ export const LISTEN_BACKLOG = 4_096;
  * adds the embedded stack as the default for `npm start` and the tools.
  */
 
-/** Infrastructure a process started for itself, stopped when the process closes. */
+/**
+ * Infrastructure a process started for itself, stopped when the process closes (and, for the
+ * embedded stack, by itself should the process die without closing it).
+ */
 export interface OwnedStack {
   stop(): Promise<void>;
-  /** Last resort on a forced exit: stop it synchronously. */
-  killSync(): void;
 }
 
 /** Where Kafka and DynamoDB are: the configuration with them filled in, and what was started. */
@@ -45,9 +46,11 @@ export interface Infra<S extends OwnedStack = OwnedStack> {
   stack: S | undefined;
 }
 
+/** `signal` aborts a start of infrastructure under way (a stop during start-up). */
 export type InfraResolver<S extends OwnedStack = OwnedStack> = (
   config: BaseConfig,
   log: Logger,
+  signal: AbortSignal,
 ) => Promise<Infra<S>>;
 
 export interface RunningProcess<S extends OwnedStack = OwnedStack> {
@@ -66,6 +69,8 @@ export interface ProcessOptions<S extends OwnedStack = OwnedStack> {
   log?: Logger;
   /** Where Kafka and DynamoDB are; by default `externalInfra`, the configured ones only. */
   infra?: InfraResolver<S>;
+  /** The start-up and stop sequence to join (`main` passes the one its signals stop). */
+  lifecycle?: Lifecycle;
 }
 
 /**
@@ -91,29 +96,39 @@ export function externalInfra(config: BaseConfig): Promise<Infra<never>> {
   return Promise.resolve({ config, stack: undefined });
 }
 
-/** Builds and starts one process hosting the given services and workers. */
+/**
+ * Builds and starts one process hosting the given services and workers. Each part registers
+ * its stop step on the lifecycle as soon as it exists, so a stop at any instant of the start-up
+ * (`close`, or `main`'s signal) undoes exactly what was started, in reverse order; a failed
+ * start undoes it too, then rejects.
+ */
 export async function startProcess<S extends OwnedStack = never>(
   o: ProcessOptions<S>,
 ): Promise<RunningProcess<S>> {
   const baseConfig = o.config ?? loadConfig();
   const log = o.log ?? createLogger({ level: baseConfig.LOG_LEVEL, name: o.name });
   const resolve: InfraResolver<S> = o.infra ?? externalInfra;
-  const steps: ShutdownStep[] = [];
-  const close = makeCloser(steps, log);
-  let stack: S | undefined;
-  let rt: Runtime | undefined;
+  const life = o.lifecycle ?? new Lifecycle(log);
+  let started = false;
   try {
-    const infra = await resolve(baseConfig, log);
-    stack = infra.stack;
-    const config = infra.config;
-    rt = createRuntime(config, log);
+    const { config, stack } = await life.step(
+      'infrastructure',
+      (signal) => resolve(baseConfig, log, signal),
+      (infra) => infra.stack?.stop(),
+    );
+    const rt = await life.step(
+      'clients',
+      () => createRuntime(config, log),
+      (made) => made.close(),
+    );
     // Tables and topics are created once; a busy or just-started store may time out meanwhile.
-    await withRetries(() => applyDefinitions(rt!), 8);
+    await life.step('definitions', (signal) => withRetries(() => applyDefinitions(rt), 8, signal));
     const app = createHttpApp({
       log,
       registry: rt.registry,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       readiness: rt.readiness,
+      started: () => started,
       trustProxy: config.TRUST_PROXY,
       degradable: ['kafka'],
       deadlineMs: config.HTTP_DEADLINE_MS,
@@ -122,35 +137,40 @@ export async function startProcess<S extends OwnedStack = never>(
       metricsToken: config.METRICS_TOKEN,
       publicBaseUrl: config.PUBLIC_BASE_URL,
     });
-    for (const s of o.services) await s.mount(app, rt);
-    if (o.services.length > 0) mountDocs(app, rt.docs);
-    finishHttpApp(app, log);
-    const server = await listen(app, config.PORT, config.HOST, LISTEN_BACKLOG).catch(
-      (err: NodeJS.ErrnoException) => {
-        throw err.code === 'EADDRINUSE'
-          ? new StackError(
-              `port ${config.PORT} is taken by another process; stop it or set PORT to a free port`,
-            )
-          : err;
-      },
-    );
-    const workers: { name: string; stop(): Promise<void> }[] = [];
-    // Shutdown order: stop taking requests, drain workers, close clients, stop the stack.
-    steps.push({ name: 'http', run: () => closeServer(server) });
-    steps.push({
-      name: 'workers',
-      run: async () => {
-        await Promise.allSettled(workers.map((w) => w.stop()));
-      },
+    await life.step('services', async () => {
+      for (const s of o.services) await s.mount(app, rt);
+      if (o.services.length > 0) mountDocs(app, rt.docs);
+      finishHttpApp(app, log);
     });
-    const runtime = rt;
-    const ownStack = stack;
-    steps.push({ name: 'clients', run: () => runtime.close() });
-    if (ownStack) steps.push({ name: 'stack', run: () => ownStack.stop() });
+    // Stop order, the reverse of this: stop taking requests, drain the workers (together),
+    // close the clients, stop the stack.
+    const workers: { stop(): Promise<void> }[] = [];
+    life.onStop('workers', async () => {
+      await Promise.allSettled(workers.map((w) => w.stop()));
+    });
+    const server = await life.step(
+      'http',
+      () =>
+        listen(app, config.PORT, config.HOST, LISTEN_BACKLOG).catch(
+          (err: NodeJS.ErrnoException) => {
+            throw err.code === 'EADDRINUSE'
+              ? new StackError(
+                  `port ${config.PORT} is taken by another process; stop it or set PORT to a free port`,
+                )
+              : err;
+          },
+        ),
+      (srv) => closeServer(srv),
+    );
     // A worker whose start meets a transient fault (the store or broker restarting) starts
-    // again rather than taking the process down; each start undoes its own partial work.
+    // again rather than taking the process down; each start undoes its own partial work. A
+    // stop meanwhile waits for the start in flight (a consumer joining its group), then
+    // stops it with the others.
     for (const w of o.workers)
-      workers.push({ name: w.name, ...(await withRetries(() => w.start(runtime), 10)) });
+      await life.step(`worker ${w.name}`, async (signal) => {
+        workers.push(await withRetries(() => w.start(rt), 10, signal));
+      });
+    started = true;
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
     const url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`;
@@ -163,37 +183,43 @@ export async function startProcess<S extends OwnedStack = never>(
       },
       'ready',
     );
-    return { rt, server, stack, url, close };
+    return { rt, server, stack, url, close: () => life.stop() };
   } catch (err) {
     // Said before the (possibly long) undoing, so the cause is on record whatever happens next.
-    log.error({ err }, 'start failed; stopping what was started');
-    // Steps registered so far are undone; a stack started by this call stops in upStack/close.
-    await close();
-    await rt?.close();
-    await stack?.stop();
+    if (!life.stopping) log.error({ err }, 'start failed; stopping what was started');
+    await life.stop();
     throw err;
   }
 }
 
-/** Runs one entry's process: start, install signal handling, report failures in one line. */
+/**
+ * Runs one entry's process: signal handling first, then the start; a failed start is one line
+ * and exit 1. A signal at any instant stops what has started and exits 0 (`installShutdown`).
+ */
 export async function main<S extends OwnedStack = never>(o: ProcessOptions<S>): Promise<void> {
+  let signalled = false;
   try {
     const config = o.config ?? loadConfig();
     const log = o.log ?? createLogger({ level: config.LOG_LEVEL, name: o.name });
-    const telemetry = startTelemetry(config, log);
-    const started = await startProcess({ ...o, config, log });
-    const p = {
-      ...started,
-      close: async () => {
-        await started.close();
-        await telemetry.shutdown().catch(() => undefined);
+    const life = new Lifecycle(log);
+    installShutdown(
+      () => {
+        signalled = true;
+        return life.stop();
       },
-    };
-    // A forced exit (second Ctrl-C, drain timeout) must not orphan the JVMs this process started.
-    process.on('exit', () => p.stack?.killSync());
-    installShutdown(p.close, p.rt.log, p.rt.config.SHUTDOWN_TIMEOUT_MS + 20_000);
+      log,
+      config.SHUTDOWN_TIMEOUT_MS + 20_000,
+    );
+    await life.step(
+      'telemetry',
+      () => startTelemetry(config, log),
+      (t) => t.shutdown().catch(() => undefined),
+    );
+    const p = await startProcess({ ...o, config, log, lifecycle: life });
     process.stdout.write(`\n${o.name} ready at ${p.url}  (Ctrl-C to stop)\n\n`);
   } catch (err) {
+    // Stopped by a signal during start-up: the signal's handler exits once all is undone.
+    if (signalled) return;
     if (err instanceof StackError || err instanceof ConfigError) {
       process.stderr.write(`error: ${err.message}\n`);
     } else {

@@ -23,14 +23,21 @@ export type RunningProcess = host.RunningProcess<StackHandle>;
 
 /**
  * Resolves where Kafka and DynamoDB are: the configured ones, or the embedded local stack
- * (started now, or reused when `npm run infra:up` or another process already runs it).
+ * (started now, or reused when `npm run infra:up` or another process already runs it). `signal`
+ * aborts a start under way: what it started is stopped.
  */
-export async function resolveInfra(config: BaseConfig, log: Logger): Promise<Infra<StackHandle>> {
+export async function resolveInfra(
+  config: BaseConfig,
+  log: Logger,
+  signal?: AbortSignal,
+): Promise<Infra<StackHandle>> {
   if (!wantsEmbeddedStack(config)) return host.externalInfra(config);
   refuseEmbeddedInProduction(config);
+  // Its JVMs watch this process: they stop with it however it ends.
   const stack = await upStack({
     mode: 'persistent',
     log: (m) => log.info(m),
+    ...(signal ? { signal } : {}),
     ...(process.env.SVC_KAFKA_PORT ? { kafkaPort: Number(process.env.SVC_KAFKA_PORT) } : {}),
     ...(process.env.SVC_KAFKA_CONTROLLER_PORT
       ? { kafkaControllerPort: Number(process.env.SVC_KAFKA_CONTROLLER_PORT) }
@@ -75,7 +82,7 @@ export function startProcess(o: Options): Promise<RunningProcess> {
   return host.startProcess({ ...o, infra: resolveInfra });
 }
 
-/** What every main.ts runs: start, install signal handling, report failures in one line. */
+/** What every main.ts runs: signal handling, then the start; failures in one line. */
 export function main(o: Options): Promise<void> {
   return host.main({ ...o, infra: resolveInfra });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryWhileTransient } from './backoff.js';
+import { retryWhileTransient, withRetries } from './backoff.js';
 import { AppError } from './errors.js';
 
 const transient = () => new AppError('SVC_UNAVAILABLE', 'store slow');
@@ -47,5 +47,44 @@ describe('retryWhileTransient', () => {
       ),
     ).rejects.toThrow('store slow');
     expect(calls).toBe(3);
+  });
+});
+
+describe('withRetries', () => {
+  it('stops retrying once its signal aborts, cutting the wait short', async () => {
+    const ac = new AbortController();
+    let calls = 0;
+    const t0 = Date.now();
+    const failed = withRetries(
+      async () => {
+        // The fourth try would wait 800 ms first: the abort comes during that wait.
+        if (++calls === 4) setTimeout(() => ac.abort(), 50);
+        throw transient();
+      },
+      10,
+      ac.signal,
+    ).catch((e: unknown) => e);
+    const err = await failed;
+    expect(err).toBeInstanceOf(AppError);
+    expect(calls).toBe(4);
+    // 100 + 200 + 400 ms of waits, then 50 ms of the 800 ms one.
+    expect(Date.now() - t0).toBeLessThan(700 + 50 + 400);
+  });
+
+  it('tries no more after an abort, even with tries left', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    let calls = 0;
+    await expect(
+      withRetries(
+        async () => {
+          calls++;
+          throw transient();
+        },
+        10,
+        ac.signal,
+      ),
+    ).rejects.toBeInstanceOf(AppError);
+    expect(calls).toBe(1);
   });
 });

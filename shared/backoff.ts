@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError } from './errors.js';
 
 export interface Backoff {
@@ -23,14 +24,22 @@ export function backoffMs(attempt: number, o: Backoff): number {
   return Math.round(d * (1 - o.jitter + Math.random() * 2 * o.jitter));
 }
 
-/** Retries `fn` on transient errors (100 ms, 200 ms, … apart) up to `tries` times in all. */
-export async function withRetries<T>(fn: () => Promise<T>, tries = 3): Promise<T> {
+/**
+ * Retries `fn` on transient errors (100 ms, 200 ms, … apart) up to `tries` times in all; once
+ * `signal` aborts, no more (the last error is thrown, the wait for the next try cut short).
+ */
+export async function withRetries<T>(
+  fn: () => Promise<T>,
+  tries = 3,
+  signal?: AbortSignal,
+): Promise<T> {
   for (let i = 0; ; i++) {
     try {
       return await fn();
     } catch (err) {
-      if (i + 1 >= tries || !coerceError(err).retriable) throw err;
-      await new Promise((r) => setTimeout(r, backoffMs(i, { baseMs: 100 })));
+      if (i + 1 >= tries || !coerceError(err).retriable || signal?.aborted) throw err;
+      await sleep(backoffMs(i, { baseMs: 100 }), undefined, { signal }).catch(() => undefined);
+      if (signal?.aborted) throw err;
     }
   }
 }

@@ -58,9 +58,8 @@ export async function setup(project: TestProject) {
     kafkaInitialRebalanceDelayMs: 0,
     log: (m) => process.stdout.write(`[stack] ${m}\n`),
   });
-  // If the run dies without teardown (a crash, a kill), the JVMs must not outlive it.
-  const started = stack;
-  process.on('exit', () => started.killSync());
+  // If the run dies without teardown (a crash, a kill), the JVMs stop with it: they watch this
+  // process (infra/local/proc.ts, spawnJava).
   process.stdout.write(
     `[stack] Kafka ${stack.kafka.version} at ${stack.kafkaBrokers}, DynamoDB Local ${stack.dynamodb.version} at ${stack.dynamoEndpoint}\n`,
   );

@@ -21,8 +21,10 @@ async function run(cmd: string | undefined): Promise<void> {
       const kafkaPort = envPort('SVC_KAFKA_PORT');
       const kafkaControllerPort = envPort('SVC_KAFKA_CONTROLLER_PORT');
       const dynamoPort = envPort('SVC_DYNAMODB_PORT');
+      // The stack runs on in the background after this command ends.
       const s = await upStack({
         mode: 'persistent',
+        outlive: true,
         log,
         ...(kafkaPort ? { kafkaPort } : {}),
         ...(kafkaControllerPort ? { kafkaControllerPort } : {}),

@@ -23,6 +23,8 @@ export interface DynamoOptions {
   logFile: string;
   port: number;
   cwd: string;
+  /** The JVM runs on after this process ends (`spawnJava`); otherwise it stops with it. */
+  outlive?: boolean;
 }
 
 /**
@@ -151,7 +153,7 @@ export function launchDynamo(o: DynamoOptions): JavaProcess {
     '-disableTelemetry',
     ...(o.dbPath ? ['-dbPath', o.dbPath] : ['-inMemory']),
   ];
-  return spawnJava(args, o.logFile, o.cwd);
+  return spawnJava(args, o.logFile, o.cwd, o.outlive);
 }
 
 export async function dynamoReady(endpoint: string): Promise<boolean> {
@@ -175,6 +177,7 @@ export async function waitDynamo(
   proc: JavaProcess | undefined,
   endpoint: string,
   timeoutMs: number,
+  signal?: AbortSignal,
 ) {
   // With a process of ours, ready means it printed that it listens on the port (the launcher
   // does once bound): another process holding the port would answer the probe as well.
@@ -187,6 +190,7 @@ export async function waitDynamo(
     proc,
     async () => bound() && (await dynamoReady(endpoint)),
     timeoutMs,
+    signal,
   );
 }
 

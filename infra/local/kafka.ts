@@ -22,6 +22,8 @@ export interface KafkaOptions {
    * whose many short-lived groups would each wait.
    */
   initialRebalanceDelayMs?: number;
+  /** The JVM runs on after this process ends (`spawnJava`); otherwise it stops with it. */
+  outlive?: boolean;
 }
 
 const log4j = `log4j.rootLogger=WARN, stdout
@@ -119,7 +121,7 @@ export function launchKafka(o: KafkaOptions): JavaProcess {
       throw new StackError(`formatting Kafka storage in ${logDir} failed: ${why}`);
     }
   }
-  return spawnJava(javaArgs(o, 'kafka.Kafka', [props]), o.logFile, o.dataDir);
+  return spawnJava(javaArgs(o, 'kafka.Kafka', [props]), o.logFile, o.dataDir, o.outlive);
 }
 
 /** Ready means a kafkajs admin can describe the cluster. */
@@ -146,8 +148,9 @@ export async function waitKafka(
   proc: JavaProcess | undefined,
   brokers: string[],
   timeoutMs: number,
+  signal?: AbortSignal,
 ) {
-  await waitReady('Kafka', proc, () => kafkaReady(brokers), timeoutMs);
+  await waitReady('Kafka', proc, () => kafkaReady(brokers), timeoutMs, signal);
 }
 
 /** The version the running broker printed in its log ("Kafka version: 3.9.1"). */

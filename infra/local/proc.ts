@@ -101,19 +101,52 @@ export interface JavaProcess {
 }
 
 /**
- * Starts a JVM in its own process group so a terminal Ctrl-C reaches our Node process first
- * and the stack is stopped in order (services drain before the broker goes away).
+ * What an owned JVM is started through: a shell that puts a watcher in the background, then
+ * becomes the JVM (`exec`, so the pid is the JVM's). The watcher reads its stdin, a pipe from
+ * this process, until it closes, which happens when this process ends however it ends (a
+ * SIGKILL too); it then sends the JVM SIGTERM, and SIGKILL if it still runs 20 s later. The
+ * watcher stays in the JVM's process group: stopping the group stops it too, and while it waits
+ * the group keeps the JVM's pid from being reused.
  */
-export function spawnJava(args: string[], logFile: string, cwd: string): JavaProcess {
+const WATCHED = [
+  // A background list's stdin is /dev/null in sh: the watcher reads the pipe as fd 3.
+  'exec 3<&0;',
+  '{ read x <&3; kill -TERM $$ 2>/dev/null; i=0;',
+  'while kill -0 $$ 2>/dev/null && [ $i -lt 20 ]; do sleep 1; i=$((i+1)); done;',
+  'kill -KILL $$ 2>/dev/null; } &',
+  'exec java "$@" </dev/null 3<&-',
+].join(' ');
+
+/**
+ * Starts a JVM in its own process group so a terminal Ctrl-C reaches our Node process first
+ * and the stack is stopped in order (services drain before the broker goes away). Unless
+ * `outlive` (`npm run infra:up`, whose stack runs on after it), the JVM watches this process
+ * and stops when it ends (`WATCHED`).
+ */
+export function spawnJava(
+  args: string[],
+  logFile: string,
+  cwd: string,
+  outlive = false,
+): JavaProcess {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const fd = fs.openSync(logFile, 'a');
   const logStart = fs.fstatSync(fd).size;
-  const child = spawn('java', args, { cwd, detached: true, stdio: ['ignore', fd, fd] });
+  const child = outlive
+    ? spawn('java', args, { cwd, detached: true, stdio: ['ignore', fd, fd] })
+    : spawn('sh', ['-c', WATCHED, 'sh', ...args], { cwd, detached: true, stdio: ['pipe', fd, fd] });
   fs.closeSync(fd);
   child.unref();
+  // The watcher's pipe is held open for this process's life without keeping it alive.
+  const watch = child.stdin as net.Socket | null;
+  watch?.on('error', () => undefined);
+  watch?.unref();
   if (child.pid === undefined) throw new StackError(`could not start java (${args.at(-1)})`);
   const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => resolve(code));
+    child.once('exit', (code) => {
+      watch?.destroy();
+      resolve(code);
+    });
     child.once('error', () => resolve(-1));
   });
   return { pid: child.pid, logFile, logStart, exited };
@@ -150,12 +183,13 @@ export function tail(file: string, lines = 5): string {
   }
 }
 
-/** Polls `probe` until it returns true; fails fast when the process dies. */
+/** Polls `probe` until it returns true; fails fast when the process dies or `signal` aborts. */
 export async function waitReady(
   what: string,
   proc: JavaProcess | undefined,
   probe: () => Promise<boolean>,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<void> {
   let dead = false;
   void proc?.exited.then(() => {
@@ -163,6 +197,7 @@ export async function waitReady(
   });
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    signal?.throwIfAborted();
     if (dead) {
       throw new StackError(
         `${what} exited during start-up; see ${proc?.logFile} (last lines: ${tail(proc?.logFile ?? '', 3).slice(0, 300)})`,

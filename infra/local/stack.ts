@@ -19,6 +19,13 @@ export interface StackOptions {
   kafkaInitialRebalanceDelayMs?: number;
   log?: (msg: string) => void;
   paths?: StackPaths;
+  /**
+   * The JVMs started run on after this process ends (`npm run infra:up`). Otherwise they watch
+   * this process and stop when it ends, however it ends (proc.ts, `spawnJava`).
+   */
+  outlive?: boolean;
+  /** Aborts the start-up: what it started is stopped and the call rejects. */
+  signal?: AbortSignal;
 }
 
 export interface ComponentInfo {
@@ -37,8 +44,6 @@ export interface StackHandle {
   dynamodb: ComponentInfo;
   /** Stops what this handle started; idempotent. */
   stop(): Promise<void>;
-  /** Last resort on a forced exit: SIGTERM what this handle started, synchronously. */
-  killSync(): void;
 }
 
 interface PidRecord {
@@ -77,16 +82,19 @@ async function reuse(
   runDir: string,
   name: Name,
   log: (m: string) => void,
+  signal: AbortSignal | undefined,
 ): Promise<ComponentInfo | undefined> {
   const rec = readPid(runDir, name);
   if (!rec) return undefined;
-  if (!isAlive(rec.pid)) {
-    log(`${label[name]}: removing stale pid file (pid ${rec.pid} is gone)`);
-    fs.rmSync(pidFile(runDir, name), { force: true });
-    return undefined;
-  }
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
+    signal?.throwIfAborted();
+    // Gone, or going while we wait (its owner just ended and it stops with it).
+    if (!isAlive(rec.pid)) {
+      log(`${label[name]}: removing stale pid file (pid ${rec.pid} is gone)`);
+      fs.rmSync(pidFile(runDir, name), { force: true });
+      return undefined;
+    }
     if (await probe[name](rec.port)) {
       // Started before DynamoDB Local was bound to loopback: it must not stay open to the network.
       const exposed = name === 'dynamodb' ? await exposedOn(rec.port) : [];
@@ -129,9 +137,14 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
     // Fetch before anything starts, so a missing Maven or network leaves nothing running.
     ensureJars('kafka', base.jars.kafka, log);
     ensureJars('dynamodb', base.jars.dynamodb, log);
+    opts.signal?.throwIfAborted();
+    // Kafka and DynamoDB start side by side; when one fails, the other stops waiting.
+    const failed = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, failed.signal]) : failed.signal;
+    let firstFailure: unknown;
 
     const start = async (name: Name): Promise<ComponentInfo> => {
-      const existing = persistent ? await reuse(runDir, name, log) : undefined;
+      const existing = persistent ? await reuse(runDir, name, log, signal) : undefined;
       if (existing) return existing;
       const logFile = path.join(logs, `${name}.log`);
       let port: number;
@@ -148,6 +161,7 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
           logFile,
           port,
           controllerPort,
+          outlive: opts.outlive ?? false,
           ...(opts.kafkaInitialRebalanceDelayMs === undefined
             ? {}
             : { initialRebalanceDelayMs: opts.kafkaInitialRebalanceDelayMs }),
@@ -161,21 +175,27 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
           logFile,
           port,
           cwd: work,
+          outlive: opts.outlive ?? false,
         });
       }
       startedProcs.push(proc);
       fs.writeFileSync(pidFile(runDir, name), JSON.stringify({ pid: proc.pid, port, logFile }));
       log(`${label[name]}: starting (pid ${proc.pid}, port ${port}, log ${logFile})`);
-      if (name === 'kafka') await waitKafka(proc, [`127.0.0.1:${port}`], timeout);
-      else await waitDynamo(proc, `http://127.0.0.1:${port}`, timeout);
+      if (name === 'kafka') await waitKafka(proc, [`127.0.0.1:${port}`], timeout, signal);
+      else await waitDynamo(proc, `http://127.0.0.1:${port}`, timeout, signal);
       const info = { pid: proc.pid, port, logFile, version: version[name](logFile), started: true };
       log(`${label[name]} ${info.version ?? ''} ready on 127.0.0.1:${port}`);
       return info;
     };
 
-    const [k, d] = await Promise.allSettled([start('kafka'), start('dynamodb')]);
-    if (k.status === 'rejected') throw k.reason;
-    if (d.status === 'rejected') throw d.reason;
+    const started = (name: Name) =>
+      start(name).catch((err: unknown) => {
+        firstFailure ??= err;
+        failed.abort();
+        throw err;
+      });
+    const [k, d] = await Promise.allSettled([started('kafka'), started('dynamodb')]);
+    if (k.status === 'rejected' || d.status === 'rejected') throw firstFailure;
     let stopped = false;
     return {
       kafkaBrokers: `127.0.0.1:${k.value.port}`,
@@ -186,20 +206,6 @@ export async function upStack(opts: StackOptions): Promise<StackHandle> {
         if (stopped) return;
         stopped = true;
         await stopStarted();
-      },
-      killSync: () => {
-        for (const p of startedProcs) {
-          try {
-            process.kill(-p.pid, 'SIGTERM');
-          } catch {
-            /* gone */
-          }
-        }
-        for (const name of ['kafka', 'dynamodb'] as const) {
-          const rec = readPid(runDir, name);
-          if (rec && startedProcs.some((p) => p.pid === rec.pid))
-            fs.rmSync(pidFile(runDir, name), { force: true });
-        }
       },
     };
   } catch (err) {

@@ -29,6 +29,11 @@ export interface HttpAppOptions {
   degradable?: string[];
   /** Each readiness check counts as failed when it has not answered within this. */
   readinessTimeoutMs?: number;
+  /**
+   * False while the process still starts its workers: /readyz then answers 503 `starting`
+   * (the checks still run), so ready means the process does all its role does.
+   */
+  started?: () => boolean;
   /** API requests unanswered after this get 503 SVC_UNAVAILABLE (see `deadline`). */
   deadlineMs?: number;
   /** API requests beyond this many in progress get 503 at once (see `Admission`). */
@@ -375,8 +380,15 @@ export function createHttpApp(o: HttpAppOptions): Express {
     );
     const down = results.filter(([, s]) => s !== 'ok').map(([name]) => name);
     const fatal = down.filter((name) => !(o.degradable ?? []).includes(name));
-    const status = fatal.length > 0 ? 'not ready' : down.length > 0 ? 'degraded' : 'ready';
-    res.status(fatal.length > 0 ? 503 : 200).json({
+    const starting = !(o.started?.() ?? true);
+    const status = starting
+      ? 'starting'
+      : fatal.length > 0
+        ? 'not ready'
+        : down.length > 0
+          ? 'degraded'
+          : 'ready';
+    res.status(starting || fatal.length > 0 ? 503 : 200).json({
       status,
       checks: Object.fromEntries(results),
       ...(down.length > 0 ? { unavailable: down } : {}),

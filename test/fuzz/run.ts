@@ -63,9 +63,8 @@ try {
   let brokers = process.env.TEST_KAFKA_BROKERS;
   let endpoint = process.env.TEST_DYNAMODB_ENDPOINT;
   if (!brokers || !endpoint) {
+    // Its JVMs stop with this process however it ends (infra/local/proc.ts, spawnJava).
     stack = await upStack({ mode: 'ephemeral', readyTimeoutMs: 180_000, log });
-    const started = stack;
-    process.on('exit', () => started.killSync());
     brokers = stack.kafkaBrokers;
     endpoint = stack.dynamoEndpoint;
   }

@@ -97,6 +97,7 @@ describe('the production entry', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
-    expect(pkg.scripts['start:prod']).toBe(`node dist/${PROD_ENTRY.replace(/\.ts$/, '.js')}`);
+    // `exec`: npm's shell is replaced, so a signal sent to npm reaches the process.
+    expect(pkg.scripts['start:prod']).toBe(`exec node dist/${PROD_ENTRY.replace(/\.ts$/, '.js')}`);
   });
 });
