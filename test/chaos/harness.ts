@@ -265,16 +265,24 @@ export class AppProcess {
     throw new Error(`${this.o.name}: no heap snapshot within 300 s`);
   }
 
-  /** Resident set size and V8 heap in use, from the process's own /metrics. */
-  async memory(): Promise<{ rssBytes: number; heapBytes: number }> {
-    const r = await fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(5_000) });
-    const text = await r.text();
-    const num = (name: string) =>
-      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
-    return {
-      rssBytes: num('svc_process_process_resident_memory_bytes'),
-      heapBytes: num('svc_process_nodejs_heap_size_used_bytes'),
-    };
+  /** Resident set size, read by the kernel (/proc), without asking the busy process. */
+  rss(): number {
+    try {
+      const status = fs.readFileSync(`/proc/${this.child?.pid}/status`, 'utf8');
+      return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
+    } catch {
+      return NaN;
+    }
+  }
+
+  /** V8 heap in use, from the process's own /metrics (NaN when it does not answer). */
+  async heapUsed(): Promise<number> {
+    const text = await fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(5_000) })
+      .then((r) => r.text())
+      .catch(() => '');
+    return Number(
+      /^svc_process_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)/m.exec(text)?.[1] ?? NaN,
+    );
   }
 }
 

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
  * `tsx test/chaos/heap-diff.ts <earlier.heapsnapshot> <later.heapsnapshot> [--retainers=Name]`
  * Compares two V8 heap snapshots (the soak's, test-results/heap/): per constructor (objects by
  * their constructor's name, the rest by kind, as devtools' summary groups them) the count and
- * self size in each and the growth, largest first. `--retainers` prints, for a few objects of
+ * self size in each and the change, the largest growth and shrinking. `--retainers` prints, for a few objects of
  * that group that are new in the later snapshot, the chain of what holds them.
  */
 
@@ -155,9 +155,12 @@ function main(): void {
     `total self size ${kb(total(sa))} → ${kb(total(sb))}\n` +
       `${'constructor'.padEnd(40)} ${'count'.padStart(20)} ${'self size'.padStart(26)}\n`,
   );
-  for (const r of rows.slice(0, Number(opt('top') ?? 30)))
+  // The largest growth first, then the largest shrinking.
+  const top = Number(opt('top') ?? 30);
+  const shown = rows.length > 2 * top ? [...rows.slice(0, top), ...rows.slice(-top)] : rows;
+  for (const r of shown)
     process.stdout.write(
-      `${r.k.slice(0, 40).padEnd(40)} ${`${r.x.count} → ${r.y.count}`.padStart(20)} ${`${kb(r.x.size)} → ${kb(r.y.size)}`.padStart(26)}  +${kb(r.dSize)}\n`,
+      `${r.k.slice(0, 40).padEnd(40)} ${`${r.x.count} → ${r.y.count}`.padStart(20)} ${`${kb(r.x.size)} → ${kb(r.y.size)}`.padStart(26)}  ${r.dSize >= 0 ? '+' : ''}${kb(r.dSize)}\n`,
     );
   const key = opt('retainers');
   if (key) for (const line of retainers(earlier, later, key)) process.stdout.write(`${line}\n`);

@@ -422,16 +422,14 @@ async function soak(o: ScenarioOptions): Promise<ScenarioResult> {
     await delay(2_000);
     const t0 = Date.now();
     const samples: MemorySample[] = [];
-    // A busy process may refuse /metrics for a moment (503): asked again for up to 5 s.
+    // RSS from /proc; the heap from /metrics, which a busy process may leave unanswered for
+    // a while (asked again for up to 20 s, else NaN: the rule needs a reading per window).
     const sample = async () => {
       const atMs = Date.now() - t0;
-      for (let i = 0; i < 5; i++) {
-        const m = await app.memory().catch(() => undefined);
-        if (m && Number.isFinite(m.rssBytes) && Number.isFinite(m.heapBytes))
-          return void samples.push({ atMs, ...m });
-        await delay(1_000);
-      }
-      samples.push({ atMs, rssBytes: NaN, heapBytes: NaN });
+      const rssBytes = app.rss();
+      let heapBytes = NaN;
+      for (let i = 0; i < 4 && !Number.isFinite(heapBytes); i++) heapBytes = await app.heapUsed();
+      samples.push({ atMs, rssBytes, heapBytes });
     };
     const sampler = setInterval(() => void sample(), 10_000);
     for (const m of snapshots)
