@@ -236,15 +236,53 @@ export class AppProcess {
     return sum;
   }
 
-  /** Resident set size and V8 heap in use, from the process's own /metrics. */
-  async memory(): Promise<{ rssBytes: number; heapBytes: number }> {
-    const text = await (await fetch(`${this.url}/metrics`)).text();
-    const num = (name: string) =>
-      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
-    return {
-      rssBytes: num('svc_process_process_resident_memory_bytes'),
-      heapBytes: num('svc_process_nodejs_heap_size_used_bytes'),
-    };
+  /**
+   * Writes a V8 heap snapshot of the process to `file` (it must run with
+   * `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=<dir>`): signals it and waits until the
+   * new `.heapsnapshot` in that folder is complete, then renames it.
+   */
+  async heapSnapshot(dir: string, file: string): Promise<void> {
+    const before = new Set(fs.readdirSync(dir));
+    this.child?.kill('SIGUSR2');
+    const deadline = Date.now() + 300_000;
+    while (Date.now() < deadline) {
+      await delay(1_000);
+      const made = fs.readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+      if (!made) continue;
+      // V8 writes the file in one go; complete once its size stops changing and the JSON closes.
+      const full = path.join(dir, made);
+      const size = fs.statSync(full).size;
+      await delay(2_000);
+      if (fs.statSync(full).size !== size) continue;
+      const fd = fs.openSync(full, 'r');
+      const tail = Buffer.alloc(16);
+      fs.readSync(fd, tail, 0, 16, Math.max(0, size - 16));
+      fs.closeSync(fd);
+      if (!tail.toString().trimEnd().endsWith('}')) continue;
+      fs.renameSync(full, path.join(dir, file));
+      return;
+    }
+    throw new Error(`${this.o.name}: no heap snapshot within 300 s`);
+  }
+
+  /** Resident set size, read by the kernel (/proc), without asking the busy process. */
+  rss(): number {
+    try {
+      const status = fs.readFileSync(`/proc/${this.child?.pid}/status`, 'utf8');
+      return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
+    } catch {
+      return NaN;
+    }
+  }
+
+  /** V8 heap in use, from the process's own /metrics (NaN when it does not answer). */
+  async heapUsed(): Promise<number> {
+    const text = await fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(5_000) })
+      .then((r) => r.text())
+      .catch(() => '');
+    return Number(
+      /^svc_process_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)/m.exec(text)?.[1] ?? NaN,
+    );
   }
 }
 

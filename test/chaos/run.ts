@@ -12,7 +12,8 @@ import {
 
 /**
  * `npm run chaos -- <scenario>|all [--rate=60] [--fault-s=30] [--load-s] [--drain-s=240]`
- * (the soak: 50 consents/s, i.e. 100 events/s, for 600 s over 20 endpoints, one failing)
+ * (the soak: 50 consents/s, i.e. 100 events/s, for 600 s over 20 endpoints, one failing;
+ * `--heap-at=2,8` writes heap snapshots of its process at those minutes into test-results/heap/)
  * Runs fault scenarios against real processes on a stack of their own and prints, per
  * scenario: accepted, delivered, lost, copies, consents under more than one webhook-id, and
  * whether the ledger balances, and writes it to test/chaos/results/<scenario>.json. Exits 1 when
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
       'fault-s': { type: 'string' },
       'load-s': { type: 'string' },
       'drain-s': { type: 'string', default: '240' },
+      'heap-at': { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
   const unknown = wanted.filter((w) => !(w in cli));
   if (wanted.length === 0 || unknown.length > 0) {
     process.stderr.write(
-      `usage: npm run chaos -- <scenario>… | all   [--rate=N] [--fault-s=N] [--load-s=N] [--drain-s=N]\nscenarios: ${Object.keys(cli).join(', ')}\n`,
+      `usage: npm run chaos -- <scenario>… | all   [--rate=N] [--fault-s=N] [--load-s=N] [--drain-s=N] [--heap-at=MIN,…]\nscenarios: ${Object.keys(cli).join(', ')}\n`,
     );
     process.exit(2);
   }
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
       drainMs: drainS * 1000,
       log,
       endpoints: 20,
+      ...(values['heap-at'] ? { heapAtMin: values['heap-at'].split(',').map(Number) } : {}),
     });
     r.scenario = name;
     results.push(r);
